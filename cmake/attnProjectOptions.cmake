@@ -1,0 +1,13 @@
+# Build settings for attn's own tests, examples and benchmarks (never for consumers).
+add_library(attn_project_options INTERFACE)
+target_compile_options(attn_project_options INTERFACE
+  $<$<CXX_COMPILER_ID:GNU,Clang,AppleClang>:-Wall -Wextra -Wpedantic>
+  $<$<AND:$<BOOL:${ATTN_WERROR}>,$<CXX_COMPILER_ID:GNU,Clang,AppleClang>>:-Werror>
+  $<$<BOOL:${ATTN_NATIVE}>:-march=native>)
+if(ATTN_SANITIZE)
+  target_compile_options(attn_project_options INTERFACE -fsanitize=${ATTN_SANITIZE} -fno-omit-frame-pointer
+    -fno-sanitize-recover=all)
+  target_link_options(attn_project_options INTERFACE -fsanitize=${ATTN_SANITIZE})
+endif()
+find_package(Threads REQUIRED)
+target_link_libraries(attn_project_options INTERFACE attn::attn Threads::Threads)

@@ -1,0 +1,143 @@
+#pragma once
+// Scaled dot-product attention, single-head and multi-head, built from the public
+// steps: projection, rotary positions, scaled scores, masks, softmax, heads.
+//
+//   weights = softmax(mask(q kᵀ · scale)),  output = weights · v
+
+#include <Eigen/Core>
+
+#include <optional>
+#include <type_traits>
+
+#include "attn/detail/check.hpp"
+#include "attn/heads.hpp"
+#include "attn/mask.hpp"
+#include "attn/projection.hpp"
+#include "attn/rope.hpp"
+#include "attn/scoring.hpp"
+#include "attn/softmax.hpp"
+#include "attn/types.hpp"
+
+namespace attn {
+
+/// How attention is computed. The defaults are the chapter's: causal, scaled by
+/// 1/√(head size), no positions, weights not kept.
+template <class T>
+struct AttentionOptions {
+    bool causal = true;                ///< hide every key later than its query
+    bool keep_weights = false;         ///< return the weights as well as the output
+    std::optional<T> scale;            ///< default 1/√(head size)
+    const Rope<T>* rope = nullptr;     ///< if set, rotate queries and keys in every head
+    const AllowedMask* mask = nullptr; ///< if set, also hide where mask(i, j) is false (queries × keys)
+    Index first_position = 0;          ///< position of query row 0 (the key cache length when decoding)
+};
+
+/// One head's result. output: (queries × value size); weights: (queries × keys), or empty
+/// unless keep_weights was set.
+template <class T>
+struct HeadAttention {
+    Matrix<T> output;
+    Matrix<T> weights;
+};
+
+/// Single-head attention. queries: (queries × d), keys: (keys × d), values: (keys × dv)
+/// → output (queries × dv) and, if asked, weights (queries × keys).
+template <class DQ, class DK, class DV>
+HeadAttention<typename DQ::Scalar> attention(const Eigen::MatrixBase<DQ>& queries, const Eigen::MatrixBase<DK>& keys,
+                                             const Eigen::MatrixBase<DV>& values,
+                                             const AttentionOptions<typename DQ::Scalar>& options = {}) {
+    using T = typename DQ::Scalar;
+    static_assert(std::is_same_v<T, typename DV::Scalar>, "attention: queries and values scalar types differ");
+    detail::check_not_empty("attention", "values", values);
+    detail::check_rows("attention", "values", values, keys.rows(), "one value per key");
+    if (options.first_position < 0) throw argument_error("attention: first_position must be ≥ 0");
+
+    Matrix<T> weights;
+    if (options.rope) {
+        Matrix<T> rotated_queries = queries;
+        Matrix<T> rotated_keys = keys;
+        options.rope->apply(rotated_queries, options.first_position);
+        options.rope->apply(rotated_keys, 0);
+        weights = scaled_scores(rotated_queries, rotated_keys, options.scale);
+    } else {
+        weights = scaled_scores(queries, keys, options.scale);
+    }
+    if (options.causal) apply_causal_mask(weights, options.first_position);
+    if (options.mask) apply_mask(weights, *options.mask);
+    softmax_rows_in_place(weights);
+
+    HeadAttention<T> result;
+    result.output.noalias() = weights * values;
+    if (options.keep_weights) result.weights = std::move(weights);
+    return result;
+}
+
+/// Every head's result. outputs: heads × (queries × value size); weights: heads ×
+/// (queries × keys), or empty unless keep_weights was set.
+template <class T>
+struct HeadsAttention {
+    HeadStack<T> outputs;
+    AttentionWeights<T> weights;
+};
+
+/// Attention in every head of already split queries, keys and values.
+/// queries: heads × (queries × d), keys: heads × (keys × d), values: heads × (keys × dv).
+template <class T>
+HeadsAttention<T> attend_heads(const HeadStack<T>& queries, const HeadStack<T>& keys, const HeadStack<T>& values,
+                               const AttentionOptions<T>& options = {}) {
+    if (keys.heads() != queries.heads() || values.heads() != queries.heads())
+        throw shape_error(detail::message("attend_heads: queries, keys and values have ", queries.heads(), ", ",
+                                          keys.heads(), " and ", values.heads(), " heads"));
+    if (queries.empty()) throw shape_error("attend_heads: queries are empty");
+    HeadsAttention<T> result{HeadStack<T>(queries.heads(), queries.rows(), values.cols()), AttentionWeights<T>()};
+    if (options.keep_weights) result.weights = AttentionWeights<T>(queries.heads(), queries.rows(), keys.rows());
+    for (Index h = 0; h < queries.heads(); ++h) {
+        HeadAttention<T> head = attention(queries.head(h), keys.head(h), values.head(h), options);
+        result.outputs.head(h) = head.output;
+        if (options.keep_weights) result.weights.head(h) = head.weights;
+    }
+    return result;
+}
+
+/// The four projections of a multi-head attention layer, (in × out) each, viewed
+/// without copying. query, key: (width × heads·d); value: (width × heads·dv);
+/// output: (heads·dv × out).
+template <class T>
+struct AttentionProjections {
+    Eigen::Ref<const Matrix<T>> query;
+    Eigen::Ref<const Matrix<T>> key;
+    Eigen::Ref<const Matrix<T>> value;
+    Eigen::Ref<const Matrix<T>> output;
+};
+
+/// Multi-head attention's result. output: (positions × out); weights: heads ×
+/// (positions × positions), or empty unless keep_weights was set.
+template <class T>
+struct MultiHeadAttention {
+    Matrix<T> output;
+    AttentionWeights<T> weights;
+};
+
+/// Multi-head self-attention with output projection:
+/// x: (positions × width) → project → split into `heads` → attention in each head →
+/// merge (positions × heads·dv) → · output → (positions × out).
+template <class D>
+MultiHeadAttention<typename D::Scalar> multi_head_attention(
+    const Eigen::MatrixBase<D>& x, const AttentionProjections<typename D::Scalar>& projections, Index heads,
+    const AttentionOptions<typename D::Scalar>& options = {}) {
+    using T = typename D::Scalar;
+    detail::check_positive("multi_head_attention", "heads", heads);
+    if (projections.query.cols() % heads != 0 || projections.value.cols() % heads != 0)
+        throw shape_error(detail::message("multi_head_attention: heads = ", heads,
+                                          " does not divide the query width ", projections.query.cols(),
+                                          " or the value width ", projections.value.cols()));
+    QueryKeyValue<T> qkv = project_qkv(x, projections.query, projections.key, projections.value);
+    HeadsAttention<T> attended = attend_heads(split_heads(qkv.queries, heads), split_heads(qkv.keys, heads),
+                                              split_heads(qkv.values, heads), options);
+    MultiHeadAttention<T> result;
+    result.output = project(merge_heads(attended.outputs), projections.output);
+    result.weights = std::move(attended.weights);
+    return result;
+}
+
+}  // namespace attn

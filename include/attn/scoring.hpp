@@ -1,0 +1,40 @@
+#pragma once
+// Attention scores: every query against every key, scaled.
+
+#include <Eigen/Core>
+
+#include <cmath>
+#include <optional>
+#include <type_traits>
+
+#include "attn/detail/check.hpp"
+#include "attn/types.hpp"
+
+namespace attn {
+
+/// The transformer's default scale for queries and keys of `size` numbers: 1 / √size.
+template <class T>
+T default_scale(Index size) {
+    detail::check_positive("default_scale", "size", size);
+    return T(1) / std::sqrt(static_cast<T>(size));
+}
+
+/// queries · keysᵀ · scale. queries: (query positions × d), keys: (key positions × d)
+/// → (query positions × key positions). scale defaults to 1/√d; pass 1 for models that
+/// fold the factor into their query weights (T5).
+template <class DQ, class DK>
+Matrix<typename DQ::Scalar> scaled_scores(const Eigen::MatrixBase<DQ>& queries, const Eigen::MatrixBase<DK>& keys,
+                                          std::optional<typename DQ::Scalar> scale = std::nullopt) {
+    using T = typename DQ::Scalar;
+    static_assert(std::is_same_v<T, typename DK::Scalar>, "scaled_scores: queries and keys scalar types differ");
+    detail::check_not_empty("scaled_scores", "queries", queries);
+    detail::check_not_empty("scaled_scores", "keys", keys);
+    detail::check_cols("scaled_scores", "keys", keys, queries.cols(), "keys must be as wide as queries");
+    const T factor = scale.value_or(default_scale<T>(queries.cols()));
+    if (!std::isfinite(factor)) throw argument_error("scaled_scores: scale must be finite");
+    Matrix<T> scores(queries.rows(), keys.rows());
+    scores.noalias() = (queries * factor) * keys.transpose();
+    return scores;
+}
+
+}  // namespace attn

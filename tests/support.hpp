@@ -1,0 +1,98 @@
+#pragma once
+// Shared test helpers: seeded random matrices and an independent double-precision
+// reference written as plain loops (no Eigen arithmetic), to check the library against.
+
+#include <attn/types.hpp>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace attn::test {
+
+template <class T>
+Matrix<T> random_matrix(Index rows, Index cols, unsigned seed, double stddev = 1.0) {
+    std::mt19937_64 engine(seed);
+    std::normal_distribution<double> normal(0.0, stddev);
+    Matrix<T> m(rows, cols);
+    for (Index i = 0; i < rows; ++i)
+        for (Index j = 0; j < cols; ++j) m(i, j) = static_cast<T>(normal(engine));
+    return m;
+}
+
+using Table = std::vector<std::vector<double>>;
+
+template <class D>
+Table to_table(const Eigen::MatrixBase<D>& m) {
+    Table t(static_cast<std::size_t>(m.rows()), std::vector<double>(static_cast<std::size_t>(m.cols())));
+    for (Index i = 0; i < m.rows(); ++i)
+        for (Index j = 0; j < m.cols(); ++j) t[std::size_t(i)][std::size_t(j)] = static_cast<double>(m(i, j));
+    return t;
+}
+
+struct NaiveHead {
+    Table output;
+    Table weights;
+};
+
+/// softmax(q kᵀ · scale, causal) · v with loops, in double.
+inline NaiveHead naive_attention(const Table& q, const Table& k, const Table& v, bool causal, double scale) {
+    const std::size_t n = q.size(), m = k.size(), d = q[0].size(), dv = v[0].size();
+    NaiveHead r{Table(n, std::vector<double>(dv, 0.0)), Table(n, std::vector<double>(m, 0.0))};
+    for (std::size_t i = 0; i < n; ++i) {
+        std::vector<double> s(m, -std::numeric_limits<double>::infinity());
+        double largest = -std::numeric_limits<double>::infinity();
+        for (std::size_t j = 0; j < m; ++j) {
+            if (causal && j > i) continue;
+            double dot = 0.0;
+            for (std::size_t c = 0; c < d; ++c) dot += q[i][c] * k[j][c];
+            s[j] = dot * scale;
+            largest = std::max(largest, s[j]);
+        }
+        double total = 0.0;
+        for (std::size_t j = 0; j < m; ++j) {
+            r.weights[i][j] = (causal && j > i) ? 0.0 : std::exp(s[j] - largest);
+            total += r.weights[i][j];
+        }
+        for (std::size_t j = 0; j < m; ++j) r.weights[i][j] /= total;
+        for (std::size_t j = 0; j < m; ++j)
+            for (std::size_t c = 0; c < dv; ++c) r.output[i][c] += r.weights[i][j] * v[j][c];
+    }
+    return r;
+}
+
+inline Table naive_matmul(const Table& a, const Table& b) {
+    Table c(a.size(), std::vector<double>(b[0].size(), 0.0));
+    for (std::size_t i = 0; i < a.size(); ++i)
+        for (std::size_t k = 0; k < b.size(); ++k)
+            for (std::size_t j = 0; j < b[0].size(); ++j) c[i][j] += a[i][k] * b[k][j];
+    return c;
+}
+
+inline Table columns(const Table& t, std::size_t first, std::size_t count) {
+    Table out(t.size(), std::vector<double>(count));
+    for (std::size_t i = 0; i < t.size(); ++i)
+        for (std::size_t j = 0; j < count; ++j) out[i][j] = t[i][first + j];
+    return out;
+}
+
+/// Largest |a − b| over all entries (shapes must match; a mismatch returns +inf).
+template <class D>
+double max_abs_difference(const Eigen::MatrixBase<D>& a, const Table& b) {
+    if (static_cast<std::size_t>(a.rows()) != b.size() || (a.rows() > 0 && static_cast<std::size_t>(a.cols()) != b[0].size()))
+        return std::numeric_limits<double>::infinity();
+    double worst = 0.0;
+    for (Index i = 0; i < a.rows(); ++i)
+        for (Index j = 0; j < a.cols(); ++j)
+            worst = std::max(worst, std::abs(static_cast<double>(a(i, j)) - b[std::size_t(i)][std::size_t(j)]));
+    return worst;
+}
+
+/// Tolerance for comparing a T computation with the double reference.
+template <class T>
+constexpr double tolerance() {
+    return std::is_same_v<T, float> ? 2e-5 : 1e-12;
+}
+
+}  // namespace attn::test
