@@ -1,8 +1,8 @@
 // Causal attention kernels by sequence length (Google Benchmark, JSON with
 // --benchmark_format=json). GFLOP/s counts the useful causal arithmetic: the unmasked
 // half of q·kᵀ and of weights·v, 2·n²·d per head.
-#include <attn/attn.hpp>
 #include <benchmark/benchmark.h>
+#include <attn/attn.hpp>
 
 namespace {
 
@@ -13,8 +13,7 @@ attn::Matrix<T> filled(attn::Index rows, attn::Index cols) {
 
 void set_counters(benchmark::State& state, attn::Index positions, attn::Index size, attn::Index heads) {
     const double flops = 2.0 * double(positions) * double(positions) * double(size) * double(heads);
-    state.counters["GFLOP/s"] =
-        benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
     state.SetComplexityN(positions);
 }
 
@@ -37,8 +36,8 @@ void matrix_multiply(benchmark::State& state) {
         c.noalias() = a * b;
         benchmark::DoNotOptimize(c.data());
     }
-    state.counters["GFLOP/s"] =
-        benchmark::Counter(2.0 * double(n) * double(n) * double(n) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(n) * double(n) * double(n) * 1e-9,
+                                                   benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(matrix_multiply)->Arg(1024);
 

@@ -80,7 +80,8 @@ inline Table columns(const Table& t, std::size_t first, std::size_t count) {
 /// Largest |a − b| over all entries (shapes must match; a mismatch returns +inf).
 template <class D>
 double max_abs_difference(const Eigen::MatrixBase<D>& a, const Table& b) {
-    if (static_cast<std::size_t>(a.rows()) != b.size() || (a.rows() > 0 && static_cast<std::size_t>(a.cols()) != b[0].size()))
+    if (static_cast<std::size_t>(a.rows()) != b.size() ||
+        (a.rows() > 0 && static_cast<std::size_t>(a.cols()) != b[0].size()))
         return std::numeric_limits<double>::infinity();
     double worst = 0.0;
     for (Index i = 0; i < a.rows(); ++i)

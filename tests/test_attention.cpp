@@ -1,5 +1,5 @@
-#include <attn/attention.hpp>
 #include <doctest/doctest.h>
+#include <attn/attention.hpp>
 
 #include <cmath>
 #include <tuple>
@@ -35,15 +35,16 @@ TEST_CASE_TEMPLATE("causal attention: rows sum to 1 and every later position get
 
 TEST_CASE_TEMPLATE("attention matches the double-precision loop reference on many shapes", T, float, double) {
     // (positions, head size, value size), including 1 position and non-square heads.
-    for (auto [n, d, dv] : {std::tuple<Index, Index, Index>{1, 4, 4}, {4, 4, 4}, {5, 3, 7}, {16, 32, 32},
-                            {37, 64, 16}, {64, 128, 128}}) {
+    for (auto [n, d, dv] :
+         {std::tuple<Index, Index, Index>{1, 4, 4}, {4, 4, 4}, {5, 3, 7}, {16, 32, 32}, {37, 64, 16}, {64, 128, 128}}) {
         CAPTURE(n);
         CAPTURE(d);
         const auto q = random_matrix<T>(n, d, 10), k = random_matrix<T>(n, d, 11), v = random_matrix<T>(n, dv, 12);
         for (bool causal : {true, false}) {
             const auto result = attn::attention(q, k, v, keeping<T>(causal));
-            const auto reference = attn::test::naive_attention(attn::test::to_table(q), attn::test::to_table(k),
-                                                               attn::test::to_table(v), causal, 1.0 / std::sqrt(double(d)));
+            const auto reference =
+                attn::test::naive_attention(attn::test::to_table(q), attn::test::to_table(k), attn::test::to_table(v),
+                                            causal, 1.0 / std::sqrt(double(d)));
             CHECK(attn::test::max_abs_difference(result.weights, reference.weights) < attn::test::tolerance<T>());
             CHECK(attn::test::max_abs_difference(result.output, reference.output) < attn::test::tolerance<T>());
         }
@@ -54,8 +55,8 @@ TEST_CASE_TEMPLATE("changing a later token leaves every earlier output bit-ident
                    float, double) {
     const Index n = 6, width = 8;
     const auto x = random_matrix<T>(n, width, 30);
-    const auto wq = random_matrix<T>(width, 8, 31), wk = random_matrix<T>(width, 8, 32), wv = random_matrix<T>(width, 8, 33),
-               wo = random_matrix<T>(8, width, 34);
+    const auto wq = random_matrix<T>(width, 8, 31), wk = random_matrix<T>(width, 8, 32),
+               wv = random_matrix<T>(width, 8, 33), wo = random_matrix<T>(8, width, 34);
     attn::Matrix<T> changed = x;
     changed.row(n - 1) = random_matrix<T>(1, width, 35);
     for (bool causal : {true, false}) {
@@ -89,14 +90,15 @@ TEST_CASE_TEMPLATE("multi-head attention equals the heads computed one by one, j
     const auto v = attn::test::naive_matmul(xt, attn::test::to_table(wv));
     attn::test::Table joined(std::size_t(n), std::vector<double>(std::size_t(width), 0.0));
     for (Index h = 0; h < heads; ++h) {
-        const auto head = attn::test::naive_attention(attn::test::columns(q, std::size_t(h * size), std::size_t(size)),
-                                                      attn::test::columns(k, std::size_t(h * size), std::size_t(size)),
-                                                      attn::test::columns(v, std::size_t(h * size), std::size_t(size)),
-                                                      true, 0.5);
+        const auto head =
+            attn::test::naive_attention(attn::test::columns(q, std::size_t(h * size), std::size_t(size)),
+                                        attn::test::columns(k, std::size_t(h * size), std::size_t(size)),
+                                        attn::test::columns(v, std::size_t(h * size), std::size_t(size)), true, 0.5);
         // the head axis comes first: weights.head(h) is head h's (positions × positions) matrix
         CHECK(attn::test::max_abs_difference(result.weights.head(h), head.weights) < attn::test::tolerance<T>());
         for (std::size_t i = 0; i < std::size_t(n); ++i)
-            for (std::size_t c = 0; c < std::size_t(size); ++c) joined[i][std::size_t(h * size) + c] = head.output[i][c];
+            for (std::size_t c = 0; c < std::size_t(size); ++c)
+                joined[i][std::size_t(h * size) + c] = head.output[i][c];
     }
     const auto expected = attn::test::naive_matmul(joined, attn::test::to_table(wo));
     CHECK(attn::test::max_abs_difference(result.output, expected) < 10 * attn::test::tolerance<T>());
@@ -123,7 +125,8 @@ TEST_CASE("float and double attention agree") {
 
 TEST_CASE("attention with RoPE equals attention on queries and keys rotated by hand") {
     const attn::Rope<double> rope(8, attn::RopePairing::rotate_half);
-    const auto q = random_matrix<double>(6, 8, 60), k = random_matrix<double>(6, 8, 61), v = random_matrix<double>(6, 8, 62);
+    const auto q = random_matrix<double>(6, 8, 60), k = random_matrix<double>(6, 8, 61),
+               v = random_matrix<double>(6, 8, 62);
     attn::AttentionOptions<double> options = keeping<double>();
     options.rope = &rope;
     const auto with_rope = attn::attention(q, k, v, options);
@@ -136,7 +139,8 @@ TEST_CASE("attention with RoPE equals attention on queries and keys rotated by h
 }
 
 TEST_CASE("attention: queries after cached keys see the whole cache (first_position)") {
-    const auto q = random_matrix<double>(5, 4, 70), k = random_matrix<double>(5, 4, 71), v = random_matrix<double>(5, 4, 72);
+    const auto q = random_matrix<double>(5, 4, 70), k = random_matrix<double>(5, 4, 71),
+               v = random_matrix<double>(5, 4, 72);
     const auto full = attn::attention(q, k, v, keeping<double>());
     attn::AttentionOptions<double> options = keeping<double>();
     options.first_position = 3;
@@ -146,7 +150,8 @@ TEST_CASE("attention: queries after cached keys see the whole cache (first_posit
 }
 
 TEST_CASE("attention: a padding mask hides keys; a fully hidden query row gives a zero output") {
-    const auto q = random_matrix<double>(3, 4, 80), k = random_matrix<double>(3, 4, 81), v = random_matrix<double>(3, 4, 82);
+    const auto q = random_matrix<double>(3, 4, 80), k = random_matrix<double>(3, 4, 81),
+               v = random_matrix<double>(3, 4, 82);
     attn::AllowedMask allowed = attn::AllowedMask::Constant(3, 3, true);
     allowed.row(0).setConstant(false);  // query 0 is padding
     allowed(2, 1) = false;

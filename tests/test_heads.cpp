@@ -1,5 +1,5 @@
-#include <attn/heads.hpp>
 #include <doctest/doctest.h>
+#include <attn/heads.hpp>
 
 #include "support.hpp"
 

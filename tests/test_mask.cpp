@@ -1,5 +1,5 @@
-#include <attn/mask.hpp>
 #include <doctest/doctest.h>
+#include <attn/mask.hpp>
 
 #include <cmath>
 

@@ -1,5 +1,5 @@
-#include <attn/projection.hpp>
 #include <doctest/doctest.h>
+#include <attn/projection.hpp>
 
 #include "support.hpp"
 
@@ -23,13 +23,15 @@ TEST_CASE("project: accepts expressions without copying them first") {
     const auto x = random_matrix<double>(6, 8, 4);
     const auto w = random_matrix<double>(8, 8, 5);
     const attn::Matrix<double> a = attn::project(x.topRows(3), w.leftCols(4));
-    const attn::Matrix<double> b = attn::project(attn::Matrix<double>(x.topRows(3)), attn::Matrix<double>(w.leftCols(4)));
+    const attn::Matrix<double> b =
+        attn::project(attn::Matrix<double>(x.topRows(3)), attn::Matrix<double>(w.leftCols(4)));
     CHECK(a == b);
 }
 
 TEST_CASE("project_qkv keeps queries, keys and values as separate matrices") {
     const auto x = random_matrix<float>(4, 8, 6);
-    const auto wq = random_matrix<float>(8, 4, 7), wk = random_matrix<float>(8, 4, 8), wv = random_matrix<float>(8, 6, 9);
+    const auto wq = random_matrix<float>(8, 4, 7), wk = random_matrix<float>(8, 4, 8),
+               wv = random_matrix<float>(8, 6, 9);
     const auto qkv = attn::project_qkv(x, wq, wk, wv);
     CHECK(qkv.queries == attn::project(x, wq));
     CHECK(qkv.keys == attn::project(x, wk));

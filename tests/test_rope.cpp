@@ -1,5 +1,5 @@
-#include <attn/rope.hpp>
 #include <doctest/doctest.h>
+#include <attn/rope.hpp>
 
 #include <cmath>
 

@@ -1,6 +1,6 @@
+#include <doctest/doctest.h>
 #include <attn/attn.hpp>
 #include <attn/scoring.hpp>
-#include <doctest/doctest.h>
 
 #include <random>
 
@@ -35,7 +35,8 @@ namespace {
 double average_largest_weight(attn::Index size, bool scaled, unsigned seed) {
     const auto queries = random_matrix<double>(1000, size, seed);
     const auto keys = random_matrix<double>(16, size, seed + 1);
-    attn::Matrix<double> weights = attn::softmax_rows(attn::scaled_scores(queries, keys, scaled ? std::nullopt : std::optional<double>(1.0)));
+    attn::Matrix<double> weights =
+        attn::softmax_rows(attn::scaled_scores(queries, keys, scaled ? std::nullopt : std::optional<double>(1.0)));
     return weights.rowwise().maxCoeff().mean();
 }
 }  // namespace

@@ -1,6 +1,6 @@
+#include <doctest/doctest.h>
 #include <attn/mask.hpp>
 #include <attn/softmax.hpp>
-#include <doctest/doctest.h>
 
 #include <cmath>
 #include <limits>

@@ -1,5 +1,5 @@
-#include <attn/types.hpp>
 #include <doctest/doctest.h>
+#include <attn/types.hpp>
 
 #include <string>
 

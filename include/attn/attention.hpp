@@ -24,12 +24,12 @@ namespace attn {
 /// 1/√(head size), no positions, weights not kept.
 template <class T>
 struct AttentionOptions {
-    bool causal = true;                ///< hide every key later than its query
-    bool keep_weights = false;         ///< return the weights as well as the output
-    std::optional<T> scale;            ///< default 1/√(head size)
-    const Rope<T>* rope = nullptr;     ///< if set, rotate queries and keys in every head
-    const AllowedMask* mask = nullptr; ///< if set, also hide where mask(i, j) is false (queries × keys)
-    Index first_position = 0;          ///< position of query row 0 (the key cache length when decoding)
+    bool causal = true;                 ///< hide every key later than its query
+    bool keep_weights = false;          ///< return the weights as well as the output
+    std::optional<T> scale;             ///< default 1/√(head size)
+    const Rope<T>* rope = nullptr;      ///< if set, rotate queries and keys in every head
+    const AllowedMask* mask = nullptr;  ///< if set, also hide where mask(i, j) is false (queries × keys)
+    Index first_position = 0;           ///< position of query row 0 (the key cache length when decoding)
 };
 
 /// One head's result. output: (queries × value size); weights: (queries × keys), or empty
@@ -122,15 +122,15 @@ struct MultiHeadAttention {
 /// x: (positions × width) → project → split into `heads` → attention in each head →
 /// merge (positions × heads·dv) → · output → (positions × out).
 template <class D>
-MultiHeadAttention<typename D::Scalar> multi_head_attention(
-    const Eigen::MatrixBase<D>& x, const AttentionProjections<typename D::Scalar>& projections, Index heads,
-    const AttentionOptions<typename D::Scalar>& options = {}) {
+MultiHeadAttention<typename D::Scalar> multi_head_attention(const Eigen::MatrixBase<D>& x,
+                                                            const AttentionProjections<typename D::Scalar>& projections,
+                                                            Index heads,
+                                                            const AttentionOptions<typename D::Scalar>& options = {}) {
     using T = typename D::Scalar;
     detail::check_positive("multi_head_attention", "heads", heads);
     if (projections.query.cols() % heads != 0 || projections.value.cols() % heads != 0)
-        throw shape_error(detail::message("multi_head_attention: heads = ", heads,
-                                          " does not divide the query width ", projections.query.cols(),
-                                          " or the value width ", projections.value.cols()));
+        throw shape_error(detail::message("multi_head_attention: heads = ", heads, " does not divide the query width ",
+                                          projections.query.cols(), " or the value width ", projections.value.cols()));
     QueryKeyValue<T> qkv = project_qkv(x, projections.query, projections.key, projections.value);
     HeadsAttention<T> attended = attend_heads(split_heads(qkv.queries, heads), split_heads(qkv.keys, heads),
                                               split_heads(qkv.values, heads), options);

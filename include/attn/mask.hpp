@@ -59,8 +59,8 @@ template <class D, class DA>
 void apply_additive_mask(const Eigen::MatrixBase<D>& scores, const Eigen::MatrixBase<DA>& additive) {
     auto& s = const_cast<Eigen::MatrixBase<D>&>(scores);
     if (additive.rows() != s.rows() || additive.cols() != s.cols())
-        throw shape_error(detail::message("apply_additive_mask: additive is ", additive.rows(), " × ",
-                                          additive.cols(), " but scores are ", s.rows(), " × ", s.cols()));
+        throw shape_error(detail::message("apply_additive_mask: additive is ", additive.rows(), " × ", additive.cols(),
+                                          " but scores are ", s.rows(), " × ", s.cols()));
     s += additive;
 }
 

@@ -14,7 +14,8 @@ namespace attn {
 /// x · weight. x: (positions × in), weight: (in × out) → (positions × out).
 template <class DX, class DW>
 Matrix<typename DX::Scalar> project(const Eigen::MatrixBase<DX>& x, const Eigen::MatrixBase<DW>& weight) {
-    static_assert(std::is_same_v<typename DX::Scalar, typename DW::Scalar>, "project: x and weight scalar types differ");
+    static_assert(std::is_same_v<typename DX::Scalar, typename DW::Scalar>,
+                  "project: x and weight scalar types differ");
     detail::check_not_empty("project", "x", x);
     detail::check_not_empty("project", "weight", weight);
     detail::check_rows("project", "weight", weight, x.cols(), "weight is (in × out) and x has `in` columns");
@@ -45,8 +46,8 @@ struct QueryKeyValue {
 /// The three projections of x. x: (positions × in); w_query, w_key: (in × width); w_value: (in × value width).
 template <class DX, class DQ, class DK, class DV>
 QueryKeyValue<typename DX::Scalar> project_qkv(const Eigen::MatrixBase<DX>& x, const Eigen::MatrixBase<DQ>& w_query,
-                                                const Eigen::MatrixBase<DK>& w_key,
-                                                const Eigen::MatrixBase<DV>& w_value) {
+                                               const Eigen::MatrixBase<DK>& w_key,
+                                               const Eigen::MatrixBase<DV>& w_value) {
     if (w_query.cols() != w_key.cols())
         throw shape_error(detail::message("project_qkv: w_query has ", w_query.cols(), " columns but w_key has ",
                                           w_key.cols(), " (queries and keys must have the same width)"));

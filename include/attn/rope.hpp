@@ -29,8 +29,7 @@ public:
     Rope(Index head_size, RopePairing pairing, double base = 10000.0, Index cached_positions = 0)
         : head_size_(head_size), pairing_(pairing), base_(base) {
         detail::check_positive("Rope", "head_size", head_size);
-        if (head_size % 2 != 0)
-            throw argument_error(detail::message("Rope: head_size must be even, got ", head_size));
+        if (head_size % 2 != 0) throw argument_error(detail::message("Rope: head_size must be even, got ", head_size));
         if (!(base > 0.0) || !std::isfinite(base))
             throw argument_error(detail::message("Rope: base must be positive and finite, got ", base));
         for (Index j = 0; j < head_size / 2; ++j)

@@ -39,7 +39,9 @@ public:
 
     /// heads × (rows × cols), zero-filled.
     HeadStack(Index heads, Index rows, Index cols)
-        : heads_(heads), rows_(rows), cols_(cols),
+        : heads_(heads),
+          rows_(rows),
+          cols_(cols),
           values_(detail::checked_size("HeadStack", heads, rows, cols), T(0)) {}
 
     Index heads() const { return heads_; }

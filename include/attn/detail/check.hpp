@@ -41,16 +41,16 @@ template <class D>
 void check_cols(const char* function, const char* argument, const Eigen::EigenBase<D>& m, Eigen::Index expected,
                 const char* because) {
     if (m.cols() != expected)
-        throw shape_error(message(function, ": ", argument, " has ", m.cols(), " columns, expected ", expected, " (",
-                                  because, ")"));
+        throw shape_error(
+            message(function, ": ", argument, " has ", m.cols(), " columns, expected ", expected, " (", because, ")"));
 }
 
 template <class D>
 void check_rows(const char* function, const char* argument, const Eigen::EigenBase<D>& m, Eigen::Index expected,
                 const char* because) {
     if (m.rows() != expected)
-        throw shape_error(message(function, ": ", argument, " has ", m.rows(), " rows, expected ", expected, " (",
-                                  because, ")"));
+        throw shape_error(
+            message(function, ": ", argument, " has ", m.rows(), " rows, expected ", expected, " (", because, ")"));
 }
 
 template <class D>
@@ -63,8 +63,7 @@ void check_vector_size(const char* function, const char* argument, const Eigen::
 
 /// heads × rows × cols as a size_t, refusing negative extents and overflow.
 inline std::size_t checked_size(const char* function, Eigen::Index a, Eigen::Index b, Eigen::Index c) {
-    if (a < 0 || b < 0 || c < 0)
-        throw argument_error(message(function, ": negative extent ", a, " × ", b, " × ", c));
+    if (a < 0 || b < 0 || c < 0) throw argument_error(message(function, ": negative extent ", a, " × ", b, " × ", c));
     const auto limit = static_cast<double>(std::numeric_limits<std::ptrdiff_t>::max()) / 16;
     if (static_cast<double>(a) * static_cast<double>(b) * static_cast<double>(c) > limit)
         throw argument_error(message(function, ": extent ", a, " × ", b, " × ", c, " is too large"));
