@@ -1,0 +1,93 @@
+// heatmap: an SVG of the store model's attention for a product: one head, or a grid of
+// every head (rows: layers, columns: heads).
+//
+//   heatmap [--model DIR] (--name TEXT [--description TEXT]) [--layer L --head H] --output FILE.svg
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+#include "store_model.hpp"
+#include "svg_heatmap.hpp"
+
+namespace {
+constexpr const char* usage = R"(usage: heatmap [--model DIR] --name TEXT [--description TEXT] [--layer L --head H] --output FILE
+
+Writes an SVG heatmap of the store model's attention for a product: every head in a
+grid (rows: layers, columns: heads), or one head with --layer and --head (1-based).
+
+options:
+  --model DIR         model directory (default: the shipped models/store)
+  --name TEXT         the product's name
+  --description TEXT  the product's description (default: none)
+  --layer L --head H  only this head
+  --output FILE       where to write the SVG
+  --help              show this help and exit
+)";
+
+[[noreturn]] void fail_usage(const std::string& problem) {
+    std::cerr << "heatmap: " << problem << "\n\n" << usage;
+    std::exit(2);
+}
+
+int one_based(const std::string& flag, const std::string& text, long count) {
+    try {
+        std::size_t used = 0;
+        const long value = std::stol(text, &used);
+        if (used == text.size() && value >= 1 && value <= count) return int(value) - 1;
+    } catch (const std::exception&) {
+    }
+    fail_usage(flag + " needs an integer from 1 to " + std::to_string(count) + ", got '" + text + "'");
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::optional<std::string> model_flag, name, description, layer, head, output;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        auto value = [&](std::optional<std::string>& slot) {
+            if (i + 1 >= argc) fail_usage(arg + " needs a value");
+            slot = argv[++i];
+        };
+        if (arg == "--help" || arg == "-h") {
+            std::cout << usage;
+            return 0;
+        } else if (arg == "--model") value(model_flag);
+        else if (arg == "--name") value(name);
+        else if (arg == "--description") value(description);
+        else if (arg == "--layer") value(layer);
+        else if (arg == "--head") value(head);
+        else if (arg == "--output") value(output);
+        else fail_usage("unknown argument '" + arg + "'");
+    }
+    if (!name) fail_usage("--name is required");
+    if (!output) fail_usage("--output is required");
+    if (layer.has_value() != head.has_value()) fail_usage("--layer and --head go together");
+    return store::report_errors("heatmap", [&] {
+        const auto model = attn::Model<float>::load(store::model_directory(model_flag));
+        const attn::ModelSettings& settings = model.settings();
+        const std::vector<int> ids = model.product_ids(*name, description.value_or(""));
+        attn::ForwardOptions options;
+        options.keep_attention = true;
+        const auto attention = model.forward(ids, options).attention;
+        std::vector<std::string> tokens;
+        for (int id : ids) tokens.push_back(model.tokenizer().token(id));
+        std::vector<store::HeatmapPanel> panels;
+        for (attn::Index l = 0; l < settings.layers; ++l)
+            for (attn::Index h = 0; h < settings.heads; ++h)
+                panels.push_back({"layer " + std::to_string(l + 1) + ", head " + std::to_string(h + 1),
+                                  attention.head(l, h).cast<double>()});
+        int columns = int(settings.heads);
+        if (layer) {
+            const int l = one_based("--layer", *layer, long(settings.layers));
+            const int h = one_based("--head", *head, long(settings.heads));
+            panels = {panels[std::size_t(l * settings.heads + h)]};
+            columns = 1;
+        }
+        std::ofstream out(*output);
+        if (!out) throw attn::io_error(*output + ": cannot write the heatmap");
+        out << store::heatmap_svg(panels, tokens, columns);
+        if (!out.flush()) throw attn::io_error(*output + ": writing the heatmap failed");
+        std::cout << "wrote " << *output << ": " << panels.size() << " head" << (panels.size() > 1 ? "s" : "") << " × "
+                  << ids.size() << " × " << ids.size() << " positions\n";
+    });
+}

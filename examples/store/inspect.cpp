@@ -1,0 +1,211 @@
+// inspect: the store model's next-token probabilities and every head's attention at
+// one position of a product's text.
+//
+//   inspect [--model DIR] (--name TEXT [--description TEXT] | --ids 1,2,3)
+//           [--position N] [--layer L --head H] [--top K] [--json]
+#include <attn/transformer.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "store_model.hpp"
+
+namespace {
+
+constexpr const char* usage = R"(usage: inspect [--model DIR] (--name TEXT [--description TEXT] | --ids 1,2,3)
+               [--position N] [--layer L --head H] [--top K] [--json]
+
+Runs the store model on `<s> name <sep> description </s>` (or on token ids) and prints,
+at one position, the next-token probabilities and each head's largest attention weights,
+labelled as the chapter does (current:, name:, description:, markers).
+
+options:
+  --model DIR         model directory (default: the shipped models/store)
+  --name TEXT         the product's name
+  --description TEXT  the product's description (default: none)
+  --ids LIST          comma-separated token ids instead of a product text
+  --position N        0-based position to read (default: the last)
+  --layer L --head H  only this head (1-based, as the chapter counts)
+  --top K             how many tokens and weights to list (default 3)
+  --json              one JSON object: tokens, ids, logits (positions × vocabulary),
+                      attention (layers × heads × positions × positions)
+  --help              show this help and exit
+)";
+
+struct Arguments {
+    std::optional<std::string> model, name, description, ids, position, layer, head, top;
+    bool json = false;
+};
+
+[[noreturn]] void fail_usage(const std::string& problem) {
+    std::cerr << "inspect: " << problem << "\n\n" << usage;
+    std::exit(2);
+}
+
+Arguments parse(int argc, char** argv) {
+    Arguments a;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        auto value = [&](std::optional<std::string>& slot) {
+            if (i + 1 >= argc) fail_usage(arg + " needs a value");
+            slot = argv[++i];
+        };
+        if (arg == "--help" || arg == "-h") {
+            std::cout << usage;
+            std::exit(0);
+        } else if (arg == "--model") value(a.model);
+        else if (arg == "--name") value(a.name);
+        else if (arg == "--description") value(a.description);
+        else if (arg == "--ids") value(a.ids);
+        else if (arg == "--position") value(a.position);
+        else if (arg == "--layer") value(a.layer);
+        else if (arg == "--head") value(a.head);
+        else if (arg == "--top") value(a.top);
+        else if (arg == "--json") a.json = true;
+        else fail_usage("unknown argument '" + arg + "'");
+    }
+    if (a.name.has_value() == a.ids.has_value()) fail_usage("give either --name or --ids");
+    if (a.ids && a.description) fail_usage("--description goes with --name, not --ids");
+    if (a.layer.has_value() != a.head.has_value()) fail_usage("--layer and --head go together");
+    return a;
+}
+
+long integer(const std::string& flag, const std::string& text, long low, long high) {
+    std::size_t used = 0;
+    long value = 0;
+    try {
+        value = std::stol(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != text.size() || text.empty() || value < low || value > high)
+        fail_usage(flag + " needs an integer from " + std::to_string(low) + " to " + std::to_string(high) + ", got '" +
+                   text + "'");
+    return value;
+}
+
+std::vector<int> parse_ids(const std::string& list, int vocabulary) {
+    std::vector<int> ids;
+    std::size_t start = 0;
+    while (start <= list.size()) {
+        const std::size_t comma = std::min(list.find(',', start), list.size());
+        const std::string item = list.substr(start, comma - start);
+        std::size_t used = 0;
+        long id = -1;
+        try {
+            id = std::stol(item, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (item.empty() || used != item.size())
+            fail_usage("--ids needs comma-separated integers, got '" + item + "'");
+        if (id < 0 || id >= vocabulary)
+            throw attn::argument_error("--ids: " + item + " is not a token id (the vocabulary has " +
+                                       std::to_string(vocabulary) + " tokens)");
+        ids.push_back(static_cast<int>(id));
+        start = comma + 1;
+    }
+    return ids;
+}
+
+/// Indices of the k largest entries of a row, ties to the earlier position (stable).
+template <class Row>
+std::vector<attn::Index> top_k(const Row& row, attn::Index k) {
+    std::vector<attn::Index> order(static_cast<std::size_t>(row.size()));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](attn::Index a, attn::Index b) { return row(a) > row(b); });
+    order.resize(static_cast<std::size_t>(std::min<attn::Index>(k, row.size())));
+    return order;
+}
+
+int run(const Arguments& args) {
+    const auto model = attn::Model<float>::load(store::model_directory(args.model));
+    const attn::Tokenizer& tokenizer = model.tokenizer();
+    const attn::ModelSettings& settings = model.settings();
+    const std::vector<int> ids = args.name ? model.product_ids(*args.name, args.description.value_or(""))
+                                           : parse_ids(*args.ids, tokenizer.size());
+    const long n = static_cast<long>(ids.size());
+    const long position = args.position ? integer("--position", *args.position, 0, n - 1) : n - 1;
+    const long top = args.top ? integer("--top", *args.top, 1, 1000) : 3;
+    long only_layer = -1, only_head = -1;
+    if (args.layer) {
+        only_layer = integer("--layer", *args.layer, 1, long(settings.layers)) - 1;
+        only_head = integer("--head", *args.head, 1, long(settings.heads)) - 1;
+    }
+    attn::ForwardOptions options;
+    options.keep_attention = true;
+    const auto result = model.forward(ids, options);
+
+    if (args.json) {
+        nlohmann::json out;
+        for (int id : ids) out["tokens"].push_back(tokenizer.token(id));
+        out["ids"] = ids;
+        for (attn::Index i = 0; i < result.logits.rows(); ++i)
+            out["logits"].push_back(std::vector<float>(result.logits.row(i).begin(), result.logits.row(i).end()));
+        for (attn::Index l = 0; l < result.attention.layers(); ++l) {
+            nlohmann::json layer = nlohmann::json::array();
+            for (attn::Index h = 0; h < result.attention.heads(); ++h) {
+                nlohmann::json rows = nlohmann::json::array();
+                const auto w = result.attention.head(l, h);
+                for (attn::Index i = 0; i < w.rows(); ++i) rows.push_back(std::vector<float>(w.row(i).begin(), w.row(i).end()));
+                layer.push_back(std::move(rows));
+            }
+            out["attention"].push_back(std::move(layer));
+        }
+        std::cout << out.dump() << "\n";
+        return 0;
+    }
+
+    const std::size_t separator = store::separator_position(tokenizer, ids);
+    const std::size_t current = static_cast<std::size_t>(position);
+    std::cout << "layers: " << settings.layers << ", heads per layer: " << settings.heads
+              << ", dimensions per head: " << settings.head_size << ", context: " << settings.longest << "\n";
+    std::cout << "tokens (" << n << "):";
+    for (int id : ids) std::cout << " " << tokenizer.token(id);
+    std::cout << "\nposition " << position << ": " << store::label(tokenizer, ids, current, current, separator) << "\n";
+
+    const Eigen::RowVectorXf logits = result.logits.row(position);
+    const Eigen::RowVectorXf probabilities = (logits.array() - logits.maxCoeff()).exp().matrix();
+    const Eigen::RowVectorXf normalised = probabilities / probabilities.sum();
+    std::cout << "next token:";
+    const auto next = top_k(normalised, top);
+    for (std::size_t k = 0; k < next.size(); ++k)
+        std::cout << (k ? ", " : " ") << tokenizer.token(int(next[k])) << " " << store::fixed(normalised(next[k]));
+    std::cout << "\n";
+    if (position + 1 < n)
+        std::cout << "P(actual next token " << tokenizer.token(ids[current + 1])
+                  << "): " << store::fixed(normalised(ids[current + 1])) << "\n";
+
+    for (attn::Index l = 0; l < settings.layers; ++l)
+        for (attn::Index h = 0; h < settings.heads; ++h) {
+            if (only_layer >= 0 && (l != only_layer || h != only_head)) continue;
+            const auto row = result.attention.head(l, h).row(position);
+            std::cout << "layer " << l + 1 << ", head " << h + 1 << ":";
+            const auto largest = top_k(row, top);
+            for (std::size_t k = 0; k < largest.size(); ++k)
+                std::cout << (k ? ", " : " ")
+                          << store::label(tokenizer, ids, std::size_t(largest[k]), current, separator) << " "
+                          << store::fixed(row(largest[k]));
+            std::cout << "\n";
+        }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const Arguments args = parse(argc, argv);
+    try {
+        return run(args);
+    } catch (const attn::error& e) {
+        std::cerr << "inspect: " << e.what() << "\n";
+        return 1;
+    }
+}

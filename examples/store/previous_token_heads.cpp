@@ -1,0 +1,41 @@
+// previous_token_heads: each head's average weight on the previous token over the first
+// 300 validation products, against an even spread over the visible tokens.
+#include <attn/analysis.hpp>
+
+#include <iostream>
+
+#include "store_model.hpp"
+
+int main(int argc, char** argv) {
+    const auto flag = store::model_flag(argc, argv, "previous_token_heads",
+                                        "The layers × heads table of average weight on the previous token over the\n"
+                                        "first 300 validation products, the strongest head, and the even spread.");
+    return store::report_errors("previous_token_heads", [&] {
+        const auto directory = store::model_directory(flag);
+        const auto model = attn::Model<float>::load(directory);
+        const auto products = store::read_split(directory / "validation.tsv", 300);
+        attn::HeadAverage on_previous(attn::HeadAverage::Weighting::per_text);
+        attn::ForwardOptions options;
+        options.keep_attention = true;
+        for (std::size_t k = 0; k < products.size(); ++k) {
+            const std::vector<int> ids = model.product_ids(products[k].name, products[k].description);
+            const auto attention = model.forward(ids, options).attention;
+            on_previous.add(attn::measure(attention, attn::query_range(1, attn::Index(ids.size())),
+                                          attn::KeyPattern::previous_token()));
+            store::progress(k + 1, products.size());
+        }
+        const attn::Matrix<double> table = on_previous.mean();  // (layers × heads)
+        std::cout << "average weight on the previous token (rows: layers, columns: heads):\n";
+        for (attn::Index layer = 0; layer < table.rows(); ++layer) {
+            std::cout << "  layer " << layer + 1 << ": ";
+            for (attn::Index head = 0; head < table.cols(); ++head)
+                std::cout << (head ? "  " : "") << store::fixed(table(layer, head));
+            std::cout << "\n";
+        }
+        const attn::HeadId strongest = attn::strongest_head(table);
+        std::cout << "head with the most weight on the previous token: layer " << strongest.layer + 1 << ", head "
+                  << strongest.head + 1 << "\n";
+        std::cout << "its weight on the previous token: " << store::fixed(table.maxCoeff()) << "\n";
+        std::cout << "an even spread's weight on the previous token: " << store::fixed(on_previous.even()) << "\n";
+    });
+}

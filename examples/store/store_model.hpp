@@ -1,0 +1,166 @@
+#pragma once
+// What the store-model examples share: finding the shipped model, reading the corpus
+// splits, labelling positions as the chapter does, and small argument helpers.
+
+#include <attn/transformer.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+#if __has_include(<unistd.h>)
+#include <unistd.h>
+#endif
+
+namespace store {
+
+/// The model directory: --model if given, else $ATTN_MODEL_DIR, else the source tree's
+/// models/store (when run from a build tree), else <prefix>/share/attn/models/store
+/// next to an installed executable.
+inline std::filesystem::path model_directory(const std::optional<std::string>& flag) {
+    namespace fs = std::filesystem;
+    if (flag) return *flag;
+    if (const char* env = std::getenv("ATTN_MODEL_DIR")) return env;
+    const fs::path source_tree = ATTN_SOURCE_MODEL_DIR;
+    if (fs::exists(source_tree / "manifest.json")) return source_tree;
+    std::error_code error;
+    const fs::path executable = fs::read_symlink("/proc/self/exe", error);
+    if (!error) {
+        const fs::path installed = executable.parent_path().parent_path() / ATTN_INSTALLED_MODEL_DIR;
+        if (fs::exists(installed / "manifest.json")) return installed;
+    }
+    return source_tree;  // Model::load names it in its error
+}
+
+struct Product {
+    std::string name;
+    std::string description;
+};
+
+/// The first `limit` products of a split file (TSV with a `name\tdescription` header).
+inline std::vector<Product> read_split(const std::filesystem::path& file, std::size_t limit = SIZE_MAX) {
+    std::ifstream in(file);
+    if (!in) throw attn::io_error(file.string() + ": cannot open the split");
+    std::string line;
+    if (!std::getline(in, line) || line != "name\tdescription")
+        throw attn::format_error(file.string() + ": the first line must be the header name<TAB>description");
+    std::vector<Product> products;
+    for (std::size_t number = 2; products.size() < limit && std::getline(in, line); ++number) {
+        const auto tab = line.find('\t');
+        if (tab == std::string::npos)
+            throw attn::format_error(file.string() + ":" + std::to_string(number) + ": no tab between name and description");
+        products.push_back({line.substr(0, tab), line.substr(tab + 1)});
+    }
+    return products;
+}
+
+/// Where a token sits, as the chapter labels it: current:, name:, description:, or a marker.
+inline std::string label(const attn::Tokenizer& tokenizer, const std::vector<int>& ids, std::size_t i,
+                         std::size_t current, std::size_t separator) {
+    const std::string& token = tokenizer.token(ids[i]);
+    if (i == current) return "current:" + token;
+    if (i == 0 || i == separator || ids[i] == tokenizer.end_id()) return token;
+    if (separator >= ids.size()) return "token:" + token;  // no <sep>: not a product text
+    return (i < separator ? "name:" : "description:") + token;
+}
+
+/// Index of the first <sep>, or ids.size() if there is none.
+inline std::size_t separator_position(const attn::Tokenizer& tokenizer, const std::vector<int>& ids) {
+    for (std::size_t i = 0; i < ids.size(); ++i)
+        if (ids[i] == tokenizer.separator_id()) return i;
+    return ids.size();
+}
+
+/// Whether stderr is a terminal, for progress lines.
+inline bool stderr_is_terminal() {
+#if __has_include(<unistd.h>)
+    return isatty(STDERR_FILENO) != 0;
+#else
+    return false;
+#endif
+}
+
+inline std::string fixed(double value, int digits = 2) {
+    std::ostringstream out;
+    out.setf(std::ios::fixed);
+    out.precision(digits);
+    out << value;
+    return out.str();
+}
+
+}  // namespace store
+
+namespace store {
+
+/// Arguments of the analysis examples: --model DIR and --help only.
+inline std::optional<std::string> model_flag(int argc, char** argv, const char* name, const char* summary) {
+    std::optional<std::string> model;
+    auto usage = [&](std::ostream& out) {
+        out << "usage: " << name << " [--model DIR] [--help]\n\n" << summary
+            << "\n\noptions:\n  --model DIR  model directory (default: the shipped models/store)\n"
+               "  --help       show this help and exit\n";
+    };
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        if (arg == "--help" || arg == "-h") {
+            usage(std::cout);
+            std::exit(0);
+        }
+        if (arg == "--model" && i + 1 < argc) {
+            model = argv[++i];
+            continue;
+        }
+        std::cerr << name << ": " << (arg == "--model" ? "--model needs a value" : "unknown argument '" + std::string(arg) + "'")
+                  << "\n\n";
+        usage(std::cerr);
+        std::exit(2);
+    }
+    return model;
+}
+
+/// Runs `body` and turns an attn::error into a message on stderr and exit status 1.
+template <class Body>
+int report_errors(const char* name, Body body) {
+    try {
+        body();
+        return 0;
+    } catch (const attn::error& e) {
+        std::cerr << name << ": " << e.what() << "\n";
+        return 1;
+    }
+}
+
+/// Softmax of one row of logits, in double.
+template <class Row>
+Eigen::VectorXd probabilities(const Row& logits) {
+    const Eigen::VectorXd z = logits.transpose().template cast<double>();
+    const Eigen::VectorXd e = (z.array() - z.maxCoeff()).exp();
+    return e / e.sum();
+}
+
+/// The product of the validation split with this exact name.
+inline Product find_product(const std::filesystem::path& directory, const std::string& name) {
+    for (Product& p : read_split(directory / "validation.tsv"))
+        if (p.name == name) return p;
+    throw attn::argument_error("no validation product named '" + name + "' in " + (directory / "validation.tsv").string());
+}
+
+/// Index of the first occurrence of `id` in ids at or after `from`.
+inline std::size_t find_id(const std::vector<int>& ids, int id, std::size_t from, const char* what) {
+    for (std::size_t i = from; i < ids.size(); ++i)
+        if (ids[i] == id) return i;
+    throw attn::argument_error(std::string("the text has no ") + what);
+}
+
+/// "\r[done/total]" on stderr while a long pass runs, if stderr is a terminal.
+inline void progress(std::size_t done, std::size_t total) {
+    if (!stderr_is_terminal()) return;
+    std::cerr << "\r" << done << "/" << total << (done == total ? "\n" : "") << std::flush;
+}
+
+}  // namespace store

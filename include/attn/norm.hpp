@@ -1,0 +1,38 @@
+#pragma once
+// Layer normalisation over each row (each position's vector).
+
+#include <Eigen/Core>
+
+#include <cmath>
+
+#include "attn/detail/check.hpp"
+#include "attn/types.hpp"
+
+namespace attn {
+
+/// (x − mean) / √(variance + epsilon) · weight + bias along each row, with the biased
+/// variance, as PyTorch's LayerNorm. x: (positions × width); weight, bias: width entries
+/// → (positions × width).
+template <class D, class DW, class DB>
+Matrix<typename D::Scalar> layer_norm(const Eigen::MatrixBase<D>& x, const Eigen::MatrixBase<DW>& weight,
+                                      const Eigen::MatrixBase<DB>& bias, double epsilon = 1e-5) {
+    using T = typename D::Scalar;
+    detail::check_not_empty("layer_norm", "x", x);
+    detail::check_vector_size("layer_norm", "weight", weight, x.cols());
+    detail::check_vector_size("layer_norm", "bias", bias, x.cols());
+    if (!(epsilon >= 0.0)) throw argument_error("layer_norm: epsilon must be ≥ 0");
+    Matrix<T> out(x.rows(), x.cols());
+    const T width = static_cast<T>(x.cols());
+    for (Index i = 0; i < x.rows(); ++i) {
+        const auto row = x.row(i).array();
+        const T mean = row.sum() / width;
+        const T variance = (row - mean).square().sum() / width;
+        const T inverse = T(1) / std::sqrt(variance + static_cast<T>(epsilon));
+        out.row(i) =
+            ((row - mean) * inverse * weight.reshaped().transpose().array() + bias.reshaped().transpose().array())
+                .matrix();
+    }
+    return out;
+}
+
+}  // namespace attn

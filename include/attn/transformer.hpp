@@ -1,0 +1,372 @@
+#pragma once
+// The store model: a small pre-norm transformer loaded from a directory written by
+// tools/export.py (manifest.json, model.safetensors, vocabulary.txt, merges.txt), and
+// a forward pass that returns logits and, on request, every head's attention.
+//
+// One layer, top to bottom (positions n, width C = heads · head size):
+//   h = layer_norm(x)                                      (n × C)
+//   q, k, v = project_qkv(h, Wq, Wk, Wv), split_heads(·)   heads × (n × head size)
+//   q, k = rope(q), rope(k)                                in every head
+//   w = softmax(causal_mask(q kᵀ / √head size))            heads × (n × n)
+//   x = x + project(merge_heads(w · v), Wo)                (n × C)
+//   x = x + project(gelu(project(layer_norm(x), W1, b1)), W2, b2)
+// and logits = layer_norm(x) · Eᵀ with the tied embedding E (vocabulary × C).
+
+#include <nlohmann/json.hpp>
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attn/activation.hpp"
+#include "attn/attention.hpp"
+#include "attn/detail/check.hpp"
+#include "attn/heads.hpp"
+#include "attn/norm.hpp"
+#include "attn/projection.hpp"
+#include "attn/rope.hpp"
+#include "attn/safetensors.hpp"
+#include "attn/tokenizer.hpp"
+#include "attn/types.hpp"
+
+namespace attn {
+
+/// What manifest.json's "settings" declare. Only what the forward pass implements is accepted.
+struct ModelSettings {
+    Index layers = 0;
+    Index heads = 0;
+    Index dimensions = 0;  ///< model width C
+    Index head_size = 0;   ///< C / heads
+    Index mlp_width = 0;
+    Index longest = 0;  ///< context length: the most positions a forward pass takes
+    Index vocabulary_size = 0;
+    double norm_epsilon = 1e-5;
+    double rope_base = 10000.0;
+    RopePairing rope_pairing = RopePairing::rotate_half;
+    std::string activation;  ///< "gelu_erf" or "gelu_tanh"
+};
+
+/// Every layer's attention weights: layers × heads × (positions × positions).
+template <class T>
+class ModelAttention {
+public:
+    ModelAttention() = default;
+    explicit ModelAttention(std::vector<AttentionWeights<T>> layers) : layers_(std::move(layers)) {}
+
+    Index layers() const { return static_cast<Index>(layers_.size()); }
+    Index heads() const { return layers_.empty() ? 0 : layers_.front().heads(); }
+    Index positions() const { return layers_.empty() ? 0 : layers_.front().positions(); }
+    bool empty() const { return layers_.empty(); }
+
+    /// Layer l's weights, heads × (positions × positions); layers count from 0.
+    const AttentionWeights<T>& layer(Index l) const {
+        detail::check_index("ModelAttention::layer", "layer", l, layers());
+        return layers_[static_cast<std::size_t>(l)];
+    }
+    /// Head h of layer l, (positions × positions): row i is what position i attends to.
+    typename AttentionWeights<T>::ConstHeadMap head(Index l, Index h) const { return layer(l).head(h); }
+    /// Weight of query position i on key position j in head h of layer l (unchecked).
+    T operator()(Index l, Index h, Index i, Index j) const { return layers_[static_cast<std::size_t>(l)](h, i, j); }
+
+private:
+    std::vector<AttentionWeights<T>> layers_;
+};
+
+/// A head, by 0-based layer and head.
+struct HeadId {
+    Index layer = 0;
+    Index head = 0;
+    friend bool operator<(const HeadId& a, const HeadId& b) {
+        return std::pair(a.layer, a.head) < std::pair(b.layer, b.head);
+    }
+};
+
+struct ForwardOptions {
+    bool keep_attention = false;   ///< return every layer's attention weights
+    std::vector<HeadId> ablate{};  ///< heads whose output is zeroed before the output projection
+};
+
+template <class T>
+struct ForwardResult {
+    Matrix<T> logits;             ///< (positions × vocabulary): next-token scores at every position
+    ModelAttention<T> attention;  ///< layers × heads × (positions × positions), if kept
+};
+
+/// The store model (or any model with the same manifest), immutable after loading; its
+/// const methods are safe to call from several threads at once.
+template <class T>
+class Model {
+public:
+    struct Layer {
+        Vector<T> attention_norm_weight, attention_norm_bias;
+        Matrix<T> query, key, value, output;  // (C × C) each, (in × out)
+        Vector<T> mlp_norm_weight, mlp_norm_bias;
+        Matrix<T> up;  // (C × mlp width)
+        Vector<T> up_bias;
+        Matrix<T> down;  // (mlp width × C)
+        Vector<T> down_bias;
+    };
+
+    /// Loads directory/manifest.json and the files it names. Throws io_error for a missing
+    /// file and format_error for anything malformed, unsupported, missing or misshapen,
+    /// naming the file, setting or tensor.
+    static Model load(const std::filesystem::path& directory) {
+        const std::filesystem::path manifest_path = directory / "manifest.json";
+        const nlohmann::json manifest = read_json(manifest_path);
+        const std::string file = manifest_path.string();
+        if (!manifest.is_object()) throw format_error(file + ": the manifest must be a JSON object");
+        ModelSettings settings = parse_settings(manifest, file);
+
+        const nlohmann::json& tokenizer = member(manifest, "tokenizer", file);
+        const std::string vocabulary = string_member(tokenizer, "vocabulary", file, "tokenizer.vocabulary");
+        const std::string merges = string_member(tokenizer, "merges", file, "tokenizer.merges");
+        const std::string weights = string_member(manifest, "weights", file, "weights");
+
+        Model model(settings, Tokenizer::load(directory / vocabulary, directory / merges));
+        if (model.tokenizer_.size() != settings.vocabulary_size)
+            throw format_error(detail::message(directory / vocabulary, ": ", model.tokenizer_.size(), " tokens, but ",
+                                               file, " declares vocabulary_size ", settings.vocabulary_size));
+        model.read_weights(SafeTensors::open(directory / weights));
+        return model;
+    }
+
+    const ModelSettings& settings() const { return settings_; }
+    const Tokenizer& tokenizer() const { return tokenizer_; }
+    const Matrix<T>& embedding() const { return embedding_; }
+    const Layer& layer(Index l) const {
+        detail::check_index("Model::layer", "layer", l, settings_.layers);
+        return layers_[static_cast<std::size_t>(l)];
+    }
+
+    /// `<s> name <sep> description </s>` as ids, truncated to the context length.
+    std::vector<int> product_ids(std::string_view name, std::string_view description) const {
+        return tokenizer_.product_ids(name, description, static_cast<int>(settings_.longest));
+    }
+
+    /// ids: 1 … longest token ids → logits (positions × vocabulary) and, if asked,
+    /// attention (layers × heads × positions × positions).
+    ForwardResult<T> forward(const std::vector<int>& ids, const ForwardOptions& options = {}) const {
+        check_ids(ids);
+        std::vector<std::vector<bool>> silenced(static_cast<std::size_t>(settings_.layers),
+                                                std::vector<bool>(static_cast<std::size_t>(settings_.heads)));
+        for (const HeadId& id : options.ablate) {
+            detail::check_index("Model::forward", "ablated layer", id.layer, settings_.layers);
+            detail::check_index("Model::forward", "ablated head", id.head, settings_.heads);
+            silenced[std::size_t(id.layer)][std::size_t(id.head)] = true;
+        }
+        const Index n = static_cast<Index>(ids.size());
+        AttentionOptions<T> attention_options;
+        attention_options.rope = &rope_;
+        attention_options.keep_weights = options.keep_attention;
+
+        Matrix<T> x(n, settings_.dimensions);  // (n × C)
+        for (Index i = 0; i < n; ++i) x.row(i) = embedding_.row(ids[std::size_t(i)]);
+
+        std::vector<AttentionWeights<T>> kept;
+        for (std::size_t l = 0; l < layers_.size(); ++l) {
+            const Layer& p = layers_[l];
+            const Matrix<T> h = layer_norm(x, p.attention_norm_weight, p.attention_norm_bias, settings_.norm_epsilon);
+            const QueryKeyValue<T> qkv = project_qkv(h, p.query, p.key, p.value);  // (n × C) each
+            HeadsAttention<T> attended =
+                attend_heads(split_heads(qkv.queries, settings_.heads), split_heads(qkv.keys, settings_.heads),
+                             split_heads(qkv.values, settings_.heads), attention_options);  // heads × (n × head size)
+            for (Index head = 0; head < settings_.heads; ++head)
+                if (silenced[l][std::size_t(head)]) attended.outputs.head(head).setZero();
+            x += project(merge_heads(attended.outputs), p.output);
+
+            Matrix<T> hidden = project(layer_norm(x, p.mlp_norm_weight, p.mlp_norm_bias, settings_.norm_epsilon), p.up,
+                                       p.up_bias);  // (n × mlp width)
+            if (settings_.activation == "gelu_tanh")
+                gelu_tanh_in_place(hidden);
+            else
+                gelu_in_place(hidden);
+            x += project(hidden, p.down, p.down_bias);
+            if (options.keep_attention) kept.push_back(std::move(attended.weights));
+        }
+        ForwardResult<T> result;
+        result.logits.noalias() =
+            layer_norm(x, final_norm_weight_, final_norm_bias_, settings_.norm_epsilon) * embedding_.transpose();
+        if (options.keep_attention) result.attention = ModelAttention<T>(std::move(kept));
+        return result;
+    }
+
+private:
+    Model(ModelSettings settings, Tokenizer tokenizer)
+        : settings_(std::move(settings)),
+          tokenizer_(std::move(tokenizer)),
+          rope_(settings_.head_size, settings_.rope_pairing, settings_.rope_base, settings_.longest) {}
+
+    void check_ids(const std::vector<int>& ids) const {
+        if (ids.empty()) throw argument_error("Model::forward: ids is empty; a text has at least one token");
+        if (static_cast<Index>(ids.size()) > settings_.longest)
+            throw argument_error(detail::message("Model::forward: ", ids.size(), " ids, but the model's context (",
+                                                 "longest) is ", settings_.longest, " positions"));
+        for (std::size_t i = 0; i < ids.size(); ++i)
+            if (ids[i] < 0 || ids[i] >= settings_.vocabulary_size)
+                throw argument_error(detail::message("Model::forward: ids[", i, "] = ", ids[i],
+                                                     " is not a token id (vocabulary of ", settings_.vocabulary_size,
+                                                     ")"));
+    }
+
+    static nlohmann::json read_json(const std::filesystem::path& path) {
+        std::ifstream in(path, std::ios::binary);
+        if (!in) throw io_error(detail::message(path.string(), ": cannot open the model manifest"));
+        nlohmann::json value = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+        if (value.is_discarded()) throw format_error(detail::message(path.string(), ": not valid JSON"));
+        return value;
+    }
+
+    static const nlohmann::json& member(const nlohmann::json& object, const char* key, const std::string& file,
+                                        const char* label = nullptr) {
+        const auto it = object.find(key);
+        if (it == object.end()) throw format_error(detail::message(file, ": missing \"", label ? label : key, "\""));
+        return *it;
+    }
+
+    static std::string string_member(const nlohmann::json& object, const char* key, const std::string& file,
+                                     const char* label) {
+        const nlohmann::json& value = member(object, key, file, label);
+        if (!value.is_string()) throw format_error(detail::message(file, ": \"", label, "\" must be a string"));
+        return value.get<std::string>();
+    }
+
+    static Index positive_integer(const nlohmann::json& settings, const char* key, const std::string& file) {
+        const nlohmann::json& value = member(settings, key, file);
+        if (!value.is_number_integer() || value.get<std::int64_t>() <= 0 || value.get<std::int64_t>() > (1 << 24))
+            throw format_error(
+                detail::message(file, ": settings.", key, " must be a positive integer, got ", value.dump()));
+        return static_cast<Index>(value.get<std::int64_t>());
+    }
+
+    static double positive_number(const nlohmann::json& settings, const char* key, const std::string& file) {
+        const nlohmann::json& value = member(settings, key, file);
+        if (!value.is_number() || !(value.get<double>() > 0.0) || !std::isfinite(value.get<double>()))
+            throw format_error(
+                detail::message(file, ": settings.", key, " must be a positive number, got ", value.dump()));
+        return value.get<double>();
+    }
+
+    static void expect_setting(const nlohmann::json& settings, const char* key, const nlohmann::json& supported,
+                               const std::string& file) {
+        const nlohmann::json& value = member(settings, key, file);
+        if (value != supported)
+            throw format_error(detail::message(file, ": settings.", key, " = ", value.dump(),
+                                               " is not supported (attn implements ", supported.dump(), ")"));
+    }
+
+    static ModelSettings parse_settings(const nlohmann::json& manifest, const std::string& file) {
+        const nlohmann::json& s = member(manifest, "settings", file);
+        if (!s.is_object()) throw format_error(file + ": \"settings\" must be an object");
+        ModelSettings settings;
+        settings.layers = positive_integer(s, "layers", file);
+        settings.heads = positive_integer(s, "heads", file);
+        settings.dimensions = positive_integer(s, "dimensions", file);
+        settings.head_size = positive_integer(s, "head_size", file);
+        settings.mlp_width = positive_integer(s, "mlp_width", file);
+        settings.longest = positive_integer(s, "longest", file);
+        settings.vocabulary_size = positive_integer(s, "vocabulary_size", file);
+        settings.norm_epsilon = positive_number(s, "norm_epsilon", file);
+        settings.rope_base = positive_number(s, "rope_base", file);
+        if (settings.heads * settings.head_size != settings.dimensions)
+            throw format_error(detail::message(file, ": settings.heads (", settings.heads, ") × head_size (",
+                                               settings.head_size, ") must equal dimensions (", settings.dimensions,
+                                               ")"));
+        if (settings.head_size % 2 != 0)
+            throw format_error(detail::message(file, ": settings.head_size must be even for rotary positions"));
+        expect_setting(s, "norm", "layernorm", file);
+        expect_setting(s, "attention_bias", false, file);
+        expect_setting(s, "tied_embeddings", true, file);
+        expect_setting(s, "weight_layout", "in_out", file);
+        const nlohmann::json& pairing = member(s, "rope_pairing", file);
+        if (pairing == "rotate_half")
+            settings.rope_pairing = RopePairing::rotate_half;
+        else if (pairing == "interleaved")
+            settings.rope_pairing = RopePairing::interleaved;
+        else
+            throw format_error(detail::message(file, ": settings.rope_pairing = ", pairing.dump(),
+                                               " is not supported (\"rotate_half\" or \"interleaved\")"));
+        const nlohmann::json& activation = member(s, "activation", file);
+        if (activation != "gelu_erf" && activation != "gelu_tanh")
+            throw format_error(detail::message(file, ": settings.activation = ", activation.dump(),
+                                               " is not supported (\"gelu_erf\" or \"gelu_tanh\")"));
+        settings.activation = activation.get<std::string>();
+        return settings;
+    }
+
+    void read_weights(const SafeTensors& file) {
+        const Index c = settings_.dimensions, mlp = settings_.mlp_width;
+        std::map<std::string, std::vector<std::int64_t>> expected{
+            {"embedding", {settings_.vocabulary_size, c}}, {"final_norm.weight", {c}}, {"final_norm.bias", {c}}};
+        for (Index l = 0; l < settings_.layers; ++l) {
+            const std::string prefix = detail::message("layers.", l, ".");
+            for (const char* name :
+                 {"attention_norm.weight", "attention_norm.bias", "mlp_norm.weight", "mlp_norm.bias", "mlp.down.bias"})
+                expected[prefix + name] = {c};
+            for (const char* name : {"attention.query", "attention.key", "attention.value", "attention.output"})
+                expected[prefix + name] = {c, c};
+            expected[prefix + "mlp.up.weight"] = {c, mlp};
+            expected[prefix + "mlp.up.bias"] = {mlp};
+            expected[prefix + "mlp.down.weight"] = {mlp, c};
+        }
+        std::vector<std::string> missing, extra, misshapen;
+        for (const auto& [name, shape] : expected) {
+            if (!file.contains(name))
+                missing.push_back(name);
+            else if (file.info(name).shape != shape)
+                misshapen.push_back(detail::message(name, " is ", detail::shape_text(file.info(name).shape),
+                                                    ", expected ", detail::shape_text(shape)));
+        }
+        for (const std::string& name : file.names())
+            if (!expected.count(name)) extra.push_back(name);
+        if (!missing.empty() || !extra.empty() || !misshapen.empty()) {
+            std::string text = file.source() + ": the weights do not fit the manifest;";
+            if (!missing.empty()) text += " missing: " + join(missing) + ";";
+            if (!extra.empty()) text += " unexpected: " + join(extra) + ";";
+            if (!misshapen.empty()) text += " wrong shape: " + join(misshapen) + ";";
+            text.pop_back();
+            throw format_error(text);
+        }
+        embedding_ = file.matrix<T>("embedding");
+        final_norm_weight_ = file.vector<T>("final_norm.weight");
+        final_norm_bias_ = file.vector<T>("final_norm.bias");
+        for (Index l = 0; l < settings_.layers; ++l) {
+            const std::string prefix = detail::message("layers.", l, ".");
+            Layer layer;
+            layer.attention_norm_weight = file.vector<T>(prefix + "attention_norm.weight");
+            layer.attention_norm_bias = file.vector<T>(prefix + "attention_norm.bias");
+            layer.query = file.matrix<T>(prefix + "attention.query");
+            layer.key = file.matrix<T>(prefix + "attention.key");
+            layer.value = file.matrix<T>(prefix + "attention.value");
+            layer.output = file.matrix<T>(prefix + "attention.output");
+            layer.mlp_norm_weight = file.vector<T>(prefix + "mlp_norm.weight");
+            layer.mlp_norm_bias = file.vector<T>(prefix + "mlp_norm.bias");
+            layer.up = file.matrix<T>(prefix + "mlp.up.weight");
+            layer.up_bias = file.vector<T>(prefix + "mlp.up.bias");
+            layer.down = file.matrix<T>(prefix + "mlp.down.weight");
+            layer.down_bias = file.vector<T>(prefix + "mlp.down.bias");
+            layers_.push_back(std::move(layer));
+        }
+    }
+
+    static std::string join(const std::vector<std::string>& parts) {
+        std::string text;
+        for (const std::string& part : parts) text += (text.empty() ? "" : ", ") + part;
+        return text;
+    }
+
+    ModelSettings settings_;
+    Tokenizer tokenizer_;
+    Rope<T> rope_;
+    Matrix<T> embedding_;  // (vocabulary × C)
+    Vector<T> final_norm_weight_, final_norm_bias_;
+    std::vector<Layer> layers_;
+};
+
+}  // namespace attn
