@@ -31,7 +31,8 @@ struct TinyModel {
     }
 
     explicit TinyModel(const std::string& name, unsigned seed = 1)
-        : directory(std::filesystem::temp_directory_path() / ("attn_test_model_" + name)) {
+        : directory(std::filesystem::temp_directory_path() /
+                    ("attn_test_model_" + name + "_" + std::to_string(std::random_device{}()))) {
         const int c = 8, mlp = 16, v = vocabulary_size();
         manifest = {{"format", "attn-store-model"},
                     {"version", 1},
@@ -75,6 +76,13 @@ struct TinyModel {
             add(p + "mlp.down.weight", mlp, c, 0.3);
             add(p + "mlp.down.bias", 1, c, 0.1);
         }
+    }
+
+    TinyModel(const TinyModel&) = delete;
+    TinyModel& operator=(const TinyModel&) = delete;
+    ~TinyModel() {
+        std::error_code ignored;
+        std::filesystem::remove_all(directory, ignored);
     }
 
     /// Writes manifest, weights and tokenizer files; returns the directory.

@@ -5,9 +5,10 @@
 #include "store_model.hpp"
 
 int main(int argc, char** argv) {
-    const auto flag = store::model_flag(argc, argv, "copy_test",
-                                        "P(cover) and P(set) with the name as sold, without cover, and ending in set;\n"
-                                        "then what follows `this outdoor patio furniture` in the training descriptions.");
+    const auto flag =
+        store::model_flag(argc, argv, "copy_test",
+                          "P(cover) and P(set) with the name as sold, without cover, and ending in set;\n"
+                          "then what follows `this outdoor patio furniture` in the training descriptions.");
     return store::report_errors("copy_test", [&] {
         const auto directory = store::model_directory(flag);
         const auto model = attn::Model<float>::load(directory);

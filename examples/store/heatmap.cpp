@@ -10,7 +10,8 @@
 #include "svg_heatmap.hpp"
 
 namespace {
-constexpr const char* usage = R"(usage: heatmap [--model DIR] --name TEXT [--description TEXT] [--layer L --head H] --output FILE
+constexpr const char* usage =
+    R"(usage: heatmap [--model DIR] --name TEXT [--description TEXT] [--layer L --head H] --output FILE
 
 Writes an SVG heatmap of the store model's attention for a product: every head in a
 grid (rows: layers, columns: heads), or one head with --layer and --head (1-based).
@@ -51,13 +52,20 @@ int main(int argc, char** argv) {
         if (arg == "--help" || arg == "-h") {
             std::cout << usage;
             return 0;
-        } else if (arg == "--model") value(model_flag);
-        else if (arg == "--name") value(name);
-        else if (arg == "--description") value(description);
-        else if (arg == "--layer") value(layer);
-        else if (arg == "--head") value(head);
-        else if (arg == "--output") value(output);
-        else fail_usage("unknown argument '" + arg + "'");
+        } else if (arg == "--model")
+            value(model_flag);
+        else if (arg == "--name")
+            value(name);
+        else if (arg == "--description")
+            value(description);
+        else if (arg == "--layer")
+            value(layer);
+        else if (arg == "--head")
+            value(head);
+        else if (arg == "--output")
+            value(output);
+        else
+            fail_usage("unknown argument '" + arg + "'");
     }
     if (!name) fail_usage("--name is required");
     if (!output) fail_usage("--output is required");

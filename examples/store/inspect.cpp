@@ -60,16 +60,26 @@ Arguments parse(int argc, char** argv) {
         if (arg == "--help" || arg == "-h") {
             std::cout << usage;
             std::exit(0);
-        } else if (arg == "--model") value(a.model);
-        else if (arg == "--name") value(a.name);
-        else if (arg == "--description") value(a.description);
-        else if (arg == "--ids") value(a.ids);
-        else if (arg == "--position") value(a.position);
-        else if (arg == "--layer") value(a.layer);
-        else if (arg == "--head") value(a.head);
-        else if (arg == "--top") value(a.top);
-        else if (arg == "--json") a.json = true;
-        else fail_usage("unknown argument '" + arg + "'");
+        } else if (arg == "--model")
+            value(a.model);
+        else if (arg == "--name")
+            value(a.name);
+        else if (arg == "--description")
+            value(a.description);
+        else if (arg == "--ids")
+            value(a.ids);
+        else if (arg == "--position")
+            value(a.position);
+        else if (arg == "--layer")
+            value(a.layer);
+        else if (arg == "--head")
+            value(a.head);
+        else if (arg == "--top")
+            value(a.top);
+        else if (arg == "--json")
+            a.json = true;
+        else
+            fail_usage("unknown argument '" + arg + "'");
     }
     if (a.name.has_value() == a.ids.has_value()) fail_usage("give either --name or --ids");
     if (a.ids && a.description) fail_usage("--description goes with --name, not --ids");
@@ -104,8 +114,7 @@ std::vector<int> parse_ids(const std::string& list, int vocabulary) {
         } catch (const std::exception&) {
             used = 0;
         }
-        if (item.empty() || used != item.size())
-            fail_usage("--ids needs comma-separated integers, got '" + item + "'");
+        if (item.empty() || used != item.size()) fail_usage("--ids needs comma-separated integers, got '" + item + "'");
         if (id < 0 || id >= vocabulary)
             throw attn::argument_error("--ids: " + item + " is not a token id (the vocabulary has " +
                                        std::to_string(vocabulary) + " tokens)");
@@ -154,7 +163,8 @@ int run(const Arguments& args) {
             for (attn::Index h = 0; h < result.attention.heads(); ++h) {
                 nlohmann::json rows = nlohmann::json::array();
                 const auto w = result.attention.head(l, h);
-                for (attn::Index i = 0; i < w.rows(); ++i) rows.push_back(std::vector<float>(w.row(i).begin(), w.row(i).end()));
+                for (attn::Index i = 0; i < w.rows(); ++i)
+                    rows.push_back(std::vector<float>(w.row(i).begin(), w.row(i).end()));
                 layer.push_back(std::move(rows));
             }
             out["attention"].push_back(std::move(layer));

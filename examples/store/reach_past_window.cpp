@@ -18,9 +18,10 @@ std::string thousands(attn::Index n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const auto flag = store::model_flag(argc, argv, "reach_past_window",
-                                        "Weight of description tokens 4 or more tokens back and on <s>/<sep>, per layer\n"
-                                        "and overall, over the first 300 validation products, against an even spread.");
+    const auto flag =
+        store::model_flag(argc, argv, "reach_past_window",
+                          "Weight of description tokens 4 or more tokens back and on <s>/<sep>, per layer\n"
+                          "and overall, over the first 300 validation products, against an even spread.");
     return store::report_errors("reach_past_window", [&] {
         const auto directory = store::model_directory(flag);
         const auto model = attn::Model<float>::load(directory);
@@ -41,7 +42,8 @@ int main(int argc, char** argv) {
             if (queries.empty()) continue;  // a product with no description
             ++described;
             const std::set<int> name(ids.begin() + 1, ids.begin() + std::ptrdiff_t(sep));
-            repeating += std::any_of(ids.begin() + std::ptrdiff_t(sep) + 1, ids.end(), [&](int id) { return name.count(id) > 0; });
+            repeating += std::any_of(ids.begin() + std::ptrdiff_t(sep) + 1, ids.end(),
+                                     [&](int id) { return name.count(id) > 0; });
             const std::vector<attn::Index> marker_positions = {0, attn::Index(sep)};
             const auto attention = model.forward(ids, options).attention;
             far.add(attn::measure(attention, queries, attn::KeyPattern::at_least_back(4, marker_positions)));
@@ -51,8 +53,9 @@ int main(int argc, char** argv) {
         std::cout << "description tokens measured: " << thousands(far.queries()) << "\n";
         std::cout << "average attention weight of a description token, by layer:\n";
         for (attn::Index layer = 0; layer < far_table.rows(); ++layer)
-            std::cout << "  layer " << layer + 1 << ": 4 or more tokens back " << store::fixed(far_table.row(layer).mean())
-                      << ", on <s> and <sep> " << store::fixed(marker_table.row(layer).mean()) << "\n";
+            std::cout << "  layer " << layer + 1 << ": 4 or more tokens back "
+                      << store::fixed(far_table.row(layer).mean()) << ", on <s> and <sep> "
+                      << store::fixed(marker_table.row(layer).mean()) << "\n";
         std::cout << "all layers, weight 4 or more tokens back: " << store::fixed(far_table.mean()) << "\n";
         std::cout << "an even spread's weight 4 or more tokens back: " << store::fixed(far.even()) << "\n";
         std::cout << "all layers, weight on <s> and <sep>: " << store::fixed(marker_table.mean()) << "\n";

@@ -53,7 +53,8 @@ inline std::vector<Product> read_split(const std::filesystem::path& file, std::s
     for (std::size_t number = 2; products.size() < limit && std::getline(in, line); ++number) {
         const auto tab = line.find('\t');
         if (tab == std::string::npos)
-            throw attn::format_error(file.string() + ":" + std::to_string(number) + ": no tab between name and description");
+            throw attn::format_error(file.string() + ":" + std::to_string(number) +
+                                     ": no tab between name and description");
         products.push_back({line.substr(0, tab), line.substr(tab + 1)});
     }
     return products;
@@ -101,7 +102,8 @@ namespace store {
 inline std::optional<std::string> model_flag(int argc, char** argv, const char* name, const char* summary) {
     std::optional<std::string> model;
     auto usage = [&](std::ostream& out) {
-        out << "usage: " << name << " [--model DIR] [--help]\n\n" << summary
+        out << "usage: " << name << " [--model DIR] [--help]\n\n"
+            << summary
             << "\n\noptions:\n  --model DIR  model directory (default: the shipped models/store)\n"
                "  --help       show this help and exit\n";
     };
@@ -115,7 +117,8 @@ inline std::optional<std::string> model_flag(int argc, char** argv, const char* 
             model = argv[++i];
             continue;
         }
-        std::cerr << name << ": " << (arg == "--model" ? "--model needs a value" : "unknown argument '" + std::string(arg) + "'")
+        std::cerr << name << ": "
+                  << (arg == "--model" ? "--model needs a value" : "unknown argument '" + std::string(arg) + "'")
                   << "\n\n";
         usage(std::cerr);
         std::exit(2);
@@ -147,7 +150,8 @@ Eigen::VectorXd probabilities(const Row& logits) {
 inline Product find_product(const std::filesystem::path& directory, const std::string& name) {
     for (Product& p : read_split(directory / "validation.tsv"))
         if (p.name == name) return p;
-    throw attn::argument_error("no validation product named '" + name + "' in " + (directory / "validation.tsv").string());
+    throw attn::argument_error("no validation product named '" + name + "' in " +
+                               (directory / "validation.tsv").string());
 }
 
 /// Index of the first occurrence of `id` in ids at or after `from`.

@@ -17,12 +17,23 @@ inline std::string xml_escape(const std::string& text) {
     std::string out;
     for (char c : text) {
         switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            case '\'': out += "&apos;"; break;
-            default: out += c;
+            case '&':
+                out += "&amp;";
+                break;
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            case '"':
+                out += "&quot;";
+                break;
+            case '\'':
+                out += "&apos;";
+                break;
+            default:
+                out += c;
         }
     }
     return out;
@@ -79,8 +90,8 @@ inline std::string heatmap_svg(const std::vector<HeatmapPanel>& panels, const st
                 const double w = panels[p].weights(i, j);
                 svg << "<rect class=\"cell\" x=\"" << margin + cell * j << "\" y=\"" << top + cell * i << "\" width=\""
                     << cell << "\" height=\"" << cell << "\" fill=\"" << colour(w) << "\"><title>"
-                    << xml_escape(tokens[std::size_t(i)]) << " → " << xml_escape(tokens[std::size_t(j)]) << ": "
-                    << w << "</title></rect>\n";
+                    << xml_escape(tokens[std::size_t(i)]) << " → " << xml_escape(tokens[std::size_t(j)]) << ": " << w
+                    << "</title></rect>\n";
             }
         svg << "</g>\n";
     }

@@ -35,19 +35,20 @@ int main(int argc, char** argv) {
         std::cout << "dimensions per head: " << settings.dimensions / settings.heads << "\n";
         std::cout << "name: " << tokens(1, sep) << "\n";
         std::cout << "description so far: " << tokens(sep + 1, position + 1) << "\n";
-        std::cout << "P(next token is " << vocabulary.token(ids[position + 1]) << "): " << store::fixed(p(ids[position + 1]))
-                  << "\n";
+        std::cout << "P(next token is " << vocabulary.token(ids[position + 1])
+                  << "): " << store::fixed(p(ids[position + 1])) << "\n";
         const attn::Index last_layer = result.attention.layers() - 1;
         for (attn::Index layer : {attn::Index(0), last_layer})
             for (attn::Index head = 0; head < settings.heads; ++head) {
                 const auto row = result.attention.head(layer, head).row(attn::Index(position));
                 std::vector<attn::Index> order(std::size_t(row.size()));
                 std::iota(order.begin(), order.end(), 0);
-                std::stable_sort(order.begin(), order.end(), [&](attn::Index a, attn::Index b) { return row(a) > row(b); });
+                std::stable_sort(order.begin(), order.end(),
+                                 [&](attn::Index a, attn::Index b) { return row(a) > row(b); });
                 std::cout << "layer " << layer + 1 << ", head " << head + 1 << ": ";
                 for (std::size_t k = 0; k < 3; ++k)
-                    std::cout << (k ? ", " : "") << store::label(vocabulary, ids, std::size_t(order[k]), position, sep) << " "
-                              << store::fixed(row(order[k]));
+                    std::cout << (k ? ", " : "") << store::label(vocabulary, ids, std::size_t(order[k]), position, sep)
+                              << " " << store::fixed(row(order[k]));
                 std::cout << "\n";
             }
 
@@ -62,8 +63,10 @@ int main(int argc, char** argv) {
         if (after.size() > 4 && after.compare(after.size() - 4, 4, "</w>") == 0) after.resize(after.size() - 4);
         std::cout << "last-layer head with the most weight on the name's cover: head " << best + 1 << "\n";
         std::cout << "its weight on the name's cover: "
-                  << store::fixed(result.attention(last_layer, best, attn::Index(position), attn::Index(name_cover))) << "\n";
+                  << store::fixed(result.attention(last_layer, best, attn::Index(position), attn::Index(name_cover)))
+                  << "\n";
         std::cout << "its weight on " << after << ", after the description's earlier furniture: "
-                  << store::fixed(result.attention(last_layer, best, attn::Index(position), attn::Index(earlier + 1))) << "\n";
+                  << store::fixed(result.attention(last_layer, best, attn::Index(position), attn::Index(earlier + 1)))
+                  << "\n";
     });
 }

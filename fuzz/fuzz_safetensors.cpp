@@ -1,0 +1,88 @@
+// libFuzzer target: arbitrary bytes → attn::SafeTensors::from_bytes, then every
+// tensor read in every way. Only attn::error may be thrown (and is caught); any
+// other exception, crash, sanitizer report or broken invariant is a finding.
+//
+// Invariants checked for files that load: the tensors tile the data section, each
+// conversion yields elements() values, and writing the tensors back with
+// attn::safetensors_bytes gives a file that loads to the same tensors.
+
+#include <attn/safetensors.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+void require(bool condition, const char* what) {
+    if (!condition) {
+        std::fprintf(stderr, "fuzz_safetensors: invariant broken: %s\n", what);
+        std::abort();
+    }
+}
+
+template <class F>
+void tolerate(F&& f) {
+    try {
+        f();
+    } catch (const attn::format_error&) {
+        // wrong dtype or rank for this request: fine
+    }
+}
+
+void read_everything(const attn::SafeTensors& file) {
+    for (const std::string& name : file.names()) {
+        const attn::TensorInfo& info = file.info(name);
+        require(info.name == name, "info().name");
+        require(info.begin <= info.end, "begin <= end");
+        const auto raw = file.raw(name);
+        require(raw.second == info.end - info.begin, "raw size");
+        const std::size_t n = static_cast<std::size_t>(info.elements());
+        require(n * attn::dtype_size(info.dtype) == raw.second, "elements × dtype size");
+        tolerate([&] { require(file.tensor<float>(name).values.size() == n, "tensor<float> size"); });
+        tolerate([&] { require(file.tensor<double>(name).values.size() == n, "tensor<double> size"); });
+        tolerate([&] { require(file.integers(name).size() == n, "integers size"); });
+        tolerate([&] { require(static_cast<std::size_t>(file.matrix<float>(name).size()) == n, "matrix size"); });
+        tolerate([&] { require(static_cast<std::size_t>(file.vector<double>(name).size()) == n, "vector size"); });
+    }
+}
+
+void round_trip(const attn::SafeTensors& file) {
+    std::vector<attn::SafeTensorsEntry> entries;
+    for (const std::string& name : file.names()) {
+        const attn::TensorInfo& info = file.info(name);
+        const auto raw = file.raw(name);
+        entries.push_back({name, info.dtype, info.shape, std::vector<std::uint8_t>(raw.first, raw.first + raw.second)});
+    }
+    const auto again = attn::SafeTensors::from_bytes(attn::safetensors_bytes(entries, file.metadata()), "round trip");
+    require(again.names() == file.names(), "round trip names");
+    require(again.metadata() == file.metadata(), "round trip metadata");
+    for (const std::string& name : file.names()) {
+        const auto a = file.raw(name), b = again.raw(name);
+        require(a.second == b.second && (a.second == 0 || std::memcmp(a.first, b.first, a.second) == 0),
+                "round trip bytes");
+        require(again.info(name).shape == file.info(name).shape, "round trip shape");
+        require(again.info(name).dtype == file.info(name).dtype, "round trip dtype");
+    }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    try {
+        const auto file = attn::SafeTensors::from_bytes(std::vector<std::uint8_t>(data, data + size), "fuzz input");
+        read_everything(file);
+        try {
+            round_trip(file);
+        } catch (const attn::error& e) {
+            std::fprintf(stderr, "fuzz_safetensors: a valid file does not round-trip: %s\n", e.what());
+            std::abort();
+        }
+    } catch (const attn::error&) {
+        // a rejected file: the expected outcome for most inputs
+    }
+    return 0;
+}
