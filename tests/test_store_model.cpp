@@ -1,0 +1,91 @@
+// The shipped store model (models/store/) against the golden outputs of
+// tools/reference.py, an independent float64 PyTorch forward pass over the exported files.
+#include <doctest/doctest.h>
+#include <attn/transformer.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+namespace {
+const std::filesystem::path model_dir = std::filesystem::path(ATTN_SOURCE_DIR) / "models" / "store";
+const std::filesystem::path golden_dir = std::filesystem::path(ATTN_TEST_DATA_DIR) / "store";
+
+nlohmann::json golden_products() {
+    std::ifstream in(golden_dir / "golden.json");
+    REQUIRE_MESSAGE(in.good(), "missing tests/data/store/golden.json (tools/reference.py writes it)");
+    return nlohmann::json::parse(in);
+}
+
+// Largest |model − golden| over every product, for logits and attention.
+template <class T>
+std::pair<double, double> worst_errors(const attn::Model<T>& model) {
+    const auto golden = attn::SafeTensors::open(golden_dir / "golden.safetensors");
+    double logits_error = 0.0, attention_error = 0.0;
+    for (const auto& product : golden_products()) {
+        const std::string key = product["key"];
+        const std::vector<int> ids = product["ids"];
+        CAPTURE(key);
+        const std::vector<std::int64_t> golden_ids = golden.integers(key + ".ids");
+        CHECK(std::vector<std::int64_t>(ids.begin(), ids.end()) == golden_ids);
+        CHECK(model.product_ids(product["name"].get<std::string>(), product["description"].get<std::string>()) == ids);
+
+        attn::ForwardOptions options;
+        options.keep_attention = true;
+        const auto result = model.forward(ids, options);
+        const attn::Matrix<double> logits = golden.matrix<double>(key + ".logits");
+        REQUIRE(logits.rows() == result.logits.rows());
+        REQUIRE(logits.cols() == result.logits.cols());
+        logits_error = std::max(logits_error, (result.logits.template cast<double>() - logits).cwiseAbs().maxCoeff());
+
+        const auto attention = golden.tensor<double>(key + ".attention");  // layers × heads × n × n
+        const auto n = static_cast<attn::Index>(ids.size());
+        REQUIRE(attention.shape == std::vector<std::int64_t>{4, 4, n, n});
+        for (attn::Index l = 0; l < 4; ++l)
+            for (attn::Index h = 0; h < 4; ++h) {
+                const Eigen::Map<const attn::Matrix<double>> expected(attention.values.data() + (l * 4 + h) * n * n, n,
+                                                                      n);
+                const auto actual = result.attention.head(l, h);
+                attention_error =
+                    std::max(attention_error, (actual.template cast<double>() - expected).cwiseAbs().maxCoeff());
+                // every row sums to 1 and is 0 above the diagonal
+                for (attn::Index i = 0; i < n; ++i) {
+                    CHECK(double(actual.row(i).sum()) == doctest::Approx(1.0).epsilon(1e-5));
+                    for (attn::Index j = i + 1; j < n; ++j) CHECK(actual(i, j) == T(0));
+                }
+            }
+    }
+    return {logits_error, attention_error};
+}
+}  // namespace
+
+TEST_CASE("store model, float: logits within 1e-4 and every head's attention within 1e-5 of PyTorch float64") {
+    const auto model = attn::Model<float>::load(model_dir);
+    CHECK(model.settings().layers == 4);
+    CHECK(model.settings().heads == 4);
+    CHECK(model.settings().head_size == 32);
+    CHECK(model.settings().longest == 160);
+    const auto [logits, attention] = worst_errors(model);
+    MESSAGE("float: max |Δlogits| = ", logits, ", max |Δattention| = ", attention);
+    CHECK(logits <= 1e-4);
+    CHECK(attention <= 1e-5);
+}
+
+TEST_CASE("store model, double: logits and attention within 1e-9 of PyTorch float64") {
+    const auto model = attn::Model<double>::load(model_dir);
+    const auto [logits, attention] = worst_errors(model);
+    MESSAGE("double: max |Δlogits| = ", logits, ", max |Δattention| = ", attention);
+    CHECK(logits <= 1e-9);
+    CHECK(attention <= 1e-9);
+}
+
+TEST_CASE("store model: the golden set includes the exemplar and a text of exactly 160 tokens") {
+    bool exemplar = false, full = false;
+    for (const auto& product : golden_products()) {
+        exemplar = exemplar || product["name"] == "double chaise patio furniture cover";
+        full = full || product["ids"].size() == 160;
+    }
+    CHECK(exemplar);
+    CHECK(full);
+}
