@@ -46,8 +46,9 @@ void write_bytes(const fs::path& path, const std::vector<std::uint8_t>& bytes) {
 /// 8-byte length (the header's own unless `length` is given), header, data.
 std::vector<std::uint8_t> raw_file(const std::string& header, const std::vector<std::uint8_t>& data,
                                    std::uint64_t length) {
-    std::vector<std::uint8_t> out(8);
-    for (int i = 0; i < 8; ++i) out[std::size_t(i)] = static_cast<std::uint8_t>(length >> (8 * i));
+    std::vector<std::uint8_t> out;  // built by push_back: gcc 12 -O3 misreads insert-after-sized (-Warray-bounds)
+    out.reserve(8 + header.size() + data.size());
+    for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::uint8_t>(length >> (8 * i)));
     out.insert(out.end(), header.begin(), header.end());
     out.insert(out.end(), data.begin(), data.end());
     return out;
