@@ -1,46 +1,215 @@
-// Causal attention kernels by sequence length (Google Benchmark, JSON with
-// --benchmark_format=json). GFLOP/s counts the useful causal arithmetic: the unmasked
-// half of q·kᵀ and of weights·v, 2·n²·d per head.
+// Attention by sequence length (Google Benchmark; JSON with --benchmark_format=json
+// or --benchmark_out=FILE --benchmark_out_format=json).
+//
+// Families (names end in /positions:N/real_time; filter with --benchmark_filter=REGEX):
+//   heads/<path>/d:<size>/threads:<t>    attend_heads(): 4 heads of d numbers, causal
+//   head/<path>/d:<size>/threads:<t>     attention(): one head, causal
+//   long/stream/d:64/threads:<t>         attend_heads(), 4 heads, 8,192 and 16,384 positions
+//   matrix_multiply/threads:<t>/size:1024  Eigen's float GEMM, the machine's reference rate
+// <path> is `stream` (fused kernel, outputs only), `weights` (fused kernel, weights
+// returned) or `plain` (the unfused reference path: full scores, mask, softmax, product).
+//
+// GFLOP/s counts useful causal arithmetic only: the unmasked half of q·kᵀ and of
+// weights·v, positions²·(d + dv) per head = 2·n²·d for dv = d. Each family fits its
+// complexity in positions (expect N^2). The long/ family is left out unless the filter
+// names it: --benchmark_filter=long (its maxrss_MB counter, the process's peak resident
+// memory, is meaningful when one benchmark runs alone, e.g. --benchmark_filter='long.*16384.*threads:1').
+//
+// Threads: our kernel starts std::threads (AttentionOptions::threads). Eigen's GEMM uses
+// more than one thread only when built with OpenMP (ATTN_BENCH_OPENMP, on by default):
+// matrix_multiply and plain/threads:2 set Eigen::setNbThreads(t); everything else runs
+// with Eigen::setNbThreads(1).
 #include <benchmark/benchmark.h>
 #include <attn/attn.hpp>
 
+#include <sys/resource.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
 namespace {
 
-template <class T>
-attn::Matrix<T> filled(attn::Index rows, attn::Index cols) {
-    return attn::Matrix<T>::Random(rows, cols);
+using attn::Index;
+
+enum class Path { stream, weights, plain };
+
+const char* path_name(Path path) {
+    switch (path) {
+        case Path::stream:
+            return "stream";
+        case Path::weights:
+            return "weights";
+        case Path::plain:
+            return "plain";
+    }
+    return "?";
 }
 
-void set_counters(benchmark::State& state, attn::Index positions, attn::Index size, attn::Index heads) {
-    const double flops = 2.0 * double(positions) * double(positions) * double(size) * double(heads);
+attn::AttentionOptions<float> options_for(Path path, int threads) {
+    attn::AttentionOptions<float> options;  // causal, 1/√d
+    options.keep_weights = path != Path::stream;
+    options.fused = path != Path::plain;
+    options.threads = threads;
+    return options;
+}
+
+attn::HeadStack<float> random_stack(Index heads, Index rows, Index cols, unsigned seed) {
+    attn::HeadStack<float> stack(heads, rows, cols);
+    std::srand(seed);
+    for (Index h = 0; h < heads; ++h) stack.head(h) = attn::Matrix<float>::Random(rows, cols);
+    return stack;
+}
+
+double peak_rss_megabytes() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return double(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+void set_counters(benchmark::State& state, Index positions, Index size, Index heads) {
+    const double flops = double(positions) * double(positions) * double(size + size) * double(heads);
     state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
     state.SetComplexityN(positions);
 }
 
-void head_attention(benchmark::State& state) {
-    const attn::Index n = state.range(0), d = state.range(1);
-    const auto q = filled<float>(n, d), k = filled<float>(n, d), v = filled<float>(n, d);
+/// attend_heads(): `heads` heads of d numbers (dv = d), causal.
+void heads_benchmark(benchmark::State& state, Path path, Index heads, Index d, int threads) {
+    const Index n = state.range(0);
+    const auto q = random_stack(heads, n, d, 1), k = random_stack(heads, n, d, 2), v = random_stack(heads, n, d, 3);
+    const auto options = options_for(path, threads);
+    Eigen::setNbThreads(path == Path::plain ? threads : 1);
     for (auto _ : state) {
-        auto result = attn::attention(q, k, v);
-        benchmark::DoNotOptimize(result.output.data());
+        auto result = attn::attend_heads(q, k, v, options);
+        benchmark::DoNotOptimize(result.outputs.data());
+        benchmark::ClobberMemory();
     }
+    Eigen::setNbThreads(1);
+    set_counters(state, n, d, heads);
+}
+
+/// attention(): one head of d numbers, causal.
+void head_benchmark(benchmark::State& state, Path path, Index d, int threads) {
+    const Index n = state.range(0);
+    std::srand(4);
+    const attn::Matrix<float> q = attn::Matrix<float>::Random(n, d), k = attn::Matrix<float>::Random(n, d),
+                              v = attn::Matrix<float>::Random(n, d);
+    const auto options = options_for(path, threads);
+    Eigen::setNbThreads(path == Path::plain ? threads : 1);
+    for (auto _ : state) {
+        auto result = attn::attention(q, k, v, options);
+        benchmark::DoNotOptimize(result.output.data());
+        benchmark::ClobberMemory();
+    }
+    Eigen::setNbThreads(1);
     set_counters(state, n, d, 1);
 }
-BENCHMARK(head_attention)->ArgsProduct({benchmark::CreateRange(16, 4096, 2), {64}})->Complexity(benchmark::oNSquared);
 
-void matrix_multiply(benchmark::State& state) {
-    const attn::Index n = state.range(0);
-    const auto a = filled<float>(n, n), b = filled<float>(n, n);
+/// The streaming path at 8,192 and 16,384 positions, with the peak resident memory.
+void long_benchmark(benchmark::State& state, int threads) {
+    const Index n = state.range(0), heads = 4, d = 64;
+    const auto q = random_stack(heads, n, d, 1), k = random_stack(heads, n, d, 2), v = random_stack(heads, n, d, 3);
+    const auto options = options_for(Path::stream, threads);
+    for (auto _ : state) {
+        auto result = attn::attend_heads(q, k, v, options);
+        benchmark::DoNotOptimize(result.outputs.data());
+        benchmark::ClobberMemory();
+    }
+    set_counters(state, n, d, heads);
+    state.counters["maxrss_MB"] = peak_rss_megabytes();
+    // for comparison: one (positions × positions) float matrix
+    state.counters["scores_matrix_MB"] = double(n) * double(n) * 4.0 / (1024.0 * 1024.0);
+}
+
+/// Eigen's float matrix product, n³: the reference rate every GFLOP/s above is read against.
+void matrix_multiply(benchmark::State& state, int threads) {
+    const Index n = state.range(0);
+    std::srand(5);
+    const attn::Matrix<float> a = attn::Matrix<float>::Random(n, n), b = attn::Matrix<float>::Random(n, n);
     attn::Matrix<float> c(n, n);
+    Eigen::setNbThreads(threads);
+    state.counters["eigen_threads"] = Eigen::nbThreads();
     for (auto _ : state) {
         c.noalias() = a * b;
         benchmark::DoNotOptimize(c.data());
+        benchmark::ClobberMemory();
     }
+    Eigen::setNbThreads(1);
     state.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(n) * double(n) * double(n) * 1e-9,
                                                    benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(matrix_multiply)->Arg(1024);
+
+// ---- The store model's full forward, 16 … 160 positions -------------------------------
+// (added with the transformer header: register it in register_benchmarks() below as
+// "model_forward/threads:<t>" with ArgName("positions"), so the report script's
+// regular expressions pick it up.)
+
+void register_benchmarks() {
+    for (int threads : {1, 2}) {
+        benchmark::RegisterBenchmark(("matrix_multiply/threads:" + std::to_string(threads)).c_str(), matrix_multiply,
+                                     threads)
+            ->Arg(1024)
+            ->ArgName("size")
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+    }
+    for (Path path : {Path::stream, Path::weights, Path::plain})
+        for (Index d : {32, 64, 128})
+            for (int threads : {1, 2}) {
+                const std::string name = std::string("heads/") + path_name(path) + "/d:" + std::to_string(d) +
+                                         "/threads:" + std::to_string(threads);
+                benchmark::RegisterBenchmark(name.c_str(), heads_benchmark, path, Index(4), d, threads)
+                    ->RangeMultiplier(2)
+                    ->Range(16, 4096)
+                    ->Arg(160)  // the store model's context, a peer shape
+                    ->ArgName("positions")
+                    ->Complexity(benchmark::oAuto)
+                    ->Unit(benchmark::kMillisecond)
+                    ->UseRealTime();
+            }
+    for (Path path : {Path::stream, Path::weights, Path::plain})
+        for (int threads : {1, 2}) {
+            const std::string name =
+                std::string("head/") + path_name(path) + "/d:64/threads:" + std::to_string(threads);
+            benchmark::RegisterBenchmark(name.c_str(), head_benchmark, path, Index(64), threads)
+                ->RangeMultiplier(2)
+                ->Range(16, 4096)
+                ->ArgName("positions")
+                ->Complexity(benchmark::oAuto)
+                ->Unit(benchmark::kMillisecond)
+                ->UseRealTime();
+        }
+    for (int threads : {1, 2})
+        benchmark::RegisterBenchmark(("long/stream/d:64/threads:" + std::to_string(threads)).c_str(), long_benchmark,
+                                     threads)
+            ->Arg(8192)
+            ->Arg(16384)
+            ->ArgName("positions")
+            ->Iterations(1)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+}
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+    Eigen::setNbThreads(1);
+    register_benchmarks();
+    // Without a filter, leave out the long shapes (run them with --benchmark_filter=long).
+    std::vector<char*> args(argv, argv + argc);
+    bool filtered = false;
+    for (int i = 1; i < argc; ++i) filtered = filtered || std::strncmp(argv[i], "--benchmark_filter", 18) == 0;
+    std::string default_filter = "--benchmark_filter=-^long/";
+    if (!filtered) args.push_back(default_filter.data());
+    // Short runs by default (0.1 s per benchmark, at least one iteration) keep the suite near 3 minutes.
+    bool timed = false;
+    for (int i = 1; i < argc; ++i) timed = timed || std::strncmp(argv[i], "--benchmark_min_time", 20) == 0;
+    std::string default_min_time = "--benchmark_min_time=0.1";
+    if (!timed) args.push_back(default_min_time.data());
+    int count = int(args.size());
+    benchmark::Initialize(&count, args.data());
+    if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}

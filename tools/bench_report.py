@@ -2,14 +2,18 @@
 """Runs attn's benchmark suite and the peers in one go; prints the side-by-side table.
 
     cmake --workflow --preset bench            # builds build/bench (Release, -march=native)
-    /usr/bin/python3 tools/bench_report.py     # ~5 minutes on 2 cores
+    /usr/bin/python3 tools/bench_report.py     # about 3 minutes on 2 quiet cores
 
 Steps: (1) build/bench/bench/attn_bench_kernels on the peer shapes (4 heads x 64, causal),
 16 ... 4,096 positions, medians of --repetitions runs, plus Eigen's 1,024^3 float GEMM in
 the same process; (2) the long shapes (8,192 and 16,384 positions, streaming path), each in
 its own process so its peak resident memory is its own; (3) tools/bench_peers.py (PyTorch,
 NumPy) with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset for that command only, i.e.
-`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tools/bench_peers.py ...`.
+`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tools/bench_peers.py ...`,
+at --threads and at 1 thread (the peers' best of the two is reported). Every command runs
+with GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (--no-hugetlb to skip): first-touch page faults
+cost ~18 us per 4 KiB on these VMs, which would otherwise dominate every path that
+allocates a positions² buffer per call (all peer formulations; attn's weights/plain paths).
 Writes docs/bench/attn_kernels.json, long_*.json, peers.json, summary.json, table.md and
 the log-log plot docs/bench/scaling.png. --portable BUILD_DIR adds the same streaming
 shapes from a build without -march=native.
@@ -28,7 +32,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run(command, env=None):
-    print("$", " ".join(command), file=sys.stderr, flush=True)
+    shown = " ".join(command)
+    if env and "GLIBC_TUNABLES" in env:
+        shown = f"GLIBC_TUNABLES={env['GLIBC_TUNABLES']} {shown}"
+    print("$", shown, file=sys.stderr, flush=True)
     subprocess.run(command, check=True, env=env, cwd=ROOT)
 
 
@@ -81,8 +88,33 @@ def main():
     parser.add_argument("--skip-long", action="store_true", help="leave out 8,192 and 16,384 positions")
     parser.add_argument("--skip-peers", action="store_true", help="reuse OUT/peers.json")
     parser.add_argument("--portable", help="build directory of a portable (no -march=native) benchmark build")
+    parser.add_argument("--replot", action="store_true", help="only redraw OUT/scaling.png from OUT's JSON files")
+    parser.add_argument("--no-hugetlb", action="store_true",
+                        help="do not set GLIBC_TUNABLES=glibc.malloc.hugetlb=1 for every run")
     args = parser.parse_args()
+    # Page faults are expensive on these VMs (~18 us per 4 KiB page: a fresh 64 MB buffer costs
+    # ~0.3 s to touch). Every peer formulation and attn's weights/plain paths allocate
+    # positions² buffers per call, so by default every command runs with glibc's malloc
+    # asking for transparent huge pages, which removes that tax for everyone alike.
+    env = dict(os.environ)
+    if not args.no_hugetlb:
+        env["GLIBC_TUNABLES"] = ":".join(filter(None, [env.get("GLIBC_TUNABLES"), "glibc.malloc.hugetlb=1"]))
     os.makedirs(args.out, exist_ok=True)
+    if args.replot:
+        ours = load_runs(os.path.join(args.out, "attn_kernels.json"))[1]
+        long_runs = {}
+        for n in (8192, 16384):
+            path = os.path.join(args.out, f"long_{n}.json")
+            if os.path.exists(path):
+                long_runs.update(load_runs(path)[1])
+        peers = {"results": []}
+        for path, threads in ((os.path.join(args.out, "peers.json"), args.threads),
+                              (os.path.join(args.out, "peers_1thread.json"), 1)):
+            if os.path.exists(path):
+                with open(path) as f:
+                    peers["results"] += json.load(f)["results"]
+        plot(ours, long_runs, peers, args.threads, os.path.join(args.out, "scaling.png"))
+        return
     binary = os.path.join(args.build, "bench", "attn_bench_kernels")
     if not os.path.exists(binary):
         sys.exit(f"{binary} not found: run `cmake --workflow --preset bench` first")
@@ -93,7 +125,7 @@ def main():
     ours_json = os.path.join(args.out, "attn_kernels.json")
     run([binary, "--benchmark_filter=^(matrix_multiply/.*|heads/(stream|weights|plain)/d:64/threads:[12]/.*)$",
          f"--benchmark_repetitions={args.repetitions}", "--benchmark_report_aggregates_only=true",
-         f"--benchmark_out={ours_json}", "--benchmark_out_format=json"])
+         f"--benchmark_out={ours_json}", "--benchmark_out_format=json"], env=env)
     context, ours = load_runs(ours_json)
     fits = complexity(ours_json)
 
@@ -103,7 +135,7 @@ def main():
         for n in (8192, 16384):
             path = os.path.join(args.out, f"long_{n}.json")
             run([binary, f"--benchmark_filter=^long/stream/d:64/threads:{args.threads}/positions:{n}/",
-                 f"--benchmark_out={path}", "--benchmark_out_format=json"])
+                 f"--benchmark_out={path}", "--benchmark_out_format=json"], env=env)
             long_runs.update(load_runs(path)[1])
 
     portable = {}
@@ -112,18 +144,32 @@ def main():
         pbinary = os.path.join(args.portable, "bench", "attn_bench_kernels")
         run([pbinary, "--benchmark_filter=^(matrix_multiply/.*|heads/stream/d:64/threads:[12]/positions:(2048|4096)/)",
              f"--benchmark_repetitions={args.repetitions}", "--benchmark_report_aggregates_only=true",
-             f"--benchmark_out={path}", "--benchmark_out_format=json"])
+             f"--benchmark_out={path}", "--benchmark_out_format=json"], env=env)
         portable = load_runs(path)[1]
 
     # (3) the peers, OpenBLAS left to pick its kernels
-    peers_json = os.path.join(args.out, "peers.json")
-    if not args.skip_peers:
-        env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
-        print("$ env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ...", file=sys.stderr)
-        run(["/usr/bin/python3", os.path.join(ROOT, "tools", "bench_peers.py"), "--threads", str(args.threads),
-             "--positions", *map(str, args.positions), "--json", peers_json], env=env)
-    with open(peers_json) as f:
-        peers = json.load(f)
+    # The peers at the same thread count and, if that is more than one, at one thread too:
+    # "PyTorch best" is the fastest formulation at either (OpenMP's start-up makes PyTorch
+    # slower on 2 threads than on 1 at small sizes on these VMs).
+    peer_env = {k: v for k, v in env.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+    peer_files = {args.threads: os.path.join(args.out, "peers.json")}
+    if args.threads > 1:
+        peer_files[1] = os.path.join(args.out, "peers_1thread.json")
+    for threads, path in peer_files.items():
+        if not args.skip_peers:
+            print("$ env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ...", file=sys.stderr)
+            run(["/usr/bin/python3", os.path.join(ROOT, "tools", "bench_peers.py"), "--threads", str(threads),
+                 "--positions", *map(str, args.positions), "--json", path], env=peer_env)
+    peers = None
+    for threads, path in peer_files.items():
+        with open(path) as f:
+            data = json.load(f)
+        for r in data["results"]:
+            r["threads"] = threads
+        if peers is None:
+            peers = data
+        else:
+            peers["results"] += data["results"]
     load_after = load_average()
 
     def peer_best(library, n, weights):
@@ -138,7 +184,8 @@ def main():
     for n in args.positions:
         def our(path, threads=t):
             return ours.get(f"heads/{path}/d:64/threads:{threads}/positions:{n}")
-        stream, weights, plain = our("stream"), our("weights"), our("plain")
+        # the plain path on one thread: Eigen without OpenMP, as consumers build it
+        stream, weights, plain = our("stream"), our("weights"), our("plain", 1)
         torch_best, torch_weights = peer_best("pytorch", n, False), peer_best("pytorch", n, True)
         numpy_best, numpy_weights = peer_best("numpy", n, False), peer_best("numpy", n, True)
         row = {
@@ -146,10 +193,12 @@ def main():
             "stream_ms": ms(stream), "stream_gflops": stream["GFLOP/s"],
             "stream_1thread_ms": ms(our("stream", 1)),
             "weights_ms": ms(weights), "plain_ms": ms(plain),
-            "pytorch_ms": torch_best["median_ms"], "pytorch_formulation": torch_best["formulation"],
+            "pytorch_ms": torch_best["median_ms"],
+            "pytorch_formulation": f"{torch_best['formulation']} ({torch_best['threads']} thread(s))",
             "pytorch_weights_ms": torch_weights["median_ms"] if torch_weights else None,
-            "pytorch_weights_formulation": torch_weights["formulation"] if torch_weights else None,
-            "numpy_ms": numpy_best["median_ms"],
+            "pytorch_weights_formulation":
+            f"{torch_weights['formulation']} ({torch_weights['threads']} thread(s))" if torch_weights else None,
+            "numpy_ms": numpy_best["median_ms"], "numpy_threads": numpy_best["threads"],
             "numpy_weights_ms": numpy_weights["median_ms"] if numpy_weights else None,
         }
         row["stream_fraction_of_gemm"] = row["stream_gflops"] / gemm[t] if t in gemm else None
@@ -171,7 +220,7 @@ def main():
         f"4 heads × 64, causal, float32, {t} thread{'s' if t > 1 else ''}; medians. GEMM (Eigen, 1,024³ float, "
         f"same run): {fmt(gemm.get(1), 0)} GFLOP/s on 1 thread, {fmt(gemm.get(2), 0)} on 2.",
         "",
-        "| positions | attn streaming | GFLOP/s (% of GEMM) | attn with weights | attn plain path "
+        "| positions | attn streaming | GFLOP/s (% of GEMM) | attn with weights | attn plain path (1 thread) "
         "| PyTorch best | NumPy | vs PyTorch | vs NumPy | PyTorch with weights | with weights: vs PyTorch |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -185,6 +234,12 @@ def main():
     lines.append("")
     lines.append("PyTorch best (outputs only): " + "; ".join(
         f"{r['positions']:,}: {r['pytorch_formulation']}" for r in rows) + ".")
+    lines.append("PyTorch best with weights: " + "; ".join(
+        f"{r['positions']:,}: {r['pytorch_weights_formulation']}" for r in rows) + ".")
+    lines.append("Peers: fastest of 1 and %d threads; NumPy from OpenBLAS %s; environment: %s." % (
+        t, ", ".join(sorted({str(i.get("architecture")) for i in peers["blas"].get("threadpoolctl", [])
+                             if i.get("internal_api") == "openblas"})) or "?",
+        "GLIBC_TUNABLES=" + env["GLIBC_TUNABLES"] if env.get("GLIBC_TUNABLES") else "default malloc"))
     for n, r in sorted(long_runs.items()):
         lines.append(f"`{n}`: {ms(r):,.0f} ms, {r['GFLOP/s']:.0f} GFLOP/s, peak RSS {r['maxrss_MB']:.0f} MB "
                      f"(one positions² float matrix: {r['scores_matrix_MB']:.0f} MB)")
@@ -201,7 +256,7 @@ def main():
     with open(os.path.join(args.out, "table.md"), "w") as f:
         f.write(table + "\n")
 
-    summary = {"started": started, "load_average_before": load_before, "load_average_after": load_after,
+    summary = {"started": started, "glibc_tunables": env.get("GLIBC_TUNABLES"), "load_average_before": load_before, "load_average_after": load_after,
                "host": platform.node(), "context": context.get("context"), "gemm_gflops": gemm, "rows": rows,
                "long": {k: {"ms": ms(v), "gflops": v["GFLOP/s"], "maxrss_MB": v["maxrss_MB"]}
                         for k, v in long_runs.items()},
@@ -220,11 +275,12 @@ def plot(ours, long_runs, peers, threads, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     def series(prefix):
         points = []
         for name, r in list(ours.items()) + list(long_runs.items()):
-            m = re.fullmatch(re.escape(prefix) + r"/positions:(\d+)", name)
+            m = re.fullmatch(re.escape(prefix) + r"/positions:(\d+)(/iterations:\d+)?", name)
             if m:
                 points.append((int(m.group(1)), ms(r)))
         return sorted(points)
@@ -236,7 +292,7 @@ def plot(ours, long_runs, peers, threads, path):
          [p for p in series(f"long/stream/d:64/threads:{threads}")], f"attn streaming ({threads} thread{s})", "C0", "-"),
         (series("heads/stream/d:64/threads:1"), "attn streaming (1 thread)", "C0", ":"),
         (series(f"heads/weights/d:64/threads:{threads}"), f"attn, weights returned ({threads} thread{s})", "C2", "-"),
-        (series(f"heads/plain/d:64/threads:{threads}"), "attn plain path (full scores, Eigen GEMM)", "C7", "--"),
+        (series("heads/plain/d:64/threads:1"), "attn plain path (full scores, Eigen GEMM, 1 thread)", "C7", "--"),
     ]
     for points, label, color, style in curves:
         if points:
@@ -249,8 +305,10 @@ def plot(ours, long_runs, peers, threads, path):
             if rows:
                 points.append((n, min(r["median_ms"] for r in rows)))
         if points:
-            ax.plot(*zip(*points), "-", color=color, marker="s", markersize=4, label=f"{label} ({threads} thread{s})")
+            ax.plot(*zip(*points), "-", color=color, marker="s", markersize=4,
+                    label=f"{label} (best of 1 and {threads} threads)")
     ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:,.0f}"))
     ax.set_yscale("log")
     ax.set_xlabel("positions")
     ax.set_ylabel("time per call (ms, median)")

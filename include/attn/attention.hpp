@@ -3,13 +3,22 @@
 // steps: projection, rotary positions, scaled scores, masks, softmax, heads.
 //
 //   weights = softmax(mask(q kᵀ · scale)),  output = weights · v
+//
+// Causal or full attention without a custom mask runs on a fused, tiled kernel
+// (detail/causal_kernel.hpp) that never computes the masked upper triangle and,
+// unless the weights are kept, never stores the (queries × keys) matrix. With
+// AttentionOptions::mask set, or fused = false, the steps above run one after the
+// other (the plain path, the reference the kernel is tested against). Both give the
+// same results to rounding: masked weights are exactly 0 and each row sums to 1.
 
 #include <Eigen/Core>
 
 #include <optional>
 #include <type_traits>
 
+#include "attn/detail/causal_kernel.hpp"
 #include "attn/detail/check.hpp"
+#include "attn/detail/parallel.hpp"
 #include "attn/heads.hpp"
 #include "attn/mask.hpp"
 #include "attn/projection.hpp"
@@ -30,6 +39,16 @@ struct AttentionOptions {
     const Rope<T>* rope = nullptr;      ///< if set, rotate queries and keys in every head
     const AllowedMask* mask = nullptr;  ///< if set, also hide where mask(i, j) is false (queries × keys)
     Index first_position = 0;           ///< position of query row 0 (the key cache length when decoding)
+    /// Threads for the fused kernel: 1 runs on the calling thread only; 0 uses one per
+    /// hardware thread (std::thread::hardware_concurrency()). Threads are started per
+    /// call (no pool, nothing shared between calls) and only when the work pays for
+    /// them: below about 50 MFLOP of useful work per extra thread (4 heads × 64 numbers:
+    /// below about 400 positions) the call stays on one thread. Results are
+    /// bit-identical for every thread count. The plain path ignores it.
+    int threads = 1;
+    /// Use the fused kernel where it applies (no `mask`). false forces the plain
+    /// step-by-step path: full scores matrix, masks, softmax, weights · values.
+    bool fused = true;
 };
 
 /// One head's result. output: (queries × value size); weights: (queries × keys), or empty
@@ -40,12 +59,14 @@ struct HeadAttention {
     Matrix<T> weights;
 };
 
-/// Single-head attention. queries: (queries × d), keys: (keys × d), values: (keys × dv)
-/// → output (queries × dv) and, if asked, weights (queries × keys).
+namespace detail {
+
+/// The plain path: every step of the chapter in turn, on the full (queries × keys) scores.
 template <class DQ, class DK, class DV>
-HeadAttention<typename DQ::Scalar> attention(const Eigen::MatrixBase<DQ>& queries, const Eigen::MatrixBase<DK>& keys,
-                                             const Eigen::MatrixBase<DV>& values,
-                                             const AttentionOptions<typename DQ::Scalar>& options = {}) {
+HeadAttention<typename DQ::Scalar> plain_attention(const Eigen::MatrixBase<DQ>& queries,
+                                                   const Eigen::MatrixBase<DK>& keys,
+                                                   const Eigen::MatrixBase<DV>& values,
+                                                   const AttentionOptions<typename DQ::Scalar>& options) {
     using T = typename DQ::Scalar;
     static_assert(std::is_same_v<T, typename DV::Scalar>, "attention: queries and values scalar types differ");
     detail::check_not_empty("attention", "values", values);
@@ -72,6 +93,77 @@ HeadAttention<typename DQ::Scalar> attention(const Eigen::MatrixBase<DQ>& querie
     return result;
 }
 
+/// Whether the fused kernel computes this call (see the header comment).
+template <class T>
+bool fused_applies(const AttentionOptions<T>& options) {
+    return options.fused && options.mask == nullptr;
+}
+
+/// The plain path's checks, made up front for the fused kernel (before any thread starts).
+template <class DQ, class DK, class DV>
+void check_fused_inputs(const char* function, const Eigen::MatrixBase<DQ>& queries, const Eigen::MatrixBase<DK>& keys,
+                        const Eigen::MatrixBase<DV>& values, const AttentionOptions<typename DQ::Scalar>& options) {
+    using T = typename DQ::Scalar;
+    check_not_empty(function, "queries", queries);
+    check_not_empty(function, "keys", keys);
+    check_not_empty(function, "values", values);
+    check_rows(function, "values", values, keys.rows(), "one value per key");
+    check_cols(function, "keys", keys, queries.cols(), "keys must be as wide as queries");
+    if (options.first_position < 0) throw argument_error(message(function, ": first_position must be ≥ 0"));
+    if (!std::isfinite(options.scale.value_or(T(1)))) throw argument_error(message(function, ": scale must be finite"));
+    if (options.rope)
+        check_cols(function, "queries", queries, options.rope->head_size(),
+                   "RoPE rotates queries and keys of its head size");
+}
+
+template <class T>
+FusedProblem<T> fused_problem(Index heads, Index queries, Index keys, Index depth, Index value_size,
+                              const AttentionOptions<T>& options) {
+    FusedProblem<T> problem;
+    problem.heads = heads;
+    problem.queries = queries;
+    problem.keys = keys;
+    problem.depth = depth;
+    problem.value_size = value_size;
+    problem.causal = options.causal;
+    problem.first_position = options.first_position;
+    problem.scale = options.scale.value_or(default_scale<T>(depth));
+    problem.rope = options.rope;
+    problem.threads = resolve_threads("attention", options.threads);
+    return problem;
+}
+
+}  // namespace detail
+
+/// Single-head attention. queries: (queries × d), keys: (keys × d), values: (keys × dv)
+/// → output (queries × dv) and, if asked, weights (queries × keys).
+template <class DQ, class DK, class DV>
+HeadAttention<typename DQ::Scalar> attention(const Eigen::MatrixBase<DQ>& queries, const Eigen::MatrixBase<DK>& keys,
+                                             const Eigen::MatrixBase<DV>& values,
+                                             const AttentionOptions<typename DQ::Scalar>& options = {}) {
+    using T = typename DQ::Scalar;
+    static_assert(std::is_same_v<T, typename DV::Scalar>, "attention: queries and values scalar types differ");
+    static_assert(std::is_same_v<T, typename DK::Scalar>, "attention: queries and keys scalar types differ");
+    if (!detail::fused_applies(options)) return detail::plain_attention(queries, keys, values, options);
+    detail::check_fused_inputs("attention", queries, keys, values, options);
+
+    detail::FusedProblem<T> problem =
+        detail::fused_problem(1, queries.rows(), keys.rows(), queries.cols(), values.cols(), options);
+    HeadAttention<T> result;
+    result.output.resize(queries.rows(), values.cols());
+    problem.outputs = result.output.data();
+    if (options.keep_weights) {
+        result.weights.resize(queries.rows(), keys.rows());
+        problem.weights = result.weights.data();
+    }
+    // Row-major views of the inputs where they allow it, else row-major copies.
+    using View = Eigen::Ref<const Matrix<T>, 0, Eigen::OuterStride<>>;
+    const View q(queries.derived()), k(keys.derived()), v(values.derived());
+    problem.inputs = {{{q.data(), q.outerStride()}, {k.data(), k.outerStride()}, {v.data(), v.outerStride()}}};
+    detail::fused_attention(problem);
+    return result;
+}
+
 /// Every head's result. outputs: heads × (queries × value size); weights: heads ×
 /// (queries × keys), or empty unless keep_weights was set.
 template <class T>
@@ -91,6 +183,23 @@ HeadsAttention<T> attend_heads(const HeadStack<T>& queries, const HeadStack<T>& 
     if (queries.empty()) throw shape_error("attend_heads: queries are empty");
     HeadsAttention<T> result{HeadStack<T>(queries.heads(), queries.rows(), values.cols()), AttentionWeights<T>()};
     if (options.keep_weights) result.weights = AttentionWeights<T>(queries.heads(), queries.rows(), keys.rows());
+    if (detail::fused_applies(options)) {
+        // Every head in one parallel region: the tasks are heads × query blocks.
+        detail::check_fused_inputs("attend_heads", queries.head(0), keys.head(0), values.head(0), options);
+        detail::FusedProblem<T> problem =
+            detail::fused_problem(queries.heads(), queries.rows(), keys.rows(), queries.cols(), values.cols(), options);
+        problem.outputs = result.outputs.data();
+        if (options.keep_weights) {
+            problem.weights = result.weights.data();
+            problem.weights_zeroed = true;  // HeadStack starts zero-filled
+        }
+        for (Index h = 0; h < queries.heads(); ++h)
+            problem.inputs.push_back({{queries.head(h).data(), queries.cols()},
+                                      {keys.head(h).data(), keys.cols()},
+                                      {values.head(h).data(), values.cols()}});
+        detail::fused_attention(problem);
+        return result;
+    }
     for (Index h = 0; h < queries.heads(); ++h) {
         HeadAttention<T> head = attention(queries.head(h), keys.head(h), values.head(h), options);
         result.outputs.head(h) = head.output;

@@ -1,0 +1,625 @@
+#pragma once
+// The fused attention kernel behind attention() and attend_heads() (causal or full
+// attention without a custom mask).
+//
+// Work is split into tasks of kQueryBlock (96) query rows of one head. A task visits
+// only the keys its rows may see — never the masked upper triangle beyond the
+// diagonal blocks — in blocks of kKeyBlock (128) keys.
+//
+//  * Streaming (weights not kept): a block's scores go to a per-thread buffer laid out
+//    keys × queries (sᵀ), so the online softmax runs down the columns with whole
+//    packets of queries at a time: running maximum m and sum l per query, the partial
+//    output rescaled by exp(m_old − m_new) when m grows, the block exponentiated in
+//    place (masked and underflowing weights exactly 0), then output += weights ·
+//    values. Keys and values are read where they lie (only RoPE or an unusual layout
+//    makes a copy) and the queries of a task are transposed into the buffer, so a call
+//    allocates its output and a few hundred KiB per thread, nothing of size positions².
+//  * Exact (weights kept): the scores of the lower blocks are written straight into
+//    the weights matrix (keys packed into panels for that), each row gets the plain
+//    softmax over its visible keys (softmax_rows's flush-to-zero rule), and the output
+//    is weights · values over the lower blocks only.
+//
+// All products run on one register-tiled micro-kernel over Eigen's packets (tile_product:
+// 8 keys × 3 packets of queries for the streaming scores, 6 rows × 4 packets for
+// weights · values and the exact path's scores on AVX-512; 4 × 3 and 6 × 2 with 16
+// registers). The exponentials are vectorised: for float the cephes polynomial Eigen
+// uses, without the clamping that y = s − m ≤ 0 does not need; for double Eigen's exp.
+// Tasks are sorted longest first and handed out from a shared counter (causal rows late
+// in the sequence see more keys), so threads finish together; each task computes the
+// same numbers whichever thread runs it, so results do not depend on the thread count.
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "attn/detail/check.hpp"
+#include "attn/detail/parallel.hpp"
+#include "attn/error.hpp"
+#include "attn/rope.hpp"
+#include "attn/types.hpp"
+
+// gcc 12's AVX-512 intrinsics initialise a dummy operand from itself (GCC bug 105593, fixed
+// in gcc 13), which -Wall reports wherever they are inlined with -march=native.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define ATTN_DETAIL_KERNEL_PRAGMAS_PUSHED
+#endif
+
+namespace attn::detail {
+
+/// Block and register-tile sizes for scalar type T on the instruction set Eigen targets.
+template <class T>
+struct KernelTiling {
+    using Packet = typename Eigen::internal::packet_traits<T>::type;
+    static constexpr int kLanes = Eigen::internal::unpacket_traits<Packet>::size;
+#ifdef EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS
+    static constexpr bool kWide = EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS >= 32;
+#else
+    static constexpr bool kWide = false;
+#endif
+    /// Streaming scores tile: kScoreKeys keys × kScorePackets packets of queries.
+    static constexpr int kScoreKeys = kWide ? 8 : 4;
+    static constexpr int kScorePackets = 3;
+    static constexpr Index kChunk = Index(kScorePackets) * kLanes;  ///< queries per scores tile
+    /// weights · values tile: kValueRows queries × kValuePackets packets of values (also the
+    /// exact path's scores tile: queries × a panel of kPanel keys).
+    static constexpr int kValueRows = 6;
+    static constexpr int kValuePackets = kWide ? 4 : 2;
+    static constexpr Index kPanel = Index(kValuePackets) * kLanes;
+    static constexpr Index kQueryBlock = 96;  ///< query rows per task
+    static constexpr Index kKeyBlock = 128;   ///< keys per block
+    static_assert(kQueryBlock % kChunk == 0, "a task is whole chunks of queries");
+    static_assert(kKeyBlock % kScoreKeys == 0, "a key block is whole tiles");
+};
+
+/// Row-major view with unit inner stride.
+template <class T>
+struct RowMajorView {
+    const T* data = nullptr;
+    Index stride = 0;  ///< distance between rows
+};
+
+/// One head's queries, keys and values.
+template <class T>
+struct HeadInputs {
+    RowMajorView<T> queries, keys, values;
+};
+
+/// What the kernel computes; the views stay owned by the caller.
+template <class T>
+struct FusedProblem {
+    Index heads = 0;
+    Index queries = 0;     ///< query rows per head
+    Index keys = 0;        ///< key rows per head
+    Index depth = 0;       ///< query/key size d
+    Index value_size = 0;  ///< dv
+    bool causal = true;
+    Index first_position = 0;
+    T scale = T(1);
+    const Rope<T>* rope = nullptr;
+    int threads = 1;
+    std::vector<HeadInputs<T>> inputs;  ///< one per head
+    T* outputs = nullptr;               ///< heads × (queries × value_size), contiguous
+    T* weights = nullptr;               ///< heads × (queries × keys), contiguous, or null (streaming)
+    bool weights_zeroed = false;        ///< the weights buffer is already all zero
+
+    /// Keys 0 … allowed(i) − 1 are visible to query row i.
+    Index allowed(Index i) const { return causal ? std::min(keys, i + first_position + 1) : keys; }
+};
+
+/// Useful FLOPs an extra thread must get to pay for its start. Starting a thread and
+/// having it run on another core took 0.1–0.3 ms on the 2-vCPU machines this was tuned
+/// on (about 40 MFLOP at one core's rate here); below this the call stays on one thread
+/// (4 heads × 64 numbers: below about 400 positions).
+inline constexpr double kFlopsPerExtraThread = 5e7;
+
+template <class T>
+using AlignedBuffer = Eigen::Matrix<T, Eigen::Dynamic, 1>;
+
+/// Per-head copies, made only where the inputs cannot be read in place.
+template <class T>
+struct PreparedHead {
+    RowMajorView<T> keys, values;    ///< what the tasks read
+    Matrix<T> rotated_keys;          ///< RoPE: the rotated keys
+    AlignedBuffer<T> panels;         ///< exact path: keys in panels of kPanel, each (d × kPanel), zero-padded
+    AlignedBuffer<T> padded_values;  ///< values whose rows are not whole packets: zero-padded copy
+};
+
+/// Per-thread working memory, reused by every task the thread runs.
+template <class T>
+struct Scratch {
+    AlignedBuffer<T> queries;                 ///< streaming: (d × kQueryBlock) queriesᵀ; exact: (kQueryBlock × d)
+    AlignedBuffer<T> scores;                  ///< streaming: (kKeyBlock × kQueryBlock) scoresᵀ
+    AlignedBuffer<T> output;                  ///< kQueryBlock × padded dv
+    AlignedBuffer<T> tile;                    ///< exact: kValueRows × kPanel, for stores past a row's end
+    AlignedBuffer<T> largest, total, factor;  ///< kQueryBlock each
+};
+
+namespace kernel {
+
+namespace ei = Eigen::internal;
+
+inline Index round_up(Index value, Index multiple) {
+    return (value + multiple - 1) / multiple * multiple;
+}
+
+/// c(r, ·) (+)= Σ_{t < depth} a(r, t) · b(t, ·) for Rows rows and Packets packets of columns:
+/// a(r, t) = a[r·a_row + t·a_step] (broadcast), b(t, ·) = b[t·b_row …] (contiguous), c row stride c_row.
+template <class T, int Rows, int Packets>
+EIGEN_ALWAYS_INLINE void tile_product(const T* a, Index a_row, Index a_step, const T* b, Index b_row, Index depth, T* c,
+                                      Index c_row, bool accumulate) {
+    using Tiling = KernelTiling<T>;
+    using Packet = typename Tiling::Packet;
+    constexpr int L = Tiling::kLanes;
+    Packet acc[Rows][Packets];
+    for (int r = 0; r < Rows; ++r)
+        for (int p = 0; p < Packets; ++p)
+            acc[r][p] = accumulate ? ei::ploadu<Packet>(c + r * c_row + p * L) : ei::pset1<Packet>(T(0));
+    for (Index t = 0; t < depth; ++t) {
+        Packet x[Packets];
+        for (int p = 0; p < Packets; ++p) x[p] = ei::ploadu<Packet>(b + p * L);
+        for (int r = 0; r < Rows; ++r) {
+            const Packet y = ei::pset1<Packet>(a[r * a_row]);
+            for (int p = 0; p < Packets; ++p) acc[r][p] = ei::pmadd(y, x[p], acc[r][p]);
+        }
+        a += a_step;
+        b += b_row;
+    }
+    for (int r = 0; r < Rows; ++r)
+        for (int p = 0; p < Packets; ++p) ei::pstoreu(c + r * c_row + p * L, acc[r][p]);
+}
+
+/// tile_product with 1 … MaxRows rows and 1 … MaxPackets packets chosen at run time.
+template <class T, int MaxRows, int MaxPackets>
+struct Tiles {
+    template <int Rows = MaxRows, int Packets = MaxPackets>
+    static void run(int rows, int packets, const T* a, Index a_row, Index a_step, const T* b, Index b_row, Index depth,
+                    T* c, Index c_row, bool accumulate) {
+        if constexpr (Rows > 1) {
+            if (rows < Rows)
+                return run<Rows - 1, Packets>(rows, packets, a, a_row, a_step, b, b_row, depth, c, c_row, accumulate);
+        }
+        if constexpr (Packets > 1) {
+            if (packets < Packets)
+                return run<Rows, Packets - 1>(rows, packets, a, a_row, a_step, b, b_row, depth, c, c_row, accumulate);
+        }
+        tile_product<T, Rows, Packets>(a, a_row, a_step, b, b_row, depth, c, c_row, accumulate);
+    }
+};
+
+/// o(0 … rows, 0 … padded) (+)= w · v over `count` keys: w(r, j) = w[r·w_row + j·w_step],
+/// v row-major (row stride v_row), padded a whole number of packets, o row stride o_row.
+template <class T>
+void weights_times_values(Index rows, const T* w, Index w_row, Index w_step, Index count, const T* v, Index v_row,
+                          Index padded, T* o, Index o_row, bool accumulate) {
+    using Tiling = KernelTiling<T>;
+    using Run = Tiles<T, Tiling::kValueRows, Tiling::kValuePackets>;
+    for (Index r = 0; r < rows; r += Tiling::kValueRows) {
+        const int tile_rows = int(std::min<Index>(Tiling::kValueRows, rows - r));
+        for (Index col = 0; col < padded; col += Tiling::kPanel) {
+            const int packets = int(std::min<Index>(Tiling::kPanel, padded - col) / Tiling::kLanes);
+            Run::run(tile_rows, packets, w + r * w_row, w_row, w_step, v + col, v_row, count, o + r * o_row + col,
+                     o_row, accumulate);
+        }
+    }
+}
+
+/// Largest of x[0 … count) (count a multiple of the packet size), NaN if any is NaN.
+template <class T>
+T row_max(const T* x, Index count) {
+    using Tiling = KernelTiling<T>;
+    using Packet = typename Tiling::Packet;
+    Packet m = ei::pset1<Packet>(-std::numeric_limits<T>::infinity());
+    for (Index j = 0; j < count; j += Tiling::kLanes) m = ei::pmax<Eigen::PropagateNaN>(m, ei::ploadu<Packet>(x + j));
+    return ei::predux_max<Eigen::PropagateNaN>(m);
+}
+
+/// Scores that softmax cannot turn into weights: NaN or +∞.
+template <class T>
+bool bad_largest(T largest) {
+    return !(largest < std::numeric_limits<T>::infinity());
+}
+
+/// exp(y), or exactly 0 where y is below log(smallest normal) (−∞ included): softmax_rows's rule.
+template <class Packet>
+EIGEN_ALWAYS_INLINE Packet flushed_exp(const Packet& y, const Packet& cutoff, const Packet& zero) {
+    return ei::pselect(ei::pcmp_lt(y, cutoff), zero, ei::pexp(y));
+}
+
+/// exp(y) for y ≤ 0, exactly 0 below log(smallest normal) (−∞ included), NaN for NaN: the
+/// streaming softmax's exponential. For float packets a Cody–Waite reduction and the cephes
+/// polynomial Eigen uses, without Eigen's clamping (not needed for y ≤ 0, and it would hide a
+/// NaN, which must reach the row's sum to be reported); for other types Eigen's exp.
+template <class Packet>
+EIGEN_ALWAYS_INLINE Packet exp_nonpositive(const Packet& y, const Packet& cutoff, const Packet& zero) {
+    using Scalar = typename ei::unpacket_traits<Packet>::type;
+    if constexpr (std::is_same_v<Scalar, float> && ei::unpacket_traits<Packet>::size > 1) {
+        using PacketI = typename ei::unpacket_traits<Packet>::integer_packet;
+        const Packet n = ei::print(ei::pmul(y, ei::pset1<Packet>(1.44269504088896341f)));  // round(y / ln 2)
+        Packet r = ei::pmadd(n, ei::pset1<Packet>(-0.693359375f), y);  // y − n·ln 2, in two parts
+        r = ei::pmadd(n, ei::pset1<Packet>(2.12194440e-4f), r);
+        const Packet r2 = ei::pmul(r, r), r3 = ei::pmul(r2, r);
+        Packet p = ei::pmadd(ei::pset1<Packet>(1.9875691500E-4f), r, ei::pset1<Packet>(1.3981999507E-3f));
+        Packet q = ei::pmadd(ei::pset1<Packet>(4.1665795894E-2f), r, ei::pset1<Packet>(1.6666665459E-1f));
+        p = ei::pmadd(p, r, ei::pset1<Packet>(8.3334519073E-3f));
+        q = ei::pmadd(q, r, ei::pset1<Packet>(5.0000001201E-1f));
+        p = ei::pmadd(p, r3, q);
+        p = ei::pmadd(p, r2, ei::padd(r, ei::pset1<Packet>(1.0f)));  // exp(r)
+        // 2^n from its exponent bits; n ≥ −126 wherever the result is kept
+        const PacketI biased = ei::padd(ei::pcast<Packet, PacketI>(n), ei::pset1<PacketI>(127));
+        const Packet scale = ei::preinterpret<Packet>(ei::plogical_shift_left<23>(biased));
+        return ei::pselect(ei::pcmp_lt(y, cutoff), zero, ei::pmul(p, scale));
+    } else {
+        return flushed_exp(y, cutoff, zero);
+    }
+}
+
+template <class T>
+T flushed_exp(T y) {
+    return y < std::log(std::numeric_limits<T>::min()) ? T(0) : std::exp(y);
+}
+
+/// x[j] = flushed exp(x[j] − shift) for j < count (a multiple of the packet size); returns the sum.
+template <class T>
+T exp_shifted(T* x, Index count, T shift) {
+    using Tiling = KernelTiling<T>;
+    using Packet = typename Tiling::Packet;
+    constexpr int L = Tiling::kLanes;
+    if constexpr (L == 1) {
+        T sum = 0;
+        for (Index j = 0; j < count; ++j) sum += (x[j] = flushed_exp(x[j] - shift));
+        return sum;
+    } else {
+        const Packet s = ei::pset1<Packet>(shift), zero = ei::pset1<Packet>(T(0));
+        const Packet cutoff = ei::pset1<Packet>(std::log(std::numeric_limits<T>::min()));
+        Packet sum = zero;
+        for (Index j = 0; j < count; j += L) {
+            const Packet e = flushed_exp(ei::psub(ei::ploadu<Packet>(x + j), s), cutoff, zero);
+            ei::pstoreu(x + j, e);
+            sum = ei::padd(sum, e);
+        }
+        return ei::predux(sum);
+    }
+}
+
+template <class T>
+void scale_row(T* x, Index count, T factor) {
+    using Tiling = KernelTiling<T>;
+    using Packet = typename Tiling::Packet;
+    const Packet f = ei::pset1<Packet>(factor);
+    for (Index j = 0; j < count; j += Tiling::kLanes) ei::pstoreu(x + j, ei::pmul(ei::ploadu<Packet>(x + j), f));
+}
+
+/// One block of the online softmax for P packets of queries: s (count keys × the packets,
+/// row stride `stride`) holds scoresᵀ with −∞ where masked and becomes the unnormalised
+/// weights exp(s − m_new); m (running maxima), l (running sums) are updated and factor
+/// receives exp(m_old − m_new), by which the partial outputs must be rescaled. A NaN or +∞
+/// score makes l NaN (reported when the task ends).
+template <class T, int P>
+void online_softmax(T* s, Index stride, Index count, T* m, T* l, T* factor) {
+    using Tiling = KernelTiling<T>;
+    using Packet = typename Tiling::Packet;
+    constexpr int L = Tiling::kLanes;
+    const T minus_infinity = -std::numeric_limits<T>::infinity();
+    const Packet zero = ei::pset1<Packet>(T(0)), minus_inf = ei::pset1<Packet>(minus_infinity);
+    const Packet cutoff = ei::pset1<Packet>(std::log(std::numeric_limits<T>::min()));
+    Packet largest[P], shift[P], sum[P];
+    for (int p = 0; p < P; ++p) largest[p] = minus_inf;
+    for (Index j = 0; j < count; ++j)
+        for (int p = 0; p < P; ++p) largest[p] = ei::pmax(largest[p], ei::ploadu<Packet>(s + j * stride + p * L));
+    for (int p = 0; p < P; ++p) {
+        const Packet old_m = ei::ploadu<Packet>(m + p * L);
+        const Packet new_m = ei::pmax(old_m, largest[p]);
+        // exp(m_old − m_new): 0 while nothing was seen (m_old = −∞)
+        ei::pstoreu(factor + p * L, exp_nonpositive(ei::psub(old_m, new_m), cutoff, zero));
+        // shift by m_new, or by 0 while every score so far is −∞ (their weights stay 0)
+        shift[p] = ei::pselect(ei::pcmp_eq(new_m, minus_inf), zero, new_m);
+        ei::pstoreu(m + p * L, new_m);
+        sum[p] = zero;
+    }
+    if constexpr (std::is_same_v<T, float> && L > 1) {
+        for (Index j = 0; j < count; ++j)
+            for (int p = 0; p < P; ++p) {
+                T* x = s + j * stride + p * L;
+                const Packet e = exp_nonpositive(ei::psub(ei::ploadu<Packet>(x), shift[p]), cutoff, zero);
+                ei::pstoreu(x, e);
+                sum[p] = ei::padd(sum[p], e);
+            }
+    } else {  // Eigen's exp may turn NaN into a number: count NaN separately
+        Packet bad[P];
+        for (int p = 0; p < P; ++p) bad[p] = zero;
+        for (Index j = 0; j < count; ++j)
+            for (int p = 0; p < P; ++p) {
+                T* x = s + j * stride + p * L;
+                const Packet y = ei::psub(ei::ploadu<Packet>(x), shift[p]);
+                const Packet e = exp_nonpositive(y, cutoff, zero);
+                ei::pstoreu(x, e);
+                sum[p] = ei::padd(sum[p], e);
+                bad[p] = ei::por(bad[p], ei::pandnot(ei::ptrue(y), ei::pcmp_eq(y, y)));
+            }
+        for (int p = 0; p < P; ++p)
+            sum[p] =
+                ei::pselect(ei::pcmp_eq(bad[p], zero), sum[p], ei::pset1<Packet>(std::numeric_limits<T>::quiet_NaN()));
+    }
+    for (int p = 0; p < P; ++p)
+        ei::pstoreu(l + p * L,
+                    ei::padd(ei::pmul(ei::ploadu<Packet>(l + p * L), ei::ploadu<Packet>(factor + p * L)), sum[p]));
+}
+
+/// online_softmax for 1 … kScorePackets packets, chosen at run time.
+template <class T, int P = KernelTiling<T>::kScorePackets>
+void online_softmax_packets(int packets, T* s, Index stride, Index count, T* m, T* l, T* factor) {
+    if constexpr (P > 1) {
+        if (packets < P) return online_softmax_packets<T, P - 1>(packets, s, stride, count, m, l, factor);
+    }
+    online_softmax<T, P>(s, stride, count, m, l, factor);
+}
+
+[[noreturn]] inline void throw_bad_scores(Index head, Index row) {
+    throw numeric_error(
+        message("attention: the scores of query row ", row, " (head ", head, ") contain NaN or +infinity"));
+}
+
+/// Rows [i0, i1) of head h's queries, rotated and scaled, into dst (row-major, row stride d).
+template <class T>
+void load_queries(const FusedProblem<T>& problem, Index h, Index i0, Index i1, T* dst) {
+    const Index d = problem.depth, rows = i1 - i0;
+    const RowMajorView<T>& q = problem.inputs[std::size_t(h)].queries;
+    Eigen::Map<Matrix<T>> block(dst, rows, d);
+    block = Eigen::Map<const Matrix<T>, 0, Eigen::OuterStride<>>(q.data + i0 * q.stride, rows, d,
+                                                                 Eigen::OuterStride<>(q.stride));
+    if (problem.rope) problem.rope->apply(block, problem.first_position + i0);
+    block *= problem.scale;
+}
+
+}  // namespace kernel
+
+/// Phase 0, one head: rotated keys (RoPE), key panels (exact path), padded values (if needed).
+template <class T>
+void prepare_head(const FusedProblem<T>& problem, Index h, PreparedHead<T>& out) {
+    using Tiling = KernelTiling<T>;
+    const Index d = problem.depth, n = problem.keys, dv = problem.value_size;
+    const HeadInputs<T>& in = problem.inputs[std::size_t(h)];
+    out.keys = in.keys;
+    if (problem.rope) {
+        out.rotated_keys = Eigen::Map<const Matrix<T>, 0, Eigen::OuterStride<>>(in.keys.data, n, d,
+                                                                                Eigen::OuterStride<>(in.keys.stride));
+        problem.rope->apply(out.rotated_keys, 0);
+        out.keys = {out.rotated_keys.data(), d};
+    }
+    if (problem.weights) {
+        const Index panel = Tiling::kPanel;
+        out.panels.setZero(kernel::round_up(n, panel) * d);
+        for (Index j = 0; j < n; ++j) {
+            const T* key = out.keys.data + j * out.keys.stride;
+            T* column = out.panels.data() + (j / panel) * d * panel + (j % panel);
+            for (Index c = 0; c < d; ++c) column[c * panel] = key[c];
+        }
+    }
+    out.values = in.values;
+    if (dv % Tiling::kLanes != 0) {  // the micro-kernels read whole packets: pad each row
+        const Index padded = kernel::round_up(dv, Tiling::kLanes);
+        out.padded_values.setZero(n * padded);
+        Eigen::Map<Matrix<T>>(out.padded_values.data(), n, padded).leftCols(dv) =
+            Eigen::Map<const Matrix<T>, 0, Eigen::OuterStride<>>(in.values.data, n, dv,
+                                                                 Eigen::OuterStride<>(in.values.stride));
+        out.values = {out.padded_values.data(), padded};
+    }
+}
+
+/// Streaming (online softmax) task: query rows [i0, i1) of head h.
+template <class T>
+void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, Index h, Index i0, Index i1,
+                 Scratch<T>& scratch) {
+    using Tiling = KernelTiling<T>;
+    constexpr Index lanes = Tiling::kLanes, chunk = Tiling::kChunk, width = Tiling::kQueryBlock;
+    constexpr Index block = Tiling::kKeyBlock, tile_keys = Tiling::kScoreKeys;
+    constexpr T minus_infinity = -std::numeric_limits<T>::infinity();
+    const Index rows = i1 - i0, d = problem.depth, dv = problem.value_size;
+    const Index padded = kernel::round_up(dv, lanes);
+    const Index chunks = (rows + chunk - 1) / chunk;
+    T* qt = scratch.queries.data();  // (d × width): queriesᵀ
+    T* st = scratch.scores.data();   // (block × width): scoresᵀ, then weightsᵀ
+    T* o = scratch.output.data();    // (width × padded)
+    T* m = scratch.largest.data();
+    T* l = scratch.total.data();
+    T* alpha = scratch.factor.data();
+
+    {
+        // queriesᵀ, rotated and scaled; columns past the last row are 0. The output buffer
+        // stages the (rows × d) queries: it is not needed yet.
+        T* rows_first = scratch.output.data();
+        kernel::load_queries(problem, h, i0, i1, rows_first);
+        Eigen::Map<Matrix<T>> transposed(qt, d, width);
+        transposed.leftCols(rows) = Eigen::Map<const Matrix<T>>(rows_first, rows, d).transpose();
+        transposed.middleCols(rows, chunks * chunk - rows).setZero();
+    }
+    std::fill(m, m + width, minus_infinity);
+    std::fill(l, l + width, T(0));
+    std::fill(o, o + rows * padded, T(0));
+
+    using ScoreTiles = kernel::Tiles<T, Tiling::kScoreKeys, Tiling::kScorePackets>;
+    const Index end = problem.allowed(i1 - 1);
+
+    for (Index j0 = 0; j0 < end; j0 += block) {
+        const T* keys = head.keys.data + j0 * head.keys.stride;
+        for (Index ch = 0; ch < chunks; ++ch) {
+            const Index c0 = ch * chunk;                      // first column of the chunk
+            const Index c_rows = std::min(chunk, rows - c0);  // its real queries
+            const Index count = std::min(block, problem.allowed(i0 + c0 + c_rows - 1) - j0);  // keys it sees here
+            if (count <= 0) continue;
+            const int packets = int((c_rows + lanes - 1) / lanes);  // short sequences: fewer packets
+            // scoresᵀ(j, i) = keys(j) · queries(i), tile by tile
+            for (Index j = 0; j < count; j += tile_keys)
+                ScoreTiles::run(int(std::min(tile_keys, count - j)), packets, keys + j * head.keys.stride,
+                                head.keys.stride, 1, qt + c0, width, d, st + j * width + c0, width, false);
+            // causal mask: key j0 + j is hidden from queries before position j0 + j
+            if (problem.causal) {
+                const Index first_hiding = std::max<Index>(0, problem.first_position + i0 + c0 - j0 + 1);
+                for (Index j = first_hiding; j < count; ++j) {
+                    const Index hidden = std::min(c_rows, j0 + j - problem.first_position - i0 - c0);
+                    std::fill(st + j * width + c0, st + j * width + c0 + hidden, minus_infinity);
+                }
+            }
+            // online softmax down the columns, a packet of queries at a time
+            kernel::online_softmax_packets(packets, st + c0, width, count, m + c0, l + c0, alpha + c0);
+            for (Index i = c0; i < c0 + c_rows; ++i)
+                if (alpha[i] != T(1)) kernel::scale_row(o + i * padded, padded, alpha[i]);
+            // output += weights · values: weights(i, j) = st[j·width + i]
+            kernel::weights_times_values(c_rows, st + c0, 1, width, count, head.values.data + j0 * head.values.stride,
+                                         head.values.stride, padded, o + c0 * padded, padded, true);
+        }
+    }
+
+    T* out = problem.outputs + (h * problem.queries + i0) * dv;
+    for (Index i = 0; i < rows; ++i) {
+        if (!std::isfinite(l[i])) kernel::throw_bad_scores(h, i0 + i);
+        if (l[i] == T(0)) {  // every visible score was −∞: a zero output, as softmax_rows gives
+            std::fill(out + i * dv, out + (i + 1) * dv, T(0));
+            continue;
+        }
+        const T inverse = T(1) / l[i];
+        for (Index c = 0; c < dv; ++c) out[i * dv + c] = o[i * padded + c] * inverse;
+    }
+}
+
+/// Exact task, weights kept: query rows [i0, i1) of head h.
+template <class T>
+void weights_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, Index h, Index i0, Index i1,
+                  Scratch<T>& scratch) {
+    using Tiling = KernelTiling<T>;
+    constexpr Index group = Tiling::kValueRows, panel = Tiling::kPanel, block = Tiling::kKeyBlock;
+    constexpr Index lanes = Tiling::kLanes;
+    constexpr T minus_infinity = -std::numeric_limits<T>::infinity();
+    using PanelTiles = kernel::Tiles<T, Tiling::kValueRows, Tiling::kValuePackets>;
+    const Index rows = i1 - i0, d = problem.depth, dv = problem.value_size, n = problem.keys;
+    const Index padded = kernel::round_up(dv, lanes);
+    T* weights = problem.weights + (h * problem.queries + i0) * n;
+    T* q = scratch.queries.data();  // (rows × d), rotated and scaled
+    T* o = scratch.output.data();
+    T* tile = scratch.tile.data();
+    kernel::load_queries(problem, h, i0, i1, q);
+
+    for (Index g = 0; g < rows; g += group) {
+        const Index group_rows = std::min(group, rows - g);
+        const Index visible = problem.allowed(i0 + g + group_rows - 1);
+        const Index panels = (visible + panel - 1) / panel;
+        // scores of the lower blocks, straight into the weights
+        for (Index p = 0; p < panels; ++p) {
+            const T* keys = head.panels.data() + p * d * panel;
+            T* dst = weights + g * n + p * panel;
+            if ((p + 1) * panel <= n) {
+                PanelTiles::run(int(group_rows), Tiling::kValuePackets, q + g * d, d, 1, keys, panel, d, dst, n, false);
+            } else {  // the last panel reaches past the row's end: through the tile
+                PanelTiles::run(int(group_rows), Tiling::kValuePackets, q + g * d, d, 1, keys, panel, d, tile, panel,
+                                false);
+                for (Index r = 0; r < group_rows; ++r)
+                    std::copy(tile + r * panel, tile + r * panel + (n - p * panel), dst + r * n);
+            }
+        }
+        // softmax over each row's visible keys; the rest exactly 0
+        const Index written = std::min(n, panels * panel);
+        for (Index r = g; r < g + group_rows; ++r) {
+            T* row = weights + r * n;
+            const Index own = problem.allowed(i0 + r);
+            std::fill(row + own, row + (problem.weights_zeroed ? written : n), T(0));
+            const Index whole = own / lanes * lanes;
+            T largest = whole > 0 ? kernel::row_max(row, whole) : minus_infinity;
+            for (Index j = whole; j < own; ++j) largest = std::isnan(row[j]) ? row[j] : std::max(largest, row[j]);
+            if (kernel::bad_largest(largest)) kernel::throw_bad_scores(h, i0 + r);
+            if (largest == minus_infinity) {  // every visible score −∞: a zero row, as softmax_rows gives
+                std::fill(row, row + own, T(0));
+                continue;
+            }
+            T sum = kernel::exp_shifted(row, whole, largest);
+            for (Index j = whole; j < own; ++j) sum += (row[j] = kernel::flushed_exp(row[j] - largest));
+            const T inverse = T(1) / sum;
+            kernel::scale_row(row, whole, inverse);
+            for (Index j = whole; j < own; ++j) row[j] *= inverse;
+        }
+    }
+
+    // output = weights · values over the lower blocks
+    const Index end = problem.allowed(i1 - 1);
+    for (Index j0 = 0; j0 < end; j0 += block) {
+        for (Index g = 0; g < rows; g += group) {
+            const Index group_rows = std::min(group, rows - g);
+            const Index count = std::min(block, problem.allowed(i0 + g + group_rows - 1) - j0);
+            if (count <= 0) continue;
+            kernel::weights_times_values(group_rows, weights + g * n + j0, n, 1, count,
+                                         head.values.data + j0 * head.values.stride, head.values.stride, padded,
+                                         o + g * padded, padded, j0 > 0);
+        }
+    }
+    T* out = problem.outputs + (h * problem.queries + i0) * dv;
+    for (Index r = 0; r < rows; ++r) std::copy(o + r * padded, o + r * padded + dv, out + r * dv);
+}
+
+/// Runs the kernel on problem.inputs into problem.outputs (and problem.weights).
+template <class T>
+void fused_attention(const FusedProblem<T>& problem) {
+    using Tiling = KernelTiling<T>;
+    const Index heads = problem.heads, nq = problem.queries, width = Tiling::kQueryBlock;
+    const Index blocks_per_head = (nq + width - 1) / width;
+    const Index tasks = heads * blocks_per_head;
+
+    // Longest tasks first; the useful work decides how many threads are worth starting.
+    std::vector<Index> cost(static_cast<std::size_t>(blocks_per_head), 0);
+    double flops = 0;
+    for (Index b = 0; b < blocks_per_head; ++b) {
+        for (Index i = b * width; i < std::min(nq, (b + 1) * width); ++i) cost[std::size_t(b)] += problem.allowed(i);
+        flops += 2.0 * double(cost[std::size_t(b)]) * double(problem.depth + problem.value_size);
+    }
+    flops *= double(heads);
+    std::vector<Index> order(static_cast<std::size_t>(tasks));
+    std::iota(order.begin(), order.end(), Index(0));
+    std::stable_sort(order.begin(), order.end(), [&](Index a, Index b) {
+        return cost[std::size_t(a % blocks_per_head)] > cost[std::size_t(b % blocks_per_head)];
+    });
+    const Index worth = std::max<Index>(1, Index(flops / kFlopsPerExtraThread));
+    const int workers = int(std::min<Index>({Index(problem.threads), tasks, worth}));
+
+    std::vector<PreparedHead<T>> prepared(static_cast<std::size_t>(heads));
+    // Every worker's scratch is allocated here, by the caller: memory a new thread
+    // allocates comes from a fresh malloc arena, and first-touch page faults would
+    // cost more than small problems take.
+    std::vector<Scratch<T>> scratch(static_cast<std::size_t>(workers));
+    const Index padded = kernel::round_up(problem.value_size, Tiling::kLanes);
+    for (Scratch<T>& mine : scratch) {
+        mine.queries.resize(problem.depth * width);
+        mine.output.resize(width * std::max(padded, problem.depth));  // also stages the queries
+        mine.largest.resize(width);
+        mine.total.resize(width);
+        mine.factor.resize(width);
+        if (problem.weights)
+            mine.tile.resize(Tiling::kValueRows * Tiling::kPanel);
+        else
+            mine.scores.resize(Tiling::kKeyBlock * width);
+    }
+
+    run_two_phases(workers, heads, tasks, [&](int phase, Index task, int worker) {
+        if (phase == 0) return prepare_head(problem, task, prepared[std::size_t(task)]);
+        Scratch<T>& mine = scratch[std::size_t(worker)];
+        const Index id = order[std::size_t(task)];
+        const Index h = id / blocks_per_head, i0 = (id % blocks_per_head) * width;
+        const Index i1 = std::min(nq, i0 + width);
+        if (problem.weights)
+            weights_task(problem, prepared[std::size_t(h)], h, i0, i1, mine);
+        else
+            stream_task(problem, prepared[std::size_t(h)], h, i0, i1, mine);
+    });
+}
+
+}  // namespace attn::detail
+
+#ifdef ATTN_DETAIL_KERNEL_PRAGMAS_PUSHED
+#pragma GCC diagnostic pop
+#undef ATTN_DETAIL_KERNEL_PRAGMAS_PUSHED
+#endif
