@@ -21,6 +21,7 @@
 // with Eigen::setNbThreads(1).
 #include <benchmark/benchmark.h>
 #include <attn/attn.hpp>
+#include <attn/transformer.hpp>
 
 #include <sys/resource.h>
 
@@ -140,11 +141,37 @@ void matrix_multiply(benchmark::State& state, int threads) {
 }
 
 // ---- The store model's full forward, 16 … 160 positions -------------------------------
-// (added with the transformer header: register it in register_benchmarks() below as
-// "model_forward/threads:<t>" with ArgName("positions"), so the report script's
-// regular expressions pick it up.)
+// Logits only (the default), on the first `positions` ids of a 160-token product text.
+
+const attn::Model<float>& store_model() {
+    static const attn::Model<float> model = attn::Model<float>::load(ATTN_SOURCE_MODEL_DIR);
+    return model;
+}
+
+void model_forward(benchmark::State& state, int threads) {
+    const attn::Model<float>& model = store_model();
+    std::vector<int> ids;
+    for (int i = 0; static_cast<Index>(ids.size()) < state.range(0); ++i)
+        ids.push_back(4 + (i * 37) % (model.tokenizer().size() - 4));  // ordinary tokens, no markers
+    attn::ForwardOptions options;
+    options.threads = threads;
+    for (auto _ : state) {
+        auto result = model.forward(ids, options);
+        benchmark::DoNotOptimize(result.logits.data());
+    }
+    state.SetComplexityN(state.range(0));
+}
 
 void register_benchmarks() {
+    for (int threads : {1, 2})
+        benchmark::RegisterBenchmark(("model_forward/threads:" + std::to_string(threads)).c_str(), model_forward,
+                                     threads)
+            ->RangeMultiplier(2)
+            ->Range(16, 128)
+            ->Arg(160)
+            ->ArgName("positions")
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
     for (int threads : {1, 2}) {
         benchmark::RegisterBenchmark(("matrix_multiply/threads:" + std::to_string(threads)).c_str(), matrix_multiply,
                                      threads)

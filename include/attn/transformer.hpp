@@ -91,6 +91,7 @@ struct HeadId {
 struct ForwardOptions {
     bool keep_attention = false;   ///< return every layer's attention weights
     std::vector<HeadId> ablate{};  ///< heads whose output is zeroed before the output projection
+    int threads = 1;               ///< attention threads (AttentionOptions::threads; 0 = one per core)
 };
 
 template <class T>
@@ -165,6 +166,7 @@ public:
         AttentionOptions<T> attention_options;
         attention_options.rope = &rope_;
         attention_options.keep_weights = options.keep_attention;
+        attention_options.threads = options.threads;
 
         Matrix<T> x(n, settings_.dimensions);  // (n × C)
         for (Index i = 0; i < n; ++i) x.row(i) = embedding_.row(ids[std::size_t(i)]);

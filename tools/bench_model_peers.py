@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""The store model's forward pass: attn (C++) against PyTorch and NumPy, same run.
+
+  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tools/bench_model_peers.py \
+      [--bench build/bench/bench/attn_bench_kernels] [--threads 1] [--out docs/bench/model_forward.json]
+
+Peers, float32, logits only, on the first n ids of one 160-token text:
+  * PyTorch: tools/model.py's StoreModel (nn.Module) with the exported weights, under
+    torch.inference_mode(), the way its users would run it;
+  * NumPy: a forward written the way the chapter's lib.transformer recomputes the model
+    (matrix products, np.where causal mask, exp/sum softmax, per layer).
+OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are set on these machines and slow the peers;
+unset both in this command only (as above).
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from model import Settings, StoreModel  # noqa: E402
+from reference import read_safetensors  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+POSITIONS = [16, 32, 64, 128, 160]
+
+
+def load_weights(folder):
+    manifest = json.loads((folder / "manifest.json").read_text())
+    arrays, _ = read_safetensors(folder / manifest["weights"])
+    return manifest["settings"], {k: v.astype(np.float32) for k, v in arrays.items()}
+
+
+def torch_model(settings, w):
+    s = Settings(vocabulary_size=settings["vocabulary_size"], dimensions=settings["dimensions"],
+                 layers=settings["layers"], heads=settings["heads"], head_size=settings["head_size"],
+                 mlp_width=settings["mlp_width"], longest=settings["longest"],
+                 norm_epsilon=settings["norm_epsilon"], rope_base=settings["rope_base"])
+    model = StoreModel(s)
+    state = {"embedding.weight": w["embedding"],
+             "final_norm.weight": w["final_norm.weight"], "final_norm.bias": w["final_norm.bias"]}
+    for i in range(s.layers):
+        p = f"layers.{i}."
+        for norm in ("attention_norm", "mlp_norm"):
+            state[p + norm + ".weight"] = w[p + norm + ".weight"]
+            state[p + norm + ".bias"] = w[p + norm + ".bias"]
+        for part in ("query", "key", "value", "output"):
+            state[p + f"attention.{part}.weight"] = w[p + "attention." + part].T  # stored in x out
+        for part in ("up", "down"):
+            state[p + f"mlp.{part}.weight"] = w[p + f"mlp.{part}.weight"].T
+            state[p + f"mlp.{part}.bias"] = w[p + f"mlp.{part}.bias"]
+    model.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in state.items()})
+    return model.float().eval()
+
+
+class NumpyForward:
+    """The chapter's lib.transformer style: plain NumPy, one layer after another."""
+
+    def __init__(self, settings, w):
+        self.s, self.w = settings, w
+        d, half = settings["head_size"], settings["head_size"] // 2
+        angle = np.arange(settings["longest"])[:, None] * settings["rope_base"] ** (-2.0 * np.arange(half) / d)
+        self.cos, self.sin = np.cos(angle).astype(np.float32), np.sin(angle).astype(np.float32)
+
+    def norm(self, x, prefix):
+        mean = x.mean(-1, keepdims=True)
+        variance = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return (x - mean) / np.sqrt(variance + self.s["norm_epsilon"]) * self.w[prefix + ".weight"] \
+            + self.w[prefix + ".bias"]
+
+    def rope(self, x, n):
+        half = x.shape[-1] // 2
+        a, b = x[..., :half], x[..., half:]
+        cos, sin = self.cos[:n], self.sin[:n]
+        return np.concatenate([a * cos - b * sin, b * cos + a * sin], -1)
+
+    def forward(self, ids):
+        s, w = self.s, self.w
+        n, heads, d = len(ids), s["heads"], s["head_size"]
+        x = w["embedding"][ids]
+        allowed = np.tril(np.ones((n, n), dtype=bool))
+        for layer in range(s["layers"]):
+            p = f"layers.{layer}."
+            h = self.norm(x, p + "attention_norm")
+            split = lambda m: m.reshape(n, heads, d).transpose(1, 0, 2)  # noqa: E731
+            q = self.rope(split(h @ w[p + "attention.query"]), n)
+            k = self.rope(split(h @ w[p + "attention.key"]), n)
+            v = split(h @ w[p + "attention.value"])
+            scores = q @ k.transpose(0, 2, 1) / np.sqrt(d)
+            scores = np.where(allowed, scores, -np.inf)
+            weights = np.exp(scores - scores.max(-1, keepdims=True))
+            weights /= weights.sum(-1, keepdims=True)
+            x = x + (weights @ v).transpose(1, 0, 2).reshape(n, heads * d) @ w[p + "attention.output"]
+            u = self.norm(x, p + "mlp_norm") @ w[p + "mlp.up.weight"] + w[p + "mlp.up.bias"]
+            # NumPy has no erf; the chapter's code borrows one (here torch's, on the array)
+            u = 0.5 * u * (1.0 + torch.erf(torch.from_numpy(u / np.float32(math.sqrt(2.0)))).numpy())
+            x = x + u @ w[p + "mlp.down.weight"] + w[p + "mlp.down.bias"]
+        return self.norm(x, "final_norm") @ w["embedding"].T
+
+
+def median_seconds(call, budget=0.5, least=20):
+    call()  # warm up
+    times, start = [], time.perf_counter()
+    while len(times) < least or time.perf_counter() - start < budget:
+        t = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def ours(bench, threads):
+    out = subprocess.run([bench, f"--benchmark_filter=^model_forward/threads:{threads}/",
+                          "--benchmark_format=json", "--benchmark_repetitions=5",
+                          "--benchmark_report_aggregates_only=true"],
+                         check=True, capture_output=True, text=True).stdout
+    result = {}
+    for b in json.loads(out)["benchmarks"]:
+        if b.get("aggregate_name") == "median":
+            n = int(b["run_name"].split("positions:")[1].split("/")[0])
+            result[n] = b["real_time"] * {"ms": 1e-3, "us": 1e-6, "ns": 1e-9}[b["time_unit"]]
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--bench", default=str(ROOT / "build/bench/bench/attn_bench_kernels"))
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", default=str(ROOT / "docs/bench/model_forward.json"))
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    settings, w = load_weights(ROOT / "models/store")
+    model, numpy_model = torch_model(settings, w), NumpyForward(settings, w)
+    golden = json.loads((ROOT / "tests/data/store/golden.json").read_text())
+    text = next(p["ids"] for p in golden if len(p["ids"]) == 160)
+
+    with torch.inference_mode():  # the two peers agree before they are timed
+        full = model(torch.tensor(text)).numpy()
+    assert np.abs(full - numpy_model.forward(np.array(text))).max() < 1e-3
+
+    cpp = ours(args.bench, args.threads)
+    rows = []
+    for n in POSITIONS:
+        ids = torch.tensor(text[:n])
+        with torch.inference_mode():
+            t_torch = median_seconds(lambda: model(ids))
+        t_numpy = median_seconds(lambda: numpy_model.forward(np.array(text[:n])))
+        rows.append({"positions": n, "attn_ms": cpp[n] * 1e3, "pytorch_ms": t_torch * 1e3, "numpy_ms": t_numpy * 1e3,
+                     "vs_pytorch": t_torch / cpp[n], "vs_numpy": t_numpy / cpp[n]})
+    print(f"store model forward, float32, logits only, {args.threads} thread(s), medians")
+    print("| positions | attn | PyTorch (inference_mode) | NumPy (chapter style) | vs PyTorch | vs NumPy |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['positions']} | {r['attn_ms']:.3f} ms | {r['pytorch_ms']:.3f} ms | {r['numpy_ms']:.3f} ms "
+              f"| {r['vs_pytorch']:.1f}× | {r['vs_numpy']:.1f}× |")
+    Path(args.out).write_text(json.dumps({"threads": args.threads, "torch": torch.__version__,
+                                          "numpy": np.__version__, "rows": rows}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
