@@ -35,9 +35,10 @@ TEST_CASE_TEMPLATE("causal attention: rows sum to 1 and every later position get
 
 TEST_CASE_TEMPLATE("attention matches the double-precision loop reference on many shapes", T, float, double) {
     // (positions, head size, value size), including 1 position and non-square heads.
-    for (auto [n, d, dv] :
+    for (const auto& shape :
          {std::tuple<Index, Index, Index>{1, 4, 4}, {4, 4, 4}, {5, 3, 7}, {16, 32, 32}, {37, 64, 16}, {64, 128, 128}}) {
-        CAPTURE(n);
+        const Index n = std::get<0>(shape), d = std::get<1>(shape), dv = std::get<2>(shape);  // no bindings: CAPTURE
+        CAPTURE(n);                                                                           // is a lambda (clang 14)
         CAPTURE(d);
         const auto q = random_matrix<T>(n, d, 10), k = random_matrix<T>(n, d, 11), v = random_matrix<T>(n, dv, 12);
         for (bool causal : {true, false}) {
