@@ -37,8 +37,9 @@ TEST_CASE_TEMPLATE("attention matches the double-precision loop reference on man
     // (positions, head size, value size), including 1 position and non-square heads.
     for (const auto& shape :
          {std::tuple<Index, Index, Index>{1, 4, 4}, {4, 4, 4}, {5, 3, 7}, {16, 32, 32}, {37, 64, 16}, {64, 128, 128}}) {
-        const Index n = std::get<0>(shape), d = std::get<1>(shape), dv = std::get<2>(shape);  // no bindings: CAPTURE
-        CAPTURE(n);                                                                           // is a lambda (clang 14)
+        // plain variables, not structured bindings: CAPTURE captures in a lambda, which clang 14 rejects for bindings
+        const Index n = std::get<0>(shape), d = std::get<1>(shape), dv = std::get<2>(shape);
+        CAPTURE(n);
         CAPTURE(d);
         const auto q = random_matrix<T>(n, d, 10), k = random_matrix<T>(n, d, 11), v = random_matrix<T>(n, dv, 12);
         for (bool causal : {true, false}) {
