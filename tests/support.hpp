@@ -5,11 +5,30 @@
 #include <attn/types.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace attn::test {
+
+/// A fresh directory under the system's temporary directory, removed with everything in it.
+struct TempDir {
+    std::filesystem::path path;
+    TempDir() {
+        std::random_device random;
+        path = std::filesystem::temp_directory_path() /
+               ("attn_test_" + std::to_string(random()) + "_" + std::to_string(random()));
+        std::filesystem::create_directories(path);
+    }
+    ~TempDir() {
+        std::error_code ignored;
+        std::filesystem::remove_all(path, ignored);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+};
 
 template <class T>
 Matrix<T> random_matrix(Index rows, Index cols, unsigned seed, double stddev = 1.0) {

@@ -16,26 +16,14 @@
 #include <string>
 #include <vector>
 
+#include "support.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
 
 /// A fresh directory under the system temporary directory, removed afterwards.
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        std::random_device random;
-        path = fs::temp_directory_path() /
-               ("attn_safetensors_test_" + std::to_string(random()) + "_" + std::to_string(random()));
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        fs::remove_all(path, ignored);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-};
+using attn::test::TempDir;
 
 void write_bytes(const fs::path& path, const std::vector<std::uint8_t>& bytes) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);

@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "support.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -44,21 +46,7 @@ bool contains(const std::string& text, const std::string& part) {
     return text.find(part) != std::string::npos;
 }
 
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        std::random_device random;
-        path = fs::temp_directory_path() /
-               ("attn_tokenizer_test_" + std::to_string(random()) + "_" + std::to_string(random()));
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        fs::remove_all(path, ignored);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-};
+using attn::test::TempDir;
 
 void write_text(const fs::path& path, const std::string& text) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
