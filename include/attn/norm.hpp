@@ -10,28 +10,40 @@
 
 namespace attn {
 
+namespace detail {
+
+/// layer_norm's arithmetic, written into out (positions × width, already sized); unchecked.
+template <class D, class DW, class DB, class DO>
+void layer_norm_into(const Eigen::MatrixBase<D>& x, const Eigen::MatrixBase<DW>& weight,
+                     const Eigen::MatrixBase<DB>& bias, double epsilon, const Eigen::MatrixBase<DO>& out) {
+    using T = typename D::Scalar;
+    auto& result = const_cast<Eigen::MatrixBase<DO>&>(out);  // Eigen's idiom for writable expressions
+    const T width = static_cast<T>(x.cols());
+    const auto scale = weight.reshaped().transpose().array();
+    const auto shift = bias.reshaped().transpose().array();
+    for (Index i = 0; i < x.rows(); ++i) {
+        const auto row = x.row(i).array();
+        const T mean = row.sum() / width;
+        const T variance = (row - mean).square().sum() / width;
+        const T inverse = T(1) / std::sqrt(variance + static_cast<T>(epsilon));
+        result.row(i) = ((row - mean) * inverse * scale + shift).matrix();
+    }
+}
+
+}  // namespace detail
+
 /// (x − mean) / √(variance + epsilon) · weight + bias along each row, with the biased
 /// variance, as PyTorch's LayerNorm. x: (positions × width); weight, bias: width entries
 /// → (positions × width).
 template <class D, class DW, class DB>
 Matrix<typename D::Scalar> layer_norm(const Eigen::MatrixBase<D>& x, const Eigen::MatrixBase<DW>& weight,
                                       const Eigen::MatrixBase<DB>& bias, double epsilon = 1e-5) {
-    using T = typename D::Scalar;
     detail::check_not_empty("layer_norm", "x", x);
     detail::check_vector_size("layer_norm", "weight", weight, x.cols());
     detail::check_vector_size("layer_norm", "bias", bias, x.cols());
     if (!(epsilon >= 0.0)) throw argument_error("layer_norm: epsilon must be ≥ 0");
-    Matrix<T> out(x.rows(), x.cols());
-    const T width = static_cast<T>(x.cols());
-    for (Index i = 0; i < x.rows(); ++i) {
-        const auto row = x.row(i).array();
-        const T mean = row.sum() / width;
-        const T variance = (row - mean).square().sum() / width;
-        const T inverse = T(1) / std::sqrt(variance + static_cast<T>(epsilon));
-        out.row(i) =
-            ((row - mean) * inverse * weight.reshaped().transpose().array() + bias.reshaped().transpose().array())
-                .matrix();
-    }
+    Matrix<typename D::Scalar> out(x.rows(), x.cols());
+    detail::layer_norm_into(x, weight, bias, epsilon, out);
     return out;
 }
 

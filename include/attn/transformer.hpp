@@ -3,7 +3,8 @@
 // tools/export.py (manifest.json, model.safetensors, vocabulary.txt, merges.txt), and
 // a forward pass that returns logits and, on request, every head's attention.
 //
-// One layer, top to bottom (positions n, width C = heads · head size):
+// One layer, top to bottom (positions n, width C = heads · head size), as the chapter
+// writes it with this library's public steps:
 //   h = layer_norm(x)                                      (n × C)
 //   q, k, v = project_qkv(h, Wq, Wk, Wv), split_heads(·)   heads × (n × head size)
 //   q, k = rope(q), rope(k)                                in every head
@@ -11,6 +12,12 @@
 //   x = x + project(merge_heads(w · v), Wo)                (n × C)
 //   x = x + project(gelu(project(layer_norm(x), W1, b1)), W2, b2)
 // and logits = layer_norm(x) · Eᵀ with the tied embedding E (vocabulary × C).
+//
+// forward() computes exactly that with fewer copies: one (C × 3C) product for q, k and
+// v, whose heads the fused attention kernel reads in place and writes side by side into
+// one (n × C) matrix, and every product on the register-tiled kernel (detail/tiles.hpp)
+// into buffers allocated once per call. With threads > 1 the positions are shared out
+// for the products, norms and GELU, and the heads for attention.
 
 #include <nlohmann/json.hpp>
 
@@ -28,6 +35,8 @@
 #include "attn/activation.hpp"
 #include "attn/attention.hpp"
 #include "attn/detail/check.hpp"
+#include "attn/detail/parallel.hpp"
+#include "attn/detail/tiles.hpp"
 #include "attn/heads.hpp"
 #include "attn/norm.hpp"
 #include "attn/projection.hpp"
@@ -91,7 +100,10 @@ struct HeadId {
 struct ForwardOptions {
     bool keep_attention = false;   ///< return every layer's attention weights
     std::vector<HeadId> ablate{};  ///< heads whose output is zeroed before the output projection
-    int threads = 1;               ///< attention threads (AttentionOptions::threads; 0 = one per core)
+    /// Threads for the whole pass: 1 runs on the calling thread; 0 uses one per hardware
+    /// thread. Positions are shared between them (attention: heads), with at least 16
+    /// positions each. Results are bit-identical for every thread count.
+    int threads = 1;
 };
 
 template <class T>
@@ -162,39 +174,54 @@ public:
             detail::check_index("Model::forward", "ablated head", id.head, settings_.heads);
             silenced[std::size_t(id.layer)][std::size_t(id.head)] = true;
         }
-        const Index n = static_cast<Index>(ids.size());
-        AttentionOptions<T> attention_options;
-        attention_options.rope = &rope_;
-        attention_options.keep_weights = options.keep_attention;
-        attention_options.threads = options.threads;
+        const Index n = static_cast<Index>(ids.size()), c = settings_.dimensions;
+        const int workers = static_cast<int>(std::min<Index>(detail::resolve_threads("Model::forward", options.threads),
+                                                             std::max<Index>(1, n / kPositionsPerThread)));
 
-        Matrix<T> x(n, settings_.dimensions);  // (n × C)
-        for (Index i = 0; i < n; ++i) x.row(i) = embedding_.row(ids[std::size_t(i)]);
-
-        std::vector<AttentionWeights<T>> kept;
-        for (std::size_t l = 0; l < layers_.size(); ++l) {
-            const Layer& p = layers_[l];
-            const Matrix<T> h = layer_norm(x, p.attention_norm_weight, p.attention_norm_bias, settings_.norm_epsilon);
-            const QueryKeyValue<T> qkv = project_qkv(h, p.query, p.key, p.value);  // (n × C) each
-            HeadsAttention<T> attended =
-                attend_heads(split_heads(qkv.queries, settings_.heads), split_heads(qkv.keys, settings_.heads),
-                             split_heads(qkv.values, settings_.heads), attention_options);  // heads × (n × head size)
-            for (Index head = 0; head < settings_.heads; ++head)
-                if (silenced[l][std::size_t(head)]) attended.outputs.head(head).setZero();
-            x += project(merge_heads(attended.outputs), p.output);
-
-            Matrix<T> hidden = project(layer_norm(x, p.mlp_norm_weight, p.mlp_norm_bias, settings_.norm_epsilon), p.up,
-                                       p.up_bias);  // (n × mlp width)
-            if (settings_.activation == "gelu_tanh")
-                gelu_tanh_in_place(hidden);
-            else
-                gelu_in_place(hidden);
-            x += project(hidden, p.down, p.down_bias);
-            if (options.keep_attention) kept.push_back(std::move(attended.weights));
-        }
+        // Every buffer is allocated here, by the caller; each worker writes its own rows.
+        Matrix<T> x(n, c);                         // (n × C) the residual stream
+        Matrix<T> normed(n, c);                    // (n × C) layer_norm(x)
+        Matrix<T> qkv(n, 3 * c);                   // (n × 3C) queries | keys | values
+        Matrix<T> attended(n, c);                  // (n × C) every head's output, side by side
+        Matrix<T> hidden(n, settings_.mlp_width);  // (n × mlp width)
         ForwardResult<T> result;
-        result.logits.noalias() =
-            layer_norm(x, final_norm_weight_, final_norm_bias_, settings_.norm_epsilon) * embedding_.transpose();
+        result.logits.resize(n, settings_.vocabulary_size);  // (n × vocabulary)
+        std::vector<AttentionWeights<T>> kept;
+        if (options.keep_attention)
+            kept.assign(std::size_t(settings_.layers), AttentionWeights<T>(settings_.heads, n, n));
+
+        // Positions are split between the workers for everything but attention, which is
+        // split by heads; two barriers per layer hand the rows over.
+        detail::run_team(workers, [&](int worker, detail::Team& team) {
+            const auto [first, last] = detail::share(n, team.size(), worker);  // this worker's positions
+            const Index rows = last - first;
+            auto mine = [&](Matrix<T>& m) { return m.middleRows(first, rows); };
+            for (Index i = first; i < last; ++i) x.row(i) = embedding_.row(ids[std::size_t(i)]);
+
+            for (std::size_t l = 0; l < layers_.size(); ++l) {
+                const Layer& p = layers_[l];
+                detail::layer_norm_into(mine(x), p.attention_norm_weight, p.attention_norm_bias, settings_.norm_epsilon,
+                                        mine(normed));
+                detail::multiply_rows(mine(normed), query_key_value_[l], mine(qkv), false);
+                team.sync();  // every position's keys and values are ready
+                attend(qkv, team.size(), worker, options.keep_attention ? &kept[l] : nullptr, silenced[l], attended);
+                team.sync();                                                     // every head's output is ready
+                detail::multiply_rows(mine(attended), p.output, mine(x), true);  // x += attended · Wo
+                detail::layer_norm_into(mine(x), p.mlp_norm_weight, p.mlp_norm_bias, settings_.norm_epsilon,
+                                        mine(normed));
+                mine(hidden).rowwise() = p.up_bias.transpose();
+                detail::multiply_rows(mine(normed), p.up, mine(hidden), true);  // hidden = normed · W1 + b1
+                if (settings_.activation == "gelu_tanh")
+                    gelu_tanh_in_place(mine(hidden));
+                else
+                    gelu_in_place(mine(hidden));
+                mine(x).rowwise() += p.down_bias.transpose();
+                detail::multiply_rows(mine(hidden), p.down, mine(x), true);  // x += hidden · W2 + b2
+            }
+            detail::layer_norm_into(mine(x), final_norm_weight_, final_norm_bias_, settings_.norm_epsilon,
+                                    mine(normed));
+            detail::multiply_rows(mine(normed), unembedding_, mine(result.logits), false);  // · Eᵀ
+        });
         if (options.keep_attention) result.attention = ModelAttention<T>(std::move(kept));
         return result;
     }
@@ -204,6 +231,35 @@ private:
         : settings_(std::move(settings)),
           tokenizer_(std::move(tokenizer)),
           rope_(settings_.head_size, settings_.rope_pairing, settings_.rope_base, settings_.longest) {}
+
+    /// Fewer positions than this per extra thread do not pay for its start.
+    static constexpr Index kPositionsPerThread = 16;
+
+    /// One layer's attention in this worker's share of the heads, over every position:
+    /// qkv (n × 3C) → the heads' columns of attended (n × C), and their weights if kept.
+    void attend(const Matrix<T>& qkv, int workers, int worker, AttentionWeights<T>* weights,
+                const std::vector<bool>& silenced, Matrix<T>& attended) const {
+        const auto [first, last] = detail::share(settings_.heads, workers, worker);
+        if (first == last) return;
+        const Index n = qkv.rows(), c = settings_.dimensions, d = settings_.head_size;
+        AttentionOptions<T> options;
+        options.rope = &rope_;
+        detail::FusedProblem<T> problem = detail::fused_problem(last - first, n, n, d, d, options);
+        for (Index h = first; h < last; ++h)
+            problem.inputs.push_back(
+                {{qkv.data() + h * d, 3 * c}, {qkv.data() + c + h * d, 3 * c}, {qkv.data() + 2 * c + h * d, 3 * c}});
+        problem.outputs = attended.data() + first * d;
+        problem.output_row_stride = c;
+        problem.output_head_stride = d;
+        problem.first_head = first;
+        if (weights) {
+            problem.weights = weights->data() + first * n * n;
+            problem.weights_zeroed = true;  // AttentionWeights start zero-filled
+        }
+        detail::fused_attention(problem);
+        for (Index h = first; h < last; ++h)
+            if (silenced[std::size_t(h)]) attended.middleCols(h * d, d).setZero();
+    }
 
     void check_ids(const std::vector<int>& ids) const {
         if (ids.empty()) throw argument_error("Model::forward: ids is empty; a text has at least one token");
@@ -353,8 +409,12 @@ private:
             layer.up_bias = file.vector<T>(prefix + "mlp.up.bias");
             layer.down = file.matrix<T>(prefix + "mlp.down.weight");
             layer.down_bias = file.vector<T>(prefix + "mlp.down.bias");
+            Matrix<T> query_key_value(c, 3 * c);  // (C × 3C): one product for all three
+            query_key_value << layer.query, layer.key, layer.value;
+            query_key_value_.push_back(std::move(query_key_value));
             layers_.push_back(std::move(layer));
         }
+        unembedding_ = embedding_.transpose();
     }
 
     static std::string join(const std::vector<std::string>& parts) {
@@ -369,6 +429,9 @@ private:
     Matrix<T> embedding_;  // (vocabulary × C)
     Vector<T> final_norm_weight_, final_norm_bias_;
     std::vector<Layer> layers_;
+    // The same weights laid out for the forward pass's products (row-major, in × out).
+    std::vector<Matrix<T>> query_key_value_;  // per layer (C × 3C)
+    Matrix<T> unembedding_;                   // (C × vocabulary) = Eᵀ
 };
 
 }  // namespace attn

@@ -19,7 +19,7 @@
 //    softmax over its visible keys (softmax_rows's flush-to-zero rule), and the output
 //    is weights · values over the lower blocks only.
 //
-// All products run on one register-tiled micro-kernel over Eigen's packets (tile_product:
+// All products run on one register-tiled micro-kernel over Eigen's packets (detail/tiles.hpp:
 // 8 keys × 3 packets of queries for the streaming scores, 6 rows × 4 packets for
 // weights · values and the exact path's scores on AVX-512; 4 × 3 and 6 × 2 with 16
 // registers). The exponentials are vectorised: for float the cephes polynomial Eigen
@@ -39,6 +39,7 @@
 
 #include "attn/detail/check.hpp"
 #include "attn/detail/parallel.hpp"
+#include "attn/detail/tiles.hpp"
 #include "attn/error.hpp"
 #include "attn/rope.hpp"
 #include "attn/types.hpp"
@@ -57,21 +58,17 @@ namespace attn::detail {
 /// Block and register-tile sizes for scalar type T on the instruction set Eigen targets.
 template <class T>
 struct KernelTiling {
-    using Packet = typename Eigen::internal::packet_traits<T>::type;
-    static constexpr int kLanes = Eigen::internal::unpacket_traits<Packet>::size;
-#ifdef EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS
-    static constexpr bool kWide = EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS >= 32;
-#else
-    static constexpr bool kWide = false;
-#endif
+    using Packet = typename RegisterTile<T>::Packet;
+    static constexpr int kLanes = RegisterTile<T>::kLanes;
+    static constexpr bool kWide = RegisterTile<T>::kWide;
     /// Streaming scores tile: kScoreKeys keys × kScorePackets packets of queries.
     static constexpr int kScoreKeys = kWide ? 8 : 4;
     static constexpr int kScorePackets = 3;
     static constexpr Index kChunk = Index(kScorePackets) * kLanes;  ///< queries per scores tile
     /// weights · values tile: kValueRows queries × kValuePackets packets of values (also the
     /// exact path's scores tile: queries × a panel of kPanel keys).
-    static constexpr int kValueRows = 6;
-    static constexpr int kValuePackets = kWide ? 4 : 2;
+    static constexpr int kValueRows = RegisterTile<T>::kRows;
+    static constexpr int kValuePackets = RegisterTile<T>::kPackets;
     static constexpr Index kPanel = Index(kValuePackets) * kLanes;
     static constexpr Index kQueryBlock = 96;  ///< query rows per task
     static constexpr Index kKeyBlock = 128;   ///< keys per block
@@ -106,9 +103,19 @@ struct FusedProblem {
     const Rope<T>* rope = nullptr;
     int threads = 1;
     std::vector<HeadInputs<T>> inputs;  ///< one per head
-    T* outputs = nullptr;               ///< heads × (queries × value_size), contiguous
+    T* outputs = nullptr;               ///< heads × (queries × value_size), laid out as the strides say
+    Index output_row_stride = 0;        ///< between an output's rows; 0: value_size (contiguous rows)
+    Index output_head_stride = 0;       ///< between heads' outputs; 0: queries × the row stride
     T* weights = nullptr;               ///< heads × (queries × keys), contiguous, or null (streaming)
     bool weights_zeroed = false;        ///< the weights buffer is already all zero
+    Index first_head = 0;               ///< the caller's number for head 0, for error messages
+
+    /// Head h's output row i (value_size entries).
+    T* output_row(Index h, Index i) const {
+        const Index row = output_row_stride != 0 ? output_row_stride : value_size;
+        const Index head = output_head_stride != 0 ? output_head_stride : queries * row;
+        return outputs + h * head + i * row;
+    }
 
     /// Keys 0 … allowed(i) − 1 are visible to query row i.
     Index allowed(Index i) const { return causal ? std::min(keys, i + first_position + 1) : keys; }
@@ -149,50 +156,6 @@ namespace ei = Eigen::internal;
 inline Index round_up(Index value, Index multiple) {
     return (value + multiple - 1) / multiple * multiple;
 }
-
-/// c(r, ·) (+)= Σ_{t < depth} a(r, t) · b(t, ·) for Rows rows and Packets packets of columns:
-/// a(r, t) = a[r·a_row + t·a_step] (broadcast), b(t, ·) = b[t·b_row …] (contiguous), c row stride c_row.
-template <class T, int Rows, int Packets>
-EIGEN_ALWAYS_INLINE void tile_product(const T* a, Index a_row, Index a_step, const T* b, Index b_row, Index depth, T* c,
-                                      Index c_row, bool accumulate) {
-    using Tiling = KernelTiling<T>;
-    using Packet = typename Tiling::Packet;
-    constexpr int L = Tiling::kLanes;
-    Packet acc[Rows][Packets];
-    for (int r = 0; r < Rows; ++r)
-        for (int p = 0; p < Packets; ++p)
-            acc[r][p] = accumulate ? ei::ploadu<Packet>(c + r * c_row + p * L) : ei::pset1<Packet>(T(0));
-    for (Index t = 0; t < depth; ++t) {
-        Packet x[Packets];
-        for (int p = 0; p < Packets; ++p) x[p] = ei::ploadu<Packet>(b + p * L);
-        for (int r = 0; r < Rows; ++r) {
-            const Packet y = ei::pset1<Packet>(a[r * a_row]);
-            for (int p = 0; p < Packets; ++p) acc[r][p] = ei::pmadd(y, x[p], acc[r][p]);
-        }
-        a += a_step;
-        b += b_row;
-    }
-    for (int r = 0; r < Rows; ++r)
-        for (int p = 0; p < Packets; ++p) ei::pstoreu(c + r * c_row + p * L, acc[r][p]);
-}
-
-/// tile_product with 1 … MaxRows rows and 1 … MaxPackets packets chosen at run time.
-template <class T, int MaxRows, int MaxPackets>
-struct Tiles {
-    template <int Rows = MaxRows, int Packets = MaxPackets>
-    static void run(int rows, int packets, const T* a, Index a_row, Index a_step, const T* b, Index b_row, Index depth,
-                    T* c, Index c_row, bool accumulate) {
-        if constexpr (Rows > 1) {
-            if (rows < Rows)
-                return run<Rows - 1, Packets>(rows, packets, a, a_row, a_step, b, b_row, depth, c, c_row, accumulate);
-        }
-        if constexpr (Packets > 1) {
-            if (packets < Packets)
-                return run<Rows, Packets - 1>(rows, packets, a, a_row, a_step, b, b_row, depth, c, c_row, accumulate);
-        }
-        tile_product<T, Rows, Packets>(a, a_row, a_step, b, b_row, depth, c, c_row, accumulate);
-    }
-};
 
 /// o(0 … rows, 0 … padded) (+)= w · v over `count` keys: w(r, j) = w[r·w_row + j·w_step],
 /// v row-major (row stride v_row), padded a whole number of packets, o row stride o_row.
@@ -478,15 +441,15 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
         }
     }
 
-    T* out = problem.outputs + (h * problem.queries + i0) * dv;
     for (Index i = 0; i < rows; ++i) {
-        if (!std::isfinite(l[i])) kernel::throw_bad_scores(h, i0 + i);
+        if (!std::isfinite(l[i])) kernel::throw_bad_scores(problem.first_head + h, i0 + i);
+        T* out = problem.output_row(h, i0 + i);
         if (l[i] == T(0)) {  // every visible score was −∞: a zero output, as softmax_rows gives
-            std::fill(out + i * dv, out + (i + 1) * dv, T(0));
+            std::fill(out, out + dv, T(0));
             continue;
         }
         const T inverse = T(1) / l[i];
-        for (Index c = 0; c < dv; ++c) out[i * dv + c] = o[i * padded + c] * inverse;
+        for (Index c = 0; c < dv; ++c) out[c] = o[i * padded + c] * inverse;
     }
 }
 
@@ -533,7 +496,7 @@ void weights_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, I
             const Index whole = own / lanes * lanes;
             T largest = whole > 0 ? kernel::row_max(row, whole) : minus_infinity;
             for (Index j = whole; j < own; ++j) largest = std::isnan(row[j]) ? row[j] : std::max(largest, row[j]);
-            if (kernel::bad_largest(largest)) kernel::throw_bad_scores(h, i0 + r);
+            if (kernel::bad_largest(largest)) kernel::throw_bad_scores(problem.first_head + h, i0 + r);
             if (largest == minus_infinity) {  // every visible score −∞: a zero row, as softmax_rows gives
                 std::fill(row, row + own, T(0));
                 continue;
@@ -558,8 +521,7 @@ void weights_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, I
                                          o + g * padded, padded, j0 > 0);
         }
     }
-    T* out = problem.outputs + (h * problem.queries + i0) * dv;
-    for (Index r = 0; r < rows; ++r) std::copy(o + r * padded, o + r * padded + dv, out + r * dv);
+    for (Index r = 0; r < rows; ++r) std::copy(o + r * padded, o + r * padded + dv, problem.output_row(h, i0 + r));
 }
 
 /// Runs the kernel on problem.inputs into problem.outputs (and problem.weights).

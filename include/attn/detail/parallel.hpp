@@ -1,15 +1,18 @@
 #pragma once
-// A small fork-join helper on std::thread, for the attention kernels. Nothing is
-// kept between calls (no pool, no global state), so concurrent callers never share
-// anything; the caller's thread is one of the workers.
+// Small fork-join helpers on std::thread: run_two_phases for the attention kernel's
+// tasks, run_team for the model's forward pass (workers in lockstep, with barriers).
+// Nothing is kept between calls (no pool, no global state), so concurrent callers
+// never share anything; the caller's thread is one of the workers.
 
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <mutex>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "attn/detail/check.hpp"
@@ -70,6 +73,90 @@ void run_two_phases(int workers, Eigen::Index first_count, Eigen::Index second_c
             }
         }
     }
+    work(0);
+    for (std::thread& helper : helpers) helper.join();
+    if (error) std::rethrow_exception(error);
+}
+
+/// Part `part` of [0, count) cut into `parts` contiguous ranges whose sizes differ by at most one.
+inline std::pair<Eigen::Index, Eigen::Index> share(Eigen::Index count, int parts, int part) {
+    const Eigen::Index base = count / parts, extra = count % parts;
+    const Eigen::Index begin = part * base + std::min<Eigen::Index>(part, extra);
+    return {begin, begin + base + (part < extra ? 1 : 0)};
+}
+
+/// Thrown inside a worker by Team::sync() once another worker has failed; run_team
+/// swallows it and rethrows the failure itself.
+struct TeamStopped {};
+
+/// The workers of one run_team call: how many there are, and a barrier.
+class Team {
+public:
+    int size() const { return size_; }
+
+    /// Returns once every worker has called sync() as many times as this one: what any of
+    /// them wrote before its call is then visible to all. Workers spin briefly, then yield.
+    void sync() {
+        if (size_ == 1) return;
+        const unsigned generation = generation_.load(std::memory_order_acquire);
+        if (arrived_.fetch_add(1, std::memory_order_acq_rel) == size_ - 1) {  // the last to arrive
+            arrived_.store(0, std::memory_order_relaxed);
+            generation_.fetch_add(1, std::memory_order_release);
+            return;
+        }
+        for (int spins = 0; generation_.load(std::memory_order_acquire) == generation; ++spins) {
+            if (failed_.load(std::memory_order_acquire)) throw TeamStopped{};
+            if (spins >= kSpinsBeforeYield) std::this_thread::yield();
+        }
+    }
+
+private:
+    template <class Body>
+    friend void run_team(int workers, Body&& body);
+    static constexpr int kSpinsBeforeYield = 4096;
+
+    int size_ = 1;
+    std::atomic<int> arrived_{0};
+    std::atomic<unsigned> generation_{0};
+    std::atomic<bool> failed_{false};
+};
+
+/// Runs body(worker, team) once on each of up to `workers` threads (the caller is worker
+/// 0) and returns when all have finished. Every worker must call team.sync() the same
+/// number of times. team.size() is fixed before any body starts: if a thread cannot be
+/// started, the team is smaller. The first exception a body throws is rethrown here,
+/// after the others have stopped at their next sync() or finished.
+template <class Body>
+void run_team(int workers, Body&& body) {
+    Team team;
+    std::atomic<bool> go{false};
+    std::exception_ptr error;
+    std::mutex error_mutex;
+    auto work = [&](int worker) {
+        while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+        if (worker >= team.size_) return;
+        try {
+            body(worker, team);
+        } catch (const TeamStopped&) {
+        } catch (...) {
+            const std::lock_guard<std::mutex> lock(error_mutex);
+            if (!error) error = std::current_exception();
+            team.failed_.store(true, std::memory_order_release);
+        }
+    };
+    std::vector<std::thread> helpers;
+    if (workers > 1) {
+        helpers.reserve(static_cast<std::size_t>(workers - 1));
+        for (int worker = 1; worker < workers; ++worker) {
+            try {
+                helpers.emplace_back(work, worker);
+            } catch (const std::system_error&) {
+                break;  // no more threads: a smaller team
+            }
+        }
+    }
+    team.size_ = 1 + static_cast<int>(helpers.size());
+    go.store(true, std::memory_order_release);
     work(0);
     for (std::thread& helper : helpers) helper.join();
     if (error) std::rethrow_exception(error);

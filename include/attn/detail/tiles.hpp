@@ -1,0 +1,134 @@
+#pragma once
+// The register-tiled micro-kernel every product of the fused attention kernel and of
+// the model's forward pass runs on, and the small row-major matrix product built on it.
+//
+// A tile is Rows rows × Packets packets of columns of c, kept in registers while the
+// depth loop broadcasts one entry of a and loads one row of b per step: 6 × 4 packets
+// with 32 vector registers (AVX-512), 6 × 2 with 16. Each entry of c is one fused
+// multiply-add chain over the depth in order, whatever the tile it falls in, so a
+// product split by rows (across threads, say) gives the same bits as the whole.
+
+#include <Eigen/Core>
+
+#include <algorithm>
+
+#include "attn/types.hpp"
+
+// gcc 12's AVX-512 intrinsics initialise a dummy operand from itself (GCC bug 105593, fixed
+// in gcc 13), which -Wall reports wherever they are inlined with -march=native.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define ATTN_DETAIL_TILES_PRAGMAS_PUSHED
+#endif
+
+namespace attn::detail {
+
+/// The packet type Eigen vectorises T with, and the register tile that fits the machine.
+template <class T>
+struct RegisterTile {
+    using Packet = typename Eigen::internal::packet_traits<T>::type;
+    static constexpr int kLanes = Eigen::internal::unpacket_traits<Packet>::size;
+#ifdef EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS
+    static constexpr bool kWide = EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS >= 32;
+#else
+    static constexpr bool kWide = false;
+#endif
+    static constexpr int kRows = 6;                 ///< rows of c per tile
+    static constexpr int kPackets = kWide ? 4 : 2;  ///< packets of columns of c per tile
+    static constexpr Index kColumns = Index(kPackets) * kLanes;
+};
+
+namespace kernel {
+
+namespace ei = Eigen::internal;
+
+/// c(r, ·) (+)= Σ_{t < depth} a(r, t) · b(t, ·) for Rows rows and Packets packets of columns:
+/// a(r, t) = a[r·a_row + t·a_step] (broadcast), b(t, ·) = b[t·b_row …] (contiguous), c row stride c_row.
+template <class T, int Rows, int Packets>
+EIGEN_ALWAYS_INLINE void tile_product(const T* a, Index a_row, Index a_step, const T* b, Index b_row, Index depth, T* c,
+                                      Index c_row, bool accumulate) {
+    using Packet = typename RegisterTile<T>::Packet;
+    constexpr int L = RegisterTile<T>::kLanes;
+    Packet acc[Rows][Packets];
+    for (int r = 0; r < Rows; ++r)
+        for (int p = 0; p < Packets; ++p)
+            acc[r][p] = accumulate ? ei::ploadu<Packet>(c + r * c_row + p * L) : ei::pset1<Packet>(T(0));
+    for (Index t = 0; t < depth; ++t) {
+        Packet x[Packets];
+        for (int p = 0; p < Packets; ++p) x[p] = ei::ploadu<Packet>(b + p * L);
+        for (int r = 0; r < Rows; ++r) {
+            const Packet y = ei::pset1<Packet>(a[r * a_row]);
+            for (int p = 0; p < Packets; ++p) acc[r][p] = ei::pmadd(y, x[p], acc[r][p]);
+        }
+        a += a_step;
+        b += b_row;
+    }
+    for (int r = 0; r < Rows; ++r)
+        for (int p = 0; p < Packets; ++p) ei::pstoreu(c + r * c_row + p * L, acc[r][p]);
+}
+
+/// tile_product with 1 … MaxRows rows and 1 … MaxPackets packets chosen at run time.
+template <class T, int MaxRows, int MaxPackets>
+struct Tiles {
+    template <int Rows = MaxRows, int Packets = MaxPackets>
+    static void run(int rows, int packets, const T* a, Index a_row, Index a_step, const T* b, Index b_row, Index depth,
+                    T* c, Index c_row, bool accumulate) {
+        if constexpr (Rows > 1) {
+            if (rows < Rows)
+                return run<Rows - 1, Packets>(rows, packets, a, a_row, a_step, b, b_row, depth, c, c_row, accumulate);
+        }
+        if constexpr (Packets > 1) {
+            if (packets < Packets)
+                return run<Rows, Packets - 1>(rows, packets, a, a_row, a_step, b, b_row, depth, c, c_row, accumulate);
+        }
+        tile_product<T, Rows, Packets>(a, a_row, a_step, b, b_row, depth, c, c_row, accumulate);
+    }
+};
+
+}  // namespace kernel
+
+/// c (+)= a · b for row-major operands with unit inner stride: a (rows × depth, row
+/// stride a_row), b (depth × cols, row stride b_row), c (rows × cols, row stride c_row);
+/// with `accumulate` the product is added to c, else c is overwritten. Columns past the
+/// last whole packet are summed in the same order by scalar code.
+template <class T>
+void multiply_rows(Index rows, Index depth, Index cols, const T* a, Index a_row, const T* b, Index b_row, T* c,
+                   Index c_row, bool accumulate) {
+    using Tile = RegisterTile<T>;
+    using Run = kernel::Tiles<T, Tile::kRows, Tile::kPackets>;
+    const Index whole = cols / Tile::kLanes * Tile::kLanes;
+    // column panels outermost: a panel of b (depth × kColumns) stays in cache for every row
+    for (Index col = 0; col < whole; col += Tile::kColumns) {
+        const int packets = int(std::min(Tile::kColumns, whole - col) / Tile::kLanes);
+        for (Index r = 0; r < rows; r += Tile::kRows)
+            Run::run(int(std::min<Index>(Tile::kRows, rows - r)), packets, a + r * a_row, a_row, 1, b + col, b_row,
+                     depth, c + r * c_row + col, c_row, accumulate);
+    }
+    for (Index r = 0; r < rows; ++r)
+        for (Index col = whole; col < cols; ++col) {
+            T sum = accumulate ? c[r * c_row + col] : T(0);
+            for (Index t = 0; t < depth; ++t) sum += a[r * a_row + t] * b[t * b_row + col];
+            c[r * c_row + col] = sum;
+        }
+}
+
+/// multiply_rows on Eigen row-major blocks (a: rows × depth, b: depth × cols, c: rows × cols).
+template <class DA, class DB, class DC>
+void multiply_rows(const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<DB>& b, const Eigen::MatrixBase<DC>& c,
+                   bool accumulate) {
+    static_assert(DA::IsRowMajor && DB::IsRowMajor && DC::IsRowMajor, "multiply_rows: row-major operands only");
+    auto& out = const_cast<Eigen::MatrixBase<DC>&>(c);  // Eigen's idiom for writable expressions
+    eigen_assert(a.cols() == b.rows() && out.rows() == a.rows() && out.cols() == b.cols());
+    eigen_assert(a.innerStride() == 1 && b.innerStride() == 1 && out.innerStride() == 1);
+    multiply_rows(a.rows(), a.cols(), b.cols(), a.derived().data(), a.outerStride(), b.derived().data(),
+                  b.outerStride(), out.derived().data(), out.outerStride(), accumulate);
+}
+
+}  // namespace attn::detail
+
+#ifdef ATTN_DETAIL_TILES_PRAGMAS_PUSHED
+#pragma GCC diagnostic pop
+#undef ATTN_DETAIL_TILES_PRAGMAS_PUSHED
+#endif
