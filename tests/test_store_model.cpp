@@ -89,3 +89,23 @@ TEST_CASE("store model: the golden set includes the exemplar and a text of exact
     CHECK(exemplar);
     CHECK(full);
 }
+
+TEST_CASE_TEMPLATE("store model threads: 1 to 4 threads give bit-identical logits and attention", T, float, double) {
+    const auto model = attn::Model<T>::load(model_dir);
+    for (const auto& product : golden_products()) {
+        const std::vector<int> ids = product["ids"];
+        if (ids.size() < 100) continue;  // long enough for every thread to get work
+        CAPTURE(ids.size());
+        attn::ForwardOptions options;
+        options.keep_attention = true;
+        options.ablate = {{1, 2}, {3, 0}};
+        const auto serial = model.forward(ids, options);
+        for (int threads : {2, 3, 4, 0}) {
+            CAPTURE(threads);
+            options.threads = threads;
+            const auto parallel = model.forward(ids, options);
+            CHECK(parallel.logits == serial.logits);
+            for (attn::Index l = 0; l < 4; ++l) CHECK(parallel.attention.layer(l) == serial.attention.layer(l));
+        }
+    }
+}

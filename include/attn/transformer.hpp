@@ -101,8 +101,8 @@ struct ForwardOptions {
     bool keep_attention = false;   ///< return every layer's attention weights
     std::vector<HeadId> ablate{};  ///< heads whose output is zeroed before the output projection
     /// Threads for the whole pass: 1 runs on the calling thread; 0 uses one per hardware
-    /// thread. Positions are shared between them (attention: heads), with at least 16
-    /// positions each. Results are bit-identical for every thread count.
+    /// thread. They share blocks of 24 positions (attention: heads), so no more start
+    /// than there are blocks, or heads. Results are bit-identical for every thread count.
     int threads = 1;
 };
 
@@ -174,53 +174,79 @@ public:
             detail::check_index("Model::forward", "ablated head", id.head, settings_.heads);
             silenced[std::size_t(id.layer)][std::size_t(id.head)] = true;
         }
-        const Index n = static_cast<Index>(ids.size()), c = settings_.dimensions;
-        const int workers = static_cast<int>(std::min<Index>(detail::resolve_threads("Model::forward", options.threads),
-                                                             std::max<Index>(1, n / kPositionsPerThread)));
+        const Index n = static_cast<Index>(ids.size());
+        const int threads = detail::resolve_threads("Model::forward", options.threads);
+        const int workers = n >= kPositionsForThreads ? threads : 1;
+        // Each block of positions streams every weight matrix through the cache once, so
+        // positions are cut only as far as the threads need tasks to share.
+        const Index row_blocks = std::clamp<Index>(n / kRowsPerBlock, 1, workers);
+        const Index norm_tasks = (n + kRowsPerNormTask - 1) / kRowsPerNormTask;
 
-        // Every buffer is allocated here, by the caller; each worker writes its own rows.
-        Matrix<T> x(n, c);                         // (n × C) the residual stream
-        Matrix<T> normed(n, c);                    // (n × C) layer_norm(x)
-        Matrix<T> qkv(n, 3 * c);                   // (n × 3C) queries | keys | values
-        Matrix<T> attended(n, c);                  // (n × C) every head's output, side by side
-        Matrix<T> hidden(n, settings_.mlp_width);  // (n × mlp width)
         ForwardResult<T> result;
-        result.logits.resize(n, settings_.vocabulary_size);  // (n × vocabulary)
+        Pass pass(settings_, n, result.logits);
         std::vector<AttentionWeights<T>> kept;
         if (options.keep_attention)
             kept.assign(std::size_t(settings_.layers), AttentionWeights<T>(settings_.heads, n, n));
 
-        // Positions are split between the workers for everything but attention, which is
-        // split by heads; two barriers per layer hand the rows over.
-        detail::run_team(workers, [&](int worker, detail::Team& team) {
-            const auto [first, last] = detail::share(n, team.size(), worker);  // this worker's positions
-            const Index rows = last - first;
-            auto mine = [&](Matrix<T>& m) { return m.middleRows(first, rows); };
-            for (Index i = first; i < last; ++i) x.row(i) = embedding_.row(ids[std::size_t(i)]);
+        // Phases of tasks, each worker taking the next task as it finishes one: blocks of
+        // (positions × output columns) for the products, heads for attention, short runs
+        // of positions for the norms. Each task computes the same numbers whoever runs it.
+        detail::run_team(workers, [&](int, detail::Team& team) {
+            const auto norm_phase = [&](const Vector<T>& weight, const Vector<T>& bias, bool embed) {
+                team.run_tasks(norm_tasks, [&](Index task) {
+                    const Index first = task * kRowsPerNormTask, rows = std::min(kRowsPerNormTask, n - first);
+                    if (embed)
+                        for (Index i = first; i < first + rows; ++i)
+                            pass.x.row(i) = embedding_.row(ids[std::size_t(i)]);
+                    detail::layer_norm_into(pass.x.middleRows(first, rows), weight, bias, settings_.norm_epsilon,
+                                            pass.normed.middleRows(first, rows));
+                });
+            };
+            // out (+)= in · weight, block by block; then finish(block) on what was written
+            const auto product_phase = [&](const Matrix<T>& in, const Matrix<T>& weight, Matrix<T>& out,
+                                           bool accumulate, auto&& prepare, auto&& finish) {
+                const Index column_blocks = (weight.cols() + kColumnsPerTask - 1) / kColumnsPerTask;
+                team.run_tasks(row_blocks * column_blocks, [&](Index task) {
+                    const auto [first, last] = detail::share(n, int(row_blocks), int(task / column_blocks));
+                    const Index column = (task % column_blocks) * kColumnsPerTask;
+                    auto block = out.block(first, column, last - first,
+                                           std::min(kColumnsPerTask, weight.cols() - column));  // (rows × columns)
+                    prepare(block, column);
+                    detail::multiply_rows(in.middleRows(first, last - first), weight.middleCols(column, block.cols()),
+                                          block, accumulate);
+                    finish(block);
+                });
+            };
+            const auto nothing = [](auto&&...) {};
 
+            norm_phase(layers_.front().attention_norm_weight, layers_.front().attention_norm_bias, true);
             for (std::size_t l = 0; l < layers_.size(); ++l) {
                 const Layer& p = layers_[l];
-                detail::layer_norm_into(mine(x), p.attention_norm_weight, p.attention_norm_bias, settings_.norm_epsilon,
-                                        mine(normed));
-                detail::multiply_rows(mine(normed), query_key_value_[l], mine(qkv), false);
-                team.sync();  // every position's keys and values are ready
-                attend(qkv, team.size(), worker, options.keep_attention ? &kept[l] : nullptr, silenced[l], attended);
-                team.sync();                                                     // every head's output is ready
-                detail::multiply_rows(mine(attended), p.output, mine(x), true);  // x += attended · Wo
-                detail::layer_norm_into(mine(x), p.mlp_norm_weight, p.mlp_norm_bias, settings_.norm_epsilon,
-                                        mine(normed));
-                mine(hidden).rowwise() = p.up_bias.transpose();
-                detail::multiply_rows(mine(normed), p.up, mine(hidden), true);  // hidden = normed · W1 + b1
-                if (settings_.activation == "gelu_tanh")
-                    gelu_tanh_in_place(mine(hidden));
+                product_phase(pass.normed, query_key_value_[l], pass.qkv, false, nothing, nothing);
+                team.run_tasks(settings_.heads, [&](Index head) {
+                    attend_head(pass, head, options.keep_attention ? &kept[l] : nullptr,
+                                silenced[l][std::size_t(head)]);
+                });
+                product_phase(pass.attended, p.output, pass.x, true, nothing, nothing);  // x += attended · Wo
+                norm_phase(p.mlp_norm_weight, p.mlp_norm_bias, false);
+                product_phase(  // hidden = gelu(normed · W1 + b1)
+                    pass.normed, p.up, pass.hidden, true,
+                    [&](auto& block, Index column) {
+                        block.rowwise() = p.up_bias.segment(column, block.cols()).transpose();
+                    },
+                    [&](auto& block) { activate(block); });
+                product_phase(  // x += hidden · W2 + b2
+                    pass.hidden, p.down, pass.x, true,
+                    [&](auto& block, Index column) {
+                        block.rowwise() += p.down_bias.segment(column, block.cols()).transpose();
+                    },
+                    nothing);
+                if (l + 1 < layers_.size())
+                    norm_phase(layers_[l + 1].attention_norm_weight, layers_[l + 1].attention_norm_bias, false);
                 else
-                    gelu_in_place(mine(hidden));
-                mine(x).rowwise() += p.down_bias.transpose();
-                detail::multiply_rows(mine(hidden), p.down, mine(x), true);  // x += hidden · W2 + b2
+                    norm_phase(final_norm_weight_, final_norm_bias_, false);
             }
-            detail::layer_norm_into(mine(x), final_norm_weight_, final_norm_bias_, settings_.norm_epsilon,
-                                    mine(normed));
-            detail::multiply_rows(mine(normed), unembedding_, mine(result.logits), false);  // · Eᵀ
+            product_phase(pass.normed, unembedding_, pass.logits, false, nothing, nothing);  // · Eᵀ
         });
         if (options.keep_attention) result.attention = ModelAttention<T>(std::move(kept));
         return result;
@@ -232,33 +258,62 @@ private:
           tokenizer_(std::move(tokenizer)),
           rope_(settings_.head_size, settings_.rope_pairing, settings_.rope_base, settings_.longest) {}
 
-    /// Fewer positions than this per extra thread do not pay for its start.
-    static constexpr Index kPositionsPerThread = 16;
+    /// Below this many positions a forward pass stays on the calling thread: starting
+    /// another costs more than it saves.
+    static constexpr Index kPositionsForThreads = 32;
+    /// Fewest positions per block of a product task.
+    static constexpr Index kRowsPerBlock = 64;
+    /// Output columns per product task: a whole number of register tiles for every scalar
+    /// type and instruction set.
+    static constexpr Index kColumnsPerTask = 64;
+    /// Positions per layer-norm task.
+    static constexpr Index kRowsPerNormTask = 16;
 
-    /// One layer's attention in this worker's share of the heads, over every position:
-    /// qkv (n × 3C) → the heads' columns of attended (n × C), and their weights if kept.
-    void attend(const Matrix<T>& qkv, int workers, int worker, AttentionWeights<T>* weights,
-                const std::vector<bool>& silenced, Matrix<T>& attended) const {
-        const auto [first, last] = detail::share(settings_.heads, workers, worker);
-        if (first == last) return;
-        const Index n = qkv.rows(), c = settings_.dimensions, d = settings_.head_size;
+    /// One forward pass's working memory, allocated once by the calling thread.
+    struct Pass {
+        Pass(const ModelSettings& s, Index n, Matrix<T>& logits_out)
+            : x(n, s.dimensions),
+              normed(n, s.dimensions),
+              qkv(n, 3 * s.dimensions),
+              attended(n, s.dimensions),
+              hidden(n, s.mlp_width),
+              logits(logits_out) {
+            logits.resize(n, s.vocabulary_size);
+        }
+        Matrix<T> x;         // (n × C) the residual stream
+        Matrix<T> normed;    // (n × C) layer_norm(x)
+        Matrix<T> qkv;       // (n × 3C) queries | keys | values, heads side by side in each
+        Matrix<T> attended;  // (n × C) every head's output, side by side
+        Matrix<T> hidden;    // (n × mlp width)
+        Matrix<T>& logits;   // (n × vocabulary)
+    };
+
+    template <class D>
+    void activate(D& block) const {
+        if (settings_.activation == "gelu_tanh")
+            gelu_tanh_in_place(block);
+        else
+            gelu_in_place(block);
+    }
+
+    /// Head h over every position: its columns of qkv → its columns of attended
+    /// (zero if silenced) and, if kept, its weights.
+    void attend_head(Pass& pass, Index h, AttentionWeights<T>* weights, bool silenced) const {
+        const Index n = pass.qkv.rows(), c = settings_.dimensions, d = settings_.head_size;
         AttentionOptions<T> options;
         options.rope = &rope_;
-        detail::FusedProblem<T> problem = detail::fused_problem(last - first, n, n, d, d, options);
-        for (Index h = first; h < last; ++h)
-            problem.inputs.push_back(
-                {{qkv.data() + h * d, 3 * c}, {qkv.data() + c + h * d, 3 * c}, {qkv.data() + 2 * c + h * d, 3 * c}});
-        problem.outputs = attended.data() + first * d;
+        detail::FusedProblem<T> problem = detail::fused_problem(1, n, n, d, d, options);
+        const T* q = pass.qkv.data() + h * d;  // row stride 3C
+        problem.inputs.push_back({{q, 3 * c}, {q + c, 3 * c}, {q + 2 * c, 3 * c}});
+        problem.outputs = pass.attended.data() + h * d;
         problem.output_row_stride = c;
-        problem.output_head_stride = d;
-        problem.first_head = first;
+        problem.first_head = h;
         if (weights) {
-            problem.weights = weights->data() + first * n * n;
+            problem.weights = weights->head(h).data();
             problem.weights_zeroed = true;  // AttentionWeights start zero-filled
         }
         detail::fused_attention(problem);
-        for (Index h = first; h < last; ++h)
-            if (silenced[std::size_t(h)]) attended.middleCols(h * d, d).setZero();
+        if (silenced) pass.attended.middleCols(h * d, d).setZero();
     }
 
     void check_ids(const std::vector<int>& ids) const {

@@ -1,0 +1,136 @@
+// detail/parallel.hpp's thread team and detail/tiles.hpp's row-major product: the pieces
+// Model::forward shares out between threads.
+#include <doctest/doctest.h>
+#include <attn/detail/parallel.hpp>
+#include <attn/detail/tiles.hpp>
+
+#include <atomic>
+#include <stdexcept>
+#include <vector>
+
+#include "support.hpp"
+
+using attn::Index;
+using attn::test::random_matrix;
+
+TEST_CASE("share: contiguous ranges covering [0, count) whose sizes differ by at most one") {
+    for (Index count : {0, 1, 5, 160, 161})
+        for (int parts : {1, 2, 3, 7}) {
+            Index next = 0, smallest = count, largest = 0;
+            for (int part = 0; part < parts; ++part) {
+                const auto [first, last] = attn::detail::share(count, parts, part);
+                CHECK(first == next);
+                smallest = std::min(smallest, last - first);
+                largest = std::max(largest, last - first);
+                next = last;
+            }
+            CHECK(next == count);
+            CHECK(largest - smallest <= 1);
+        }
+}
+
+TEST_CASE("run_team threads: every task runs once per phase and each phase sees the previous one's writes") {
+    for (int workers : {1, 2, 3, 4}) {
+        CAPTURE(workers);
+        const Index tasks = 37, phases = 12;
+        std::vector<Index> buffers[2] = {std::vector<Index>(tasks, 0), std::vector<Index>(tasks, 0)};
+        std::vector<std::atomic<int>> runs(static_cast<std::size_t>(tasks * phases));
+        std::atomic<int> stale{0}, team_size{0};
+        attn::detail::run_team(workers, [&](int, attn::detail::Team& team) {
+            team_size = team.size();
+            for (Index phase = 0; phase < phases; ++phase) {
+                const std::vector<Index>& written = buffers[phase % 2];  // by the previous phase
+                std::vector<Index>& writing = buffers[(phase + 1) % 2];
+                team.run_tasks(tasks, [&](Index task) {
+                    ++runs[std::size_t(phase * tasks + task)];
+                    if (written[std::size_t((task * 7 + 3) % tasks)] != phase) ++stale;  // likely another worker's
+                    writing[std::size_t(task)] = phase + 1;
+                });
+            }
+        });
+        CHECK(team_size == workers);
+        CHECK(stale == 0);
+        for (auto& count : runs) CHECK(count == 1);
+    }
+}
+
+TEST_CASE("run_team threads: sync() orders writes between phases") {
+    const Index n = 64;
+    std::vector<Index> a(n, 0), b(n, 0);
+    std::atomic<int> stale{0};
+    attn::detail::run_team(3, [&](int worker, attn::detail::Team& team) {
+        for (Index round = 1; round <= 50; ++round) {
+            const auto [first, last] = attn::detail::share(n, team.size(), worker);
+            for (Index i = first; i < last; ++i) a[std::size_t(i)] = round;
+            team.sync();
+            for (Index i = first; i < last; ++i) b[std::size_t(i)] = a[std::size_t(n - 1 - i)];
+            team.sync();
+            for (Index i = 0; i < n; ++i)
+                if (b[std::size_t(i)] != round) ++stale;
+            team.sync();
+        }
+    });
+    CHECK(stale == 0);
+}
+
+TEST_CASE("run_team threads: an exception in one worker is rethrown once the others stop at their next sync") {
+    for (int thrower : {0, 1}) {
+        std::atomic<int> phases_after{0};
+        CHECK_THROWS_WITH_AS(attn::detail::run_team(2,
+                                                    [&](int worker, attn::detail::Team& team) {
+                                                        team.sync();
+                                                        if (worker == thrower) throw std::runtime_error("task failed");
+                                                        team.sync();  // the other worker waits here forever, unless…
+                                                        ++phases_after;
+                                                    }),
+                             "task failed", std::runtime_error);
+        CHECK(phases_after == 0);
+    }
+    // a task that throws inside run_tasks: its phase stops handing out tasks
+    std::atomic<int> ran{0};
+    CHECK_THROWS_AS(attn::detail::run_team(2,
+                                           [&](int, attn::detail::Team& team) {
+                                               team.run_tasks(1000, [&](Index task) {
+                                                   ++ran;
+                                                   if (task == 10) throw attn::numeric_error("bad task");
+                                               });
+                                           }),
+                    attn::numeric_error);
+    CHECK(ran < 1000);
+}
+
+TEST_CASE_TEMPLATE("multiply_rows: c (+)= a · b matches the naive product for tile-sized and odd shapes", T, float,
+                   double) {
+    for (Index rows : {1, 5, 6, 7, 13, 24})
+        for (Index depth : {1, 3, 32, 129})
+            for (Index cols : {1, 7, 16, 33, 64, 100, 130}) {
+                CAPTURE(rows);
+                CAPTURE(depth);
+                CAPTURE(cols);
+                const auto a = random_matrix<T>(rows, depth, 1), b = random_matrix<T>(depth, cols, 2);
+                const auto start = random_matrix<T>(rows, cols, 3);
+                const auto expected = attn::test::naive_matmul(attn::test::to_table(a), attn::test::to_table(b));
+                attn::Matrix<T> c(rows, cols);
+                attn::detail::multiply_rows(a, b, c, false);
+                const double tolerance = attn::test::tolerance<T>() * double(depth);
+                CHECK(attn::test::max_abs_difference(c, expected) < tolerance);
+                attn::Matrix<T> accumulated = start;
+                attn::detail::multiply_rows(a, b, accumulated, true);
+                CHECK(attn::test::max_abs_difference(attn::Matrix<T>(accumulated - start), expected) < tolerance);
+            }
+}
+
+TEST_CASE_TEMPLATE("multiply_rows: blocks of rows and columns give the whole product's bits", T, float, double) {
+    const auto a = random_matrix<T>(160, 128, 4), b = random_matrix<T>(128, 384, 5);
+    attn::Matrix<T> whole(160, 384), pieces(160, 384);
+    attn::detail::multiply_rows(a, b, whole, false);
+    const Index row_cuts[] = {0, 7, 80, 151, 160}, column_cuts[] = {0, 64, 128, 320, 384};
+    for (int r = 0; r < 4; ++r)
+        for (int c = 0; c < 4; ++c) {
+            const Index rows = row_cuts[r + 1] - row_cuts[r], cols = column_cuts[c + 1] - column_cuts[c];
+            auto block = pieces.block(row_cuts[r], column_cuts[c], rows, cols);
+            attn::detail::multiply_rows(a.middleRows(row_cuts[r], rows), b.middleCols(column_cuts[c], cols), block,
+                                        false);
+        }
+    CHECK(pieces == whole);
+}
