@@ -13,7 +13,7 @@
 using attn::Index;
 using attn::test::random_matrix;
 
-TEST_CASE("share: contiguous ranges covering [0, count) whose sizes differ by at most one") {
+TEST_CASE("share: contiguous ranges that cover 0 … count − 1, sizes differing by at most one") {
     for (Index count : {0, 1, 5, 160, 161})
         for (int parts : {1, 2, 3, 7}) {
             Index next = 0, smallest = count, largest = 0;
