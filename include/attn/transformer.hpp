@@ -101,8 +101,8 @@ struct ForwardOptions {
     bool keep_attention = false;   ///< return every layer's attention weights
     std::vector<HeadId> ablate{};  ///< heads whose output is zeroed before the output projection
     /// Threads for the whole pass: 1 runs on the calling thread; 0 uses one per hardware
-    /// thread. They share blocks of 24 positions (attention: heads), so no more start
-    /// than there are blocks, or heads. Results are bit-identical for every thread count.
+    /// thread. Each takes a share of the positions (for attention, of the heads), at
+    /// least 16 positions each. Results are bit-identical for every thread count.
     int threads = 1;
 };
 
@@ -176,11 +176,7 @@ public:
         }
         const Index n = static_cast<Index>(ids.size());
         const int threads = detail::resolve_threads("Model::forward", options.threads);
-        const int workers = n >= kPositionsForThreads ? threads : 1;
-        // Each block of positions streams every weight matrix through the cache once, so
-        // positions are cut only as far as the threads need tasks to share.
-        const Index row_blocks = std::clamp<Index>(n / kRowsPerBlock, 1, workers);
-        const Index norm_tasks = (n + kRowsPerNormTask - 1) / kRowsPerNormTask;
+        const int workers = static_cast<int>(std::min<Index>(threads, std::max<Index>(1, n / kPositionsPerThread)));
 
         ForwardResult<T> result;
         Pass pass(settings_, n, result.logits);
@@ -188,65 +184,28 @@ public:
         if (options.keep_attention)
             kept.assign(std::size_t(settings_.layers), AttentionWeights<T>(settings_.heads, n, n));
 
-        // Phases of tasks, each worker taking the next task as it finishes one: blocks of
-        // (positions × output columns) for the products, heads for attention, short runs
-        // of positions for the norms. Each task computes the same numbers whoever runs it.
-        detail::run_team(workers, [&](int, detail::Team& team) {
-            const auto norm_phase = [&](const Vector<T>& weight, const Vector<T>& bias, bool embed) {
-                team.run_tasks(norm_tasks, [&](Index task) {
-                    const Index first = task * kRowsPerNormTask, rows = std::min(kRowsPerNormTask, n - first);
-                    if (embed)
-                        for (Index i = first; i < first + rows; ++i)
-                            pass.x.row(i) = embedding_.row(ids[std::size_t(i)]);
-                    detail::layer_norm_into(pass.x.middleRows(first, rows), weight, bias, settings_.norm_epsilon,
-                                            pass.normed.middleRows(first, rows));
-                });
-            };
-            // out (+)= in · weight, block by block; then finish(block) on what was written
-            const auto product_phase = [&](const Matrix<T>& in, const Matrix<T>& weight, Matrix<T>& out,
-                                           bool accumulate, auto&& prepare, auto&& finish) {
-                const Index column_blocks = (weight.cols() + kColumnsPerTask - 1) / kColumnsPerTask;
-                team.run_tasks(row_blocks * column_blocks, [&](Index task) {
-                    const auto [first, last] = detail::share(n, int(row_blocks), int(task / column_blocks));
-                    const Index column = (task % column_blocks) * kColumnsPerTask;
-                    auto block = out.block(first, column, last - first,
-                                           std::min(kColumnsPerTask, weight.cols() - column));  // (rows × columns)
-                    prepare(block, column);
-                    detail::multiply_rows(in.middleRows(first, last - first), weight.middleCols(column, block.cols()),
-                                          block, accumulate);
-                    finish(block);
-                });
-            };
-            const auto nothing = [](auto&&...) {};
-
-            norm_phase(layers_.front().attention_norm_weight, layers_.front().attention_norm_bias, true);
+        // Each worker owns a contiguous share of the positions for everything done position
+        // by position, so its rows of x, normed and hidden stay in its own cache from layer
+        // to layer; attention needs every position, so it is shared out by heads. Two
+        // barriers per layer hand the rows over.
+        detail::run_team(workers, [&](int worker, detail::Team& team) {
+            const auto [first, last] = detail::share(n, team.size(), worker);
+            const Index rows = last - first;
+            for (Index i = first; i < last; ++i) pass.x.row(i) = embedding_.row(ids[std::size_t(i)]);
+            project_qkv_rows(pass, 0, first, rows);
+            team.sync();  // every position's queries, keys and values are ready
             for (std::size_t l = 0; l < layers_.size(); ++l) {
-                const Layer& p = layers_[l];
-                product_phase(pass.normed, query_key_value_[l], pass.qkv, false, nothing, nothing);
-                team.run_tasks(settings_.heads, [&](Index head) {
+                team.run_tasks(settings_.heads, [&](Index head) {  // ends with a barrier
                     attend_head(pass, head, options.keep_attention ? &kept[l] : nullptr,
                                 silenced[l][std::size_t(head)]);
                 });
-                product_phase(pass.attended, p.output, pass.x, true, nothing, nothing);  // x += attended · Wo
-                norm_phase(p.mlp_norm_weight, p.mlp_norm_bias, false);
-                product_phase(  // hidden = gelu(normed · W1 + b1)
-                    pass.normed, p.up, pass.hidden, true,
-                    [&](auto& block, Index column) {
-                        block.rowwise() = p.up_bias.segment(column, block.cols()).transpose();
-                    },
-                    [&](auto& block) { activate(block); });
-                product_phase(  // x += hidden · W2 + b2
-                    pass.hidden, p.down, pass.x, true,
-                    [&](auto& block, Index column) {
-                        block.rowwise() += p.down_bias.segment(column, block.cols()).transpose();
-                    },
-                    nothing);
-                if (l + 1 < layers_.size())
-                    norm_phase(layers_[l + 1].attention_norm_weight, layers_[l + 1].attention_norm_bias, false);
-                else
-                    norm_phase(final_norm_weight_, final_norm_bias_, false);
+                finish_layer_rows(pass, l, first, rows);
+                if (l + 1 < layers_.size()) {
+                    project_qkv_rows(pass, l + 1, first, rows);
+                    team.sync();
+                }
             }
-            product_phase(pass.normed, unembedding_, pass.logits, false, nothing, nothing);  // · Eᵀ
+            logits_rows(pass, first, rows);
         });
         if (options.keep_attention) result.attention = ModelAttention<T>(std::move(kept));
         return result;
@@ -258,16 +217,8 @@ private:
           tokenizer_(std::move(tokenizer)),
           rope_(settings_.head_size, settings_.rope_pairing, settings_.rope_base, settings_.longest) {}
 
-    /// Below this many positions a forward pass stays on the calling thread: starting
-    /// another costs more than it saves.
-    static constexpr Index kPositionsForThreads = 32;
-    /// Fewest positions per block of a product task.
-    static constexpr Index kRowsPerBlock = 64;
-    /// Output columns per product task: a whole number of register tiles for every scalar
-    /// type and instruction set.
-    static constexpr Index kColumnsPerTask = 64;
-    /// Positions per layer-norm task.
-    static constexpr Index kRowsPerNormTask = 16;
+    /// Fewest positions per thread: below this, starting a thread costs more than it saves.
+    static constexpr Index kPositionsPerThread = 16;
 
     /// One forward pass's working memory, allocated once by the calling thread.
     struct Pass {
@@ -294,6 +245,39 @@ private:
             gelu_tanh_in_place(block);
         else
             gelu_in_place(block);
+    }
+
+    /// Positions [first, first + rows): qkv = layer_norm(x) · [Wq Wk Wv] of layer l.
+    void project_qkv_rows(Pass& pass, std::size_t l, Index first, Index rows) const {
+        const Layer& p = layers_[l];
+        auto normed = pass.normed.middleRows(first, rows);  // (rows × C)
+        detail::layer_norm_into(pass.x.middleRows(first, rows), p.attention_norm_weight, p.attention_norm_bias,
+                                settings_.norm_epsilon, normed);
+        detail::multiply_rows(normed, query_key_value_[l], pass.qkv.middleRows(first, rows), false);
+    }
+
+    /// Positions [first, first + rows), after layer l's attention: x += attended · Wo, then
+    /// x += gelu(layer_norm(x) · W1 + b1) · W2 + b2.
+    void finish_layer_rows(Pass& pass, std::size_t l, Index first, Index rows) const {
+        const Layer& p = layers_[l];
+        auto x = pass.x.middleRows(first, rows);            // (rows × C)
+        auto normed = pass.normed.middleRows(first, rows);  // (rows × C)
+        auto hidden = pass.hidden.middleRows(first, rows);  // (rows × mlp width)
+        detail::multiply_rows(pass.attended.middleRows(first, rows), p.output, x, true);
+        detail::layer_norm_into(x, p.mlp_norm_weight, p.mlp_norm_bias, settings_.norm_epsilon, normed);
+        hidden.rowwise() = p.up_bias.transpose();
+        detail::multiply_rows(normed, p.up, hidden, true);
+        activate(hidden);
+        x.rowwise() += p.down_bias.transpose();
+        detail::multiply_rows(hidden, p.down, x, true);
+    }
+
+    /// Positions [first, first + rows): logits = layer_norm(x) · Eᵀ.
+    void logits_rows(Pass& pass, Index first, Index rows) const {
+        auto normed = pass.normed.middleRows(first, rows);
+        detail::layer_norm_into(pass.x.middleRows(first, rows), final_norm_weight_, final_norm_bias_,
+                                settings_.norm_epsilon, normed);
+        detail::multiply_rows(normed, unembedding_, pass.logits.middleRows(first, rows), false);
     }
 
     /// Head h over every position: its columns of qkv → its columns of attended
@@ -485,7 +469,7 @@ private:
     Vector<T> final_norm_weight_, final_norm_bias_;
     std::vector<Layer> layers_;
     // The same weights laid out for the forward pass's products (row-major, in × out).
-    std::vector<Matrix<T>> query_key_value_;  // per layer (C × 3C)
+    std::vector<Matrix<T>> query_key_value_;  // per layer (C × 3C): [Wq Wk Wv]
     Matrix<T> unembedding_;                   // (C × vocabulary) = Eᵀ
 };
 
