@@ -6,6 +6,8 @@
 //   head/<path>/d:<size>/threads:<t>     attention(): one head, causal
 //   long/stream/d:64/threads:<t>         attend_heads(), 4 heads, 8,192 and 16,384 positions
 //   matrix_multiply/threads:<t>/size:1024  Eigen's float GEMM, the machine's reference rate
+//   model_forward/threads:<t>            the store model's whole forward pass, logits only,
+//                                        16 … 160 positions (ForwardOptions::threads = t)
 // <path> is `stream` (fused kernel, outputs only), `weights` (fused kernel, weights
 // returned) or `plain` (the unfused reference path: full scores, mask, softmax, product).
 //
