@@ -59,6 +59,16 @@ public:
         for (Index i = 0; i < m.rows(); ++i) {
             const Index position = first_position + i;
             const bool cached = position < cos_.rows();
+            if (cached && pairing_ == RopePairing::rotate_half) {  // the same arithmetic, on whole halves
+                auto a = m.row(i).head(half).array();
+                auto b = m.row(i).tail(half).array();
+                const auto c = cos_.row(position).array();
+                const auto s = sin_.row(position).array();
+                const Eigen::Array<T, 1, Eigen::Dynamic> xa = a;
+                a = xa * c - b * s;
+                b = b * c + xa * s;
+                continue;
+            }
             for (Index j = 0; j < half; ++j) {
                 const T c = cached ? cos_(position, j) : cosine(position, j);
                 const T s = cached ? sin_(position, j) : sine(position, j);

@@ -247,13 +247,19 @@ private:
             gelu_in_place(block);
     }
 
-    /// Positions [first, first + rows): qkv = layer_norm(x) · [Wq Wk Wv] of layer l.
+    /// Positions [first, first + rows): qkv = layer_norm(x) · [Wq Wk Wv] of layer l, queries and
+    /// keys rotated.
     void project_qkv_rows(Pass& pass, std::size_t l, Index first, Index rows) const {
         const Layer& p = layers_[l];
         auto normed = pass.normed.middleRows(first, rows);  // (rows × C)
         detail::layer_norm_into(pass.x.middleRows(first, rows), p.attention_norm_weight, p.attention_norm_bias,
                                 settings_.norm_epsilon, normed);
         detail::multiply_rows(normed, query_key_value_[l], pass.qkv.middleRows(first, rows), false);
+        const Index c = settings_.dimensions, d = settings_.head_size;
+        for (Index h = 0; h < settings_.heads; ++h) {  // rotary positions, once per query and key
+            rope_.apply(pass.qkv.block(first, h * d, rows, d), first);
+            rope_.apply(pass.qkv.block(first, c + h * d, rows, d), first);
+        }
     }
 
     /// Positions [first, first + rows), after layer l's attention: x += attended · Wo, then
@@ -284,8 +290,7 @@ private:
     /// (zero if silenced) and, if kept, its weights.
     void attend_head(Pass& pass, Index h, AttentionWeights<T>* weights, bool silenced) const {
         const Index n = pass.qkv.rows(), c = settings_.dimensions, d = settings_.head_size;
-        AttentionOptions<T> options;
-        options.rope = &rope_;
+        const AttentionOptions<T> options;  // queries and keys are already rotated
         detail::FusedProblem<T> problem = detail::fused_problem(1, n, n, d, d, options);
         const T* q = pass.qkv.data() + h * d;  // row stride 3C
         problem.inputs.push_back({{q, 3 * c}, {q + c, 3 * c}, {q + 2 * c, 3 * c}});
