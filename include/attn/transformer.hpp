@@ -16,8 +16,8 @@
 // forward() computes exactly that with fewer copies: one (C × 3C) product for q, k and
 // v, whose heads the fused attention kernel reads in place and writes side by side into
 // one (n × C) matrix, and every product on the register-tiled kernel (detail/tiles.hpp)
-// into buffers allocated once per call. With threads > 1 the positions are shared out
-// for the products, norms and GELU, and the heads for attention.
+// into buffers allocated once per call. With threads > 1 each thread owns a share of the
+// positions for the whole pass, attention included (causal queries read only earlier keys).
 
 #include <nlohmann/json.hpp>
 
@@ -101,7 +101,7 @@ struct ForwardOptions {
     bool keep_attention = false;   ///< return every layer's attention weights
     std::vector<HeadId> ablate{};  ///< heads whose output is zeroed before the output projection
     /// Threads for the whole pass: 1 runs on the calling thread; 0 uses one per hardware
-    /// thread. Each takes a share of the positions (for attention, of the heads), at
+    /// thread. Each owns a share of the positions for the whole pass, at
     /// least 16 positions each. Results are bit-identical for every thread count.
     int threads = 1;
 };
@@ -177,6 +177,7 @@ public:
         const Index n = static_cast<Index>(ids.size());
         const int threads = detail::resolve_threads("Model::forward", options.threads);
         const int workers = static_cast<int>(std::min<Index>(threads, std::max<Index>(1, n / kPositionsPerThread)));
+        const std::vector<Index> bounds = share_positions(n, workers);
 
         ForwardResult<T> result;
         Pass pass(settings_, n, result.logits);
@@ -184,26 +185,22 @@ public:
         if (options.keep_attention)
             kept.assign(std::size_t(settings_.layers), AttentionWeights<T>(settings_.heads, n, n));
 
-        // Each worker owns a contiguous share of the positions for everything done position
-        // by position, so its rows of x, normed and hidden stay in its own cache from layer
-        // to layer; attention needs every position, so it is shared out by heads. Two
-        // barriers per layer hand the rows over.
+        // Each worker owns positions [first, last) for the whole pass, attention included:
+        // causal attention for those queries reads only keys and values 0 … last − 1. So its
+        // rows of every buffer stay in its own cache, and one barrier per layer (every
+        // position's keys and values are ready) is all the workers share. qkv alternates
+        // between two buffers, so a worker projecting layer l + 1 never overwrites keys
+        // another is still reading for layer l.
         detail::run_team(workers, [&](int worker, detail::Team& team) {
-            const auto [first, last] = detail::share(n, team.size(), worker);
+            const Index first = bounds[std::size_t(worker)], last = bounds[std::size_t(worker) + 1];
             const Index rows = last - first;
             for (Index i = first; i < last; ++i) pass.x.row(i) = embedding_.row(ids[std::size_t(i)]);
             project_qkv_rows(pass, 0, first, rows);
-            team.sync();  // every position's queries, keys and values are ready
             for (std::size_t l = 0; l < layers_.size(); ++l) {
-                team.run_tasks(settings_.heads, [&](Index head) {  // ends with a barrier
-                    attend_head(pass, head, options.keep_attention ? &kept[l] : nullptr,
-                                silenced[l][std::size_t(head)]);
-                });
+                team.sync();  // every position's keys and values of layer l are ready
+                attend_rows(pass, l, first, last, options.keep_attention ? &kept[l] : nullptr, silenced[l]);
                 finish_layer_rows(pass, l, first, rows);
-                if (l + 1 < layers_.size()) {
-                    project_qkv_rows(pass, l + 1, first, rows);
-                    team.sync();
-                }
+                if (l + 1 < layers_.size()) project_qkv_rows(pass, l + 1, first, rows);
             }
             logits_rows(pass, first, rows);
         });
@@ -219,13 +216,17 @@ private:
 
     /// Fewest positions per thread: below this, starting a thread costs more than it saves.
     static constexpr Index kPositionsPerThread = 16;
+    /// How much more a FLOP of attention costs than a FLOP of the products (short rows of
+    /// keys, exponentials, another thread's keys): measured on the store model at 160
+    /// positions with 2 threads, where it evens the threads' time between barriers.
+    static constexpr double kAttentionCost = 4.0;
 
     /// One forward pass's working memory, allocated once by the calling thread.
     struct Pass {
         Pass(const ModelSettings& s, Index n, Matrix<T>& logits_out)
             : x(n, s.dimensions),
               normed(n, s.dimensions),
-              qkv(n, 3 * s.dimensions),
+              qkv{Matrix<T>(n, 3 * s.dimensions), Matrix<T>(n, 3 * s.dimensions)},
               attended(n, s.dimensions),
               hidden(n, s.mlp_width),
               logits(logits_out) {
@@ -233,7 +234,7 @@ private:
         }
         Matrix<T> x;         // (n × C) the residual stream
         Matrix<T> normed;    // (n × C) layer_norm(x)
-        Matrix<T> qkv;       // (n × 3C) queries | keys | values, heads side by side in each
+        Matrix<T> qkv[2];    // (n × 3C) queries | keys | values, heads side by side; layer l in qkv[l % 2]
         Matrix<T> attended;  // (n × C) every head's output, side by side
         Matrix<T> hidden;    // (n × mlp width)
         Matrix<T>& logits;   // (n × vocabulary)
@@ -254,11 +255,12 @@ private:
         auto normed = pass.normed.middleRows(first, rows);  // (rows × C)
         detail::layer_norm_into(pass.x.middleRows(first, rows), p.attention_norm_weight, p.attention_norm_bias,
                                 settings_.norm_epsilon, normed);
-        detail::multiply_rows(normed, query_key_value_[l], pass.qkv.middleRows(first, rows), false);
+        Matrix<T>& qkv = pass.qkv[l % 2];
+        detail::multiply_rows(normed, query_key_value_[l], qkv.middleRows(first, rows), false);
         const Index c = settings_.dimensions, d = settings_.head_size;
         for (Index h = 0; h < settings_.heads; ++h) {  // rotary positions, once per query and key
-            rope_.apply(pass.qkv.block(first, h * d, rows, d), first);
-            rope_.apply(pass.qkv.block(first, c + h * d, rows, d), first);
+            rope_.apply(qkv.block(first, h * d, rows, d), first);
+            rope_.apply(qkv.block(first, c + h * d, rows, d), first);
         }
     }
 
@@ -286,23 +288,54 @@ private:
         detail::multiply_rows(normed, unembedding_, pass.logits.middleRows(first, rows), false);
     }
 
-    /// Head h over every position: its columns of qkv → its columns of attended
-    /// (zero if silenced) and, if kept, its weights.
-    void attend_head(Pass& pass, Index h, AttentionWeights<T>* weights, bool silenced) const {
-        const Index n = pass.qkv.rows(), c = settings_.dimensions, d = settings_.head_size;
-        const AttentionOptions<T> options;  // queries and keys are already rotated
-        detail::FusedProblem<T> problem = detail::fused_problem(1, n, n, d, d, options);
-        const T* q = pass.qkv.data() + h * d;  // row stride 3C
-        problem.inputs.push_back({{q, 3 * c}, {q + c, 3 * c}, {q + 2 * c, 3 * c}});
-        problem.outputs = pass.attended.data() + h * d;
+    /// Layer l's attention in every head for the queries at positions [first, last), which
+    /// see keys 0 … last − 1: qkv → their rows of attended (silenced heads' columns zero)
+    /// and, if kept, their rows of every head's weights.
+    void attend_rows(Pass& pass, std::size_t l, Index first, Index last, AttentionWeights<T>* weights,
+                     const std::vector<bool>& silenced) const {
+        const Matrix<T>& qkv = pass.qkv[l % 2];
+        const Index n = qkv.rows(), c = settings_.dimensions, d = settings_.head_size;
+        const AttentionOptions<T> options;  // causal; queries and keys are already rotated
+        detail::FusedProblem<T> problem = detail::fused_problem(settings_.heads, last - first, last, d, d, options);
+        problem.first_position = first;
+        for (Index h = 0; h < settings_.heads; ++h) {
+            const T* keys = qkv.data() + c + h * d;  // row stride 3C
+            problem.inputs.push_back({{qkv.data() + first * 3 * c + h * d, 3 * c}, {keys, 3 * c}, {keys + c, 3 * c}});
+        }
+        problem.outputs = pass.attended.data() + first * c;
         problem.output_row_stride = c;
-        problem.first_head = h;
+        problem.output_head_stride = d;
         if (weights) {
-            problem.weights = weights->head(h).data();
+            problem.weights = weights->data() + first * n;
+            problem.weights_row_stride = n;
+            problem.weights_head_stride = n * n;
             problem.weights_zeroed = true;  // AttentionWeights start zero-filled
         }
         detail::fused_attention(problem);
-        if (silenced) pass.attended.middleCols(h * d, d).setZero();
+        for (Index h = 0; h < settings_.heads; ++h)
+            if (silenced[std::size_t(h)]) pass.attended.block(first, h * d, last - first, d).setZero();
+    }
+
+    /// Boundaries 0 = b[0] ≤ … ≤ b[workers] = n of each worker's positions, cut so that the
+    /// work is even: every position costs the same in the products, and a later one more in
+    /// causal attention (it sees more keys), so earlier shares are a little longer.
+    std::vector<Index> share_positions(Index n, int workers) const {
+        // FLOPs per position ÷ 2C: the products of every layer, then the unembedding
+        const double per_position =
+            double(settings_.layers) * double(4 * settings_.dimensions + 2 * settings_.mlp_width) +
+            double(settings_.vocabulary_size);
+        // attention's FLOPs per visible key (4C per layer) ÷ 2C, weighted by kAttentionCost
+        const double per_key = double(settings_.layers) * 2.0 * kAttentionCost;
+        auto cost_before = [&](Index i) { return per_position * double(i) + per_key * double(i) * double(i + 1) / 2; };
+        std::vector<Index> bounds(std::size_t(workers) + 1, n);
+        bounds[0] = 0;
+        Index i = 0;
+        for (int w = 1; w < workers; ++w) {
+            const double target = cost_before(n) * double(w) / double(workers);
+            while (i < n && cost_before(i + 1) <= target) ++i;
+            bounds[std::size_t(w)] = std::max(i, bounds[std::size_t(w) - 1]);
+        }
+        return bounds;
     }
 
     void check_ids(const std::vector<int>& ids) const {

@@ -106,7 +106,9 @@ struct FusedProblem {
     T* outputs = nullptr;               ///< heads × (queries × value_size), laid out as the strides say
     Index output_row_stride = 0;        ///< between an output's rows; 0: value_size (contiguous rows)
     Index output_head_stride = 0;       ///< between heads' outputs; 0: queries × the row stride
-    T* weights = nullptr;               ///< heads × (queries × keys), contiguous, or null (streaming)
+    T* weights = nullptr;               ///< heads × (queries × keys) as the strides say, or null (streaming)
+    Index weights_row_stride = 0;       ///< between a head's weight rows; 0: keys (contiguous rows)
+    Index weights_head_stride = 0;      ///< between heads' weights; 0: queries × the row stride
     bool weights_zeroed = false;        ///< the weights buffer is already all zero
     Index first_head = 0;               ///< the caller's number for head 0, for error messages
 
@@ -115,6 +117,13 @@ struct FusedProblem {
         const Index row = output_row_stride != 0 ? output_row_stride : value_size;
         const Index head = output_head_stride != 0 ? output_head_stride : queries * row;
         return outputs + h * head + i * row;
+    }
+
+    Index weights_row() const { return weights_row_stride != 0 ? weights_row_stride : keys; }
+    /// Head h's weights row i (keys entries; the rest of a longer row is never written).
+    T* weights_at(Index h, Index i) const {
+        const Index head = weights_head_stride != 0 ? weights_head_stride : queries * weights_row();
+        return weights + h * head + i * weights_row();
     }
 
     /// Keys 0 … allowed(i) − 1 are visible to query row i.
@@ -464,8 +473,9 @@ void weights_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, I
     using PanelTiles = kernel::Tiles<T, Tiling::kValueRows, Tiling::kValuePackets>;
     const Index rows = i1 - i0, d = problem.depth, dv = problem.value_size, n = problem.keys;
     const Index padded = kernel::round_up(dv, lanes);
-    T* weights = problem.weights + (h * problem.queries + i0) * n;
-    T* q = scratch.queries.data();  // (rows × d), rotated and scaled
+    T* weights = problem.weights_at(h, i0);
+    const Index stride = problem.weights_row();  // between weight rows
+    T* q = scratch.queries.data();               // (rows × d), rotated and scaled
     T* o = scratch.output.data();
     T* tile = scratch.tile.data();
     kernel::load_queries(problem, h, i0, i1, q);
@@ -477,20 +487,21 @@ void weights_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, I
         // scores of the lower blocks, straight into the weights
         for (Index p = 0; p < panels; ++p) {
             const T* keys = head.panels.data() + p * d * panel;
-            T* dst = weights + g * n + p * panel;
+            T* dst = weights + g * stride + p * panel;
             if ((p + 1) * panel <= n) {
-                PanelTiles::run(int(group_rows), Tiling::kValuePackets, q + g * d, d, 1, keys, panel, d, dst, n, false);
+                PanelTiles::run(int(group_rows), Tiling::kValuePackets, q + g * d, d, 1, keys, panel, d, dst, stride,
+                                false);
             } else {  // the last panel reaches past the row's end: through the tile
                 PanelTiles::run(int(group_rows), Tiling::kValuePackets, q + g * d, d, 1, keys, panel, d, tile, panel,
                                 false);
                 for (Index r = 0; r < group_rows; ++r)
-                    std::copy(tile + r * panel, tile + r * panel + (n - p * panel), dst + r * n);
+                    std::copy(tile + r * panel, tile + r * panel + (n - p * panel), dst + r * stride);
             }
         }
         // softmax over each row's visible keys; the rest exactly 0
         const Index written = std::min(n, panels * panel);
         for (Index r = g; r < g + group_rows; ++r) {
-            T* row = weights + r * n;
+            T* row = weights + r * stride;
             const Index own = problem.allowed(i0 + r);
             std::fill(row + own, row + (problem.weights_zeroed ? written : n), T(0));
             const Index whole = own / lanes * lanes;
@@ -516,7 +527,7 @@ void weights_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, I
             const Index group_rows = std::min(group, rows - g);
             const Index count = std::min(block, problem.allowed(i0 + g + group_rows - 1) - j0);
             if (count <= 0) continue;
-            kernel::weights_times_values(group_rows, weights + g * n + j0, n, 1, count,
+            kernel::weights_times_values(group_rows, weights + g * stride + j0, stride, 1, count,
                                          head.values.data + j0 * head.values.stride, head.values.stride, padded,
                                          o + g * padded, padded, j0 > 0);
         }
