@@ -89,8 +89,7 @@ inline std::pair<Eigen::Index, Eigen::Index> share(Eigen::Index count, int parts
 /// swallows it and rethrows the failure itself.
 struct TeamStopped {};
 
-/// The workers of one run_team call: how many there are, a barrier, and phases of
-/// tasks handed out from a shared counter.
+/// The workers of one run_team call: how many there are, and a barrier.
 class Team {
 public:
     int size() const { return size_; }
@@ -102,7 +101,6 @@ public:
         const unsigned generation = generation_.load(std::memory_order_acquire);
         if (arrived_.fetch_add(1, std::memory_order_acq_rel) == size_ - 1) {  // the last to arrive
             arrived_.store(0, std::memory_order_relaxed);
-            next_task_[generation & 1].store(0, std::memory_order_relaxed);  // every worker is done with it
             generation_.fetch_add(1, std::memory_order_release);
             return;
         }
@@ -110,22 +108,6 @@ public:
             if (failed_.load(std::memory_order_acquire)) throw TeamStopped{};
             if (spins >= kSpinsBeforeYield) std::this_thread::yield();
         }
-    }
-
-    /// One phase: task(0 … count − 1), each run once by whichever worker claims it next,
-    /// then sync(). Every worker must call it, with the same count.
-    template <class Task>
-    void run_tasks(Eigen::Index count, Task&& task) {
-        if (size_ == 1) {
-            for (Eigen::Index t = 0; t < count; ++t) task(t);
-            return;
-        }
-        // Phases alternate between two counters; sync() resets the one just used.
-        std::atomic<Eigen::Index>& next = next_task_[generation_.load(std::memory_order_acquire) & 1];
-        for (Eigen::Index t = next.fetch_add(1); t < count && !failed_.load(std::memory_order_relaxed);
-             t = next.fetch_add(1))
-            task(t);
-        sync();
     }
 
 private:
@@ -137,7 +119,6 @@ private:
     std::atomic<int> arrived_{0};
     std::atomic<unsigned> generation_{0};
     std::atomic<bool> failed_{false};
-    std::atomic<Eigen::Index> next_task_[2]{{0}, {0}};
 };
 
 /// Runs body(worker, team) once on each of up to `workers` threads (the caller is worker
