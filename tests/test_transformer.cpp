@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <thread>
 
 #include "model_fixture.hpp"
@@ -198,6 +199,34 @@ TEST_CASE("Model::load: a tensor of the wrong shape is named with both shapes") 
     check_load_fails(
         "wrong_shape", [](TinyModel& t) { t.tensors["layers.0.mlp.up.weight"] = attn::Matrix<float>::Zero(8, 15); },
         "layers.0.mlp.up.weight is [8, 15], expected [8, 16]");
+}
+
+TEST_CASE("Model::load: a weight that is NaN or infinite is named") {
+    check_load_fails(
+        "nan_weight",
+        [](TinyModel& t) { t.tensors["layers.1.mlp.down.weight"](3, 2) = std::numeric_limits<float>::quiet_NaN(); },
+        "tensor 'layers.1.mlp.down.weight' holds NaN or infinity");
+    check_load_fails(
+        "infinite_bias",
+        [](TinyModel& t) { t.tensors["final_norm.bias"](0, 5) = -std::numeric_limits<float>::infinity(); },
+        "tensor 'final_norm.bias' holds NaN or infinity");
+}
+
+TEST_CASE("Model::forward threads: scores that overflow raise numeric_error from any thread, without hanging") {
+    TinyModel tiny("overflow");
+    tiny.manifest["settings"]["longest"] = 64;
+    tiny.tensors["layers.1.attention.query"] *= 1e20f;  // finite weights, scores past float's range
+    tiny.tensors["layers.1.attention.key"] *= 1e20f;
+    const auto model = attn::Model<float>::load(tiny.write());
+    std::vector<int> ids;
+    for (int i = 0; i < 48; ++i) ids.push_back(4 + i % 20);
+    for (int threads : {1, 2, 3}) {
+        CAPTURE(threads);
+        attn::ForwardOptions options;
+        options.threads = threads;
+        CHECK_THROWS_WITH_AS(model.forward(ids, options), doctest::Contains("contain NaN or +infinity"),
+                             attn::numeric_error);
+    }
 }
 
 TEST_CASE("Model::load: a missing weights file is an io_error") {

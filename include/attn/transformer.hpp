@@ -293,11 +293,13 @@ private:
     /// and, if kept, their rows of every head's weights.
     void attend_rows(Pass& pass, std::size_t l, Index first, Index last, AttentionWeights<T>* weights,
                      const std::vector<bool>& silenced) const {
+        if (first == last) return;
         const Matrix<T>& qkv = pass.qkv[l % 2];
         const Index n = qkv.rows(), c = settings_.dimensions, d = settings_.head_size;
         const AttentionOptions<T> options;  // causal; queries and keys are already rotated
         detail::FusedProblem<T> problem = detail::fused_problem(settings_.heads, last - first, last, d, d, options);
         problem.first_position = first;
+        problem.first_row = first;  // errors name the position, whichever thread finds them
         for (Index h = 0; h < settings_.heads; ++h) {
             const T* keys = qkv.data() + c + h * d;  // row stride 3C
             problem.inputs.push_back({{qkv.data() + first * 3 * c + h * d, 3 * c}, {keys, 3 * c}, {keys + c, 3 * c}});
@@ -468,24 +470,34 @@ private:
             text.pop_back();
             throw format_error(text);
         }
-        embedding_ = file.matrix<T>("embedding");
-        final_norm_weight_ = file.vector<T>("final_norm.weight");
-        final_norm_bias_ = file.vector<T>("final_norm.bias");
+        // Weights that are not finite would only surface as NaN logits (or a numeric_error in
+        // attention, far from its cause): refuse them here, naming the tensor.
+        const auto finite = [&](const std::string& name, auto values) {
+            if (!values.allFinite())
+                throw format_error(detail::message(file.source(), ": tensor '", name, "' holds NaN or infinity",
+                                                   sizeof(T) < 8 ? " (in float)" : ""));
+            return values;
+        };
+        const auto matrix = [&](const std::string& name) { return finite(name, file.matrix<T>(name)); };
+        const auto vector = [&](const std::string& name) { return finite(name, file.vector<T>(name)); };
+        embedding_ = matrix("embedding");
+        final_norm_weight_ = vector("final_norm.weight");
+        final_norm_bias_ = vector("final_norm.bias");
         for (Index l = 0; l < settings_.layers; ++l) {
             const std::string prefix = detail::message("layers.", l, ".");
             Layer layer;
-            layer.attention_norm_weight = file.vector<T>(prefix + "attention_norm.weight");
-            layer.attention_norm_bias = file.vector<T>(prefix + "attention_norm.bias");
-            layer.query = file.matrix<T>(prefix + "attention.query");
-            layer.key = file.matrix<T>(prefix + "attention.key");
-            layer.value = file.matrix<T>(prefix + "attention.value");
-            layer.output = file.matrix<T>(prefix + "attention.output");
-            layer.mlp_norm_weight = file.vector<T>(prefix + "mlp_norm.weight");
-            layer.mlp_norm_bias = file.vector<T>(prefix + "mlp_norm.bias");
-            layer.up = file.matrix<T>(prefix + "mlp.up.weight");
-            layer.up_bias = file.vector<T>(prefix + "mlp.up.bias");
-            layer.down = file.matrix<T>(prefix + "mlp.down.weight");
-            layer.down_bias = file.vector<T>(prefix + "mlp.down.bias");
+            layer.attention_norm_weight = vector(prefix + "attention_norm.weight");
+            layer.attention_norm_bias = vector(prefix + "attention_norm.bias");
+            layer.query = matrix(prefix + "attention.query");
+            layer.key = matrix(prefix + "attention.key");
+            layer.value = matrix(prefix + "attention.value");
+            layer.output = matrix(prefix + "attention.output");
+            layer.mlp_norm_weight = vector(prefix + "mlp_norm.weight");
+            layer.mlp_norm_bias = vector(prefix + "mlp_norm.bias");
+            layer.up = matrix(prefix + "mlp.up.weight");
+            layer.up_bias = vector(prefix + "mlp.up.bias");
+            layer.down = matrix(prefix + "mlp.down.weight");
+            layer.down_bias = vector(prefix + "mlp.down.bias");
             Matrix<T> query_key_value(c, 3 * c);  // (C × 3C): one product for all three
             query_key_value << layer.query, layer.key, layer.value;
             query_key_value_.push_back(std::move(query_key_value));

@@ -111,6 +111,7 @@ struct FusedProblem {
     Index weights_head_stride = 0;      ///< between heads' weights; 0: queries × the row stride
     bool weights_zeroed = false;        ///< the weights buffer is already all zero
     Index first_head = 0;               ///< the caller's number for head 0, for error messages
+    Index first_row = 0;                ///< the caller's number for query row 0, for error messages
 
     /// Head h's output row i (value_size entries).
     T* output_row(Index h, Index i) const {
@@ -451,7 +452,7 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
     }
 
     for (Index i = 0; i < rows; ++i) {
-        if (!std::isfinite(l[i])) kernel::throw_bad_scores(problem.first_head + h, i0 + i);
+        if (!std::isfinite(l[i])) kernel::throw_bad_scores(problem.first_head + h, problem.first_row + i0 + i);
         T* out = problem.output_row(h, i0 + i);
         if (l[i] == T(0)) {  // every visible score was −∞: a zero output, as softmax_rows gives
             std::fill(out, out + dv, T(0));
@@ -507,7 +508,8 @@ void weights_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, I
             const Index whole = own / lanes * lanes;
             T largest = whole > 0 ? kernel::row_max(row, whole) : minus_infinity;
             for (Index j = whole; j < own; ++j) largest = std::isnan(row[j]) ? row[j] : std::max(largest, row[j]);
-            if (kernel::bad_largest(largest)) kernel::throw_bad_scores(problem.first_head + h, i0 + r);
+            if (kernel::bad_largest(largest))
+                kernel::throw_bad_scores(problem.first_head + h, problem.first_row + i0 + r);
             if (largest == minus_infinity) {  // every visible score −∞: a zero row, as softmax_rows gives
                 std::fill(row, row + own, T(0));
                 continue;
