@@ -13,22 +13,6 @@
 using attn::Index;
 using attn::test::random_matrix;
 
-TEST_CASE("share: contiguous ranges that cover 0 … count − 1, sizes differing by at most one") {
-    for (Index count : {0, 1, 5, 160, 161})
-        for (int parts : {1, 2, 3, 7}) {
-            Index next = 0, smallest = count, largest = 0;
-            for (int part = 0; part < parts; ++part) {
-                const auto [first, last] = attn::detail::share(count, parts, part);
-                CHECK(first == next);
-                smallest = std::min(smallest, last - first);
-                largest = std::max(largest, last - first);
-                next = last;
-            }
-            CHECK(next == count);
-            CHECK(largest - smallest <= 1);
-        }
-}
-
 TEST_CASE("run_team threads: sync() orders writes between phases, for 1 to 4 workers") {
     for (int workers : {1, 2, 3, 4}) {
         CAPTURE(workers);
@@ -38,7 +22,7 @@ TEST_CASE("run_team threads: sync() orders writes between phases, for 1 to 4 wor
         attn::detail::run_team(workers, [&](int worker, attn::detail::Team& team) {
             team_size = team.size();
             for (Index round = 1; round <= 50; ++round) {
-                const auto [first, last] = attn::detail::share(n, team.size(), worker);
+                const Index first = n * worker / team.size(), last = n * (worker + 1) / team.size();
                 for (Index i = first; i < last; ++i) a[std::size_t(i)] = round;
                 team.sync();
                 for (Index i = first; i < last; ++i) b[std::size_t(i)] = a[std::size_t(n - 1 - i)];  // others' rows

@@ -6,13 +6,11 @@
 
 #include <Eigen/Core>
 
-#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <mutex>
 #include <system_error>
 #include <thread>
-#include <utility>
 #include <vector>
 
 #include "attn/detail/check.hpp"
@@ -29,6 +27,40 @@ inline int resolve_threads(const char* function, int requested) {
     return hardware == 0 ? 1 : static_cast<int>(hardware);
 }
 
+/// The first exception any worker throws, kept to be rethrown by the caller.
+class FirstError {
+public:
+    /// Call from a catch block: keeps the exception being handled if it is the first.
+    void keep_current() {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        if (!error_) error_ = std::current_exception();
+    }
+    void rethrow_if_any() const {
+        if (error_) std::rethrow_exception(error_);
+    }
+
+private:
+    std::mutex mutex_;
+    std::exception_ptr error_;
+};
+
+/// Starts work(1) … work(workers − 1) on new threads, as many as the system lets it
+/// (the caller is worker 0 and runs its own share). Returns the threads to join.
+template <class Work>
+std::vector<std::thread> start_helpers(int workers, Work& work) {
+    std::vector<std::thread> helpers;
+    if (workers <= 1) return helpers;
+    helpers.reserve(static_cast<std::size_t>(workers - 1));
+    for (int worker = 1; worker < workers; ++worker) {
+        try {
+            helpers.emplace_back(work, worker);
+        } catch (const std::system_error&) {
+            break;  // no more threads: the ones running do the rest
+        }
+    }
+    return helpers;
+}
+
 /// Runs two phases of independent tasks on up to `workers` threads (the caller
 /// included): fn(phase, task, worker) for every task 0 … first_count − 1 of phase 0,
 /// then, once all of them have finished, for every task 0 … second_count − 1 of
@@ -43,8 +75,7 @@ void run_two_phases(int workers, Eigen::Index first_count, Eigen::Index second_c
     using Eigen::Index;
     std::atomic<Index> next_first{0}, done_first{0}, next_second{0};
     std::atomic<bool> failed{false};
-    std::exception_ptr error;
-    std::mutex error_mutex;
+    FirstError error;
 
     auto work = [&](int worker) {
         try {
@@ -56,33 +87,15 @@ void run_two_phases(int workers, Eigen::Index first_count, Eigen::Index second_c
             for (Index task = next_second++; task < second_count && !failed.load(); task = next_second++)
                 fn(1, task, worker);
         } catch (...) {
-            const std::lock_guard<std::mutex> lock(error_mutex);
-            if (!error) error = std::current_exception();
+            error.keep_current();
             failed = true;
         }
     };
 
-    std::vector<std::thread> helpers;
-    if (workers > 1) {
-        helpers.reserve(static_cast<std::size_t>(workers - 1));
-        for (int worker = 1; worker < workers; ++worker) {
-            try {
-                helpers.emplace_back(work, worker);
-            } catch (const std::system_error&) {
-                break;  // no more threads: the ones running share the tasks
-            }
-        }
-    }
+    std::vector<std::thread> helpers = start_helpers(workers, work);
     work(0);
     for (std::thread& helper : helpers) helper.join();
-    if (error) std::rethrow_exception(error);
-}
-
-/// Part `part` of [0, count) cut into `parts` contiguous ranges whose sizes differ by at most one.
-inline std::pair<Eigen::Index, Eigen::Index> share(Eigen::Index count, int parts, int part) {
-    const Eigen::Index base = count / parts, extra = count % parts;
-    const Eigen::Index begin = part * base + std::min<Eigen::Index>(part, extra);
-    return {begin, begin + base + (part < extra ? 1 : 0)};
+    error.rethrow_if_any();
 }
 
 /// Thrown inside a worker by Team::sync() once another worker has failed; run_team
@@ -130,8 +143,7 @@ template <class Body>
 void run_team(int workers, Body&& body) {
     Team team;
     std::atomic<bool> go{false};
-    std::exception_ptr error;
-    std::mutex error_mutex;
+    FirstError error;
     auto work = [&](int worker) {
         while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
         if (worker >= team.size_) return;
@@ -139,27 +151,16 @@ void run_team(int workers, Body&& body) {
             body(worker, team);
         } catch (const TeamStopped&) {
         } catch (...) {
-            const std::lock_guard<std::mutex> lock(error_mutex);
-            if (!error) error = std::current_exception();
+            error.keep_current();
             team.failed_.store(true, std::memory_order_release);
         }
     };
-    std::vector<std::thread> helpers;
-    if (workers > 1) {
-        helpers.reserve(static_cast<std::size_t>(workers - 1));
-        for (int worker = 1; worker < workers; ++worker) {
-            try {
-                helpers.emplace_back(work, worker);
-            } catch (const std::system_error&) {
-                break;  // no more threads: a smaller team
-            }
-        }
-    }
+    std::vector<std::thread> helpers = start_helpers(workers, work);  // fewer if the system refuses: a smaller team
     team.size_ = 1 + static_cast<int>(helpers.size());
     go.store(true, std::memory_order_release);
     work(0);
     for (std::thread& helper : helpers) helper.join();
-    if (error) std::rethrow_exception(error);
+    error.rethrow_if_any();
 }
 
 }  // namespace attn::detail
