@@ -111,7 +111,7 @@ void multiply_rows(Index rows, Index depth, Index cols, const T* a, Index a_row,
     // column panels outermost: a panel of b (depth × kColumns) stays in cache for every row
     // While one panel's row tiles run, the next panel is prefetched, a share of its rows per
     // tile: in a forward pass the weights come from L3, and the first tile of every panel
-    // would otherwise wait for them (3–10 % of the model's forward time, measured).
+    // would otherwise wait for them (docs/bench/performance.md: 2–11 % of a forward, profiled).
     const Index tiles = (rows + Tile::kRows - 1) / Tile::kRows;
     const Index rows_per_tile = (depth + tiles - 1) / tiles;
     constexpr Index kLine = 64 / Index(sizeof(T));  // entries per cache line
