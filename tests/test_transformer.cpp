@@ -122,6 +122,10 @@ TEST_CASE("Model::forward: empty, too long and out-of-range ids raise argument_e
                          attn::argument_error);
     CHECK_THROWS_WITH_AS(model.forward({0, -1}), doctest::Contains("ids[1] = -1"), attn::argument_error);
     CHECK(model.product_ids("table chair stool table chair stool", "café café café café").size() == 12);
+    attn::ForwardOptions negative;
+    negative.threads = -1;
+    CHECK_THROWS_WITH_AS(model.forward({0, 4}, negative), doctest::Contains("Model::forward: threads must be ≥ 0"),
+                         attn::argument_error);
 }
 
 // ---- corrupted models: one case each -------------------------------------------------
