@@ -6,8 +6,16 @@
 //   head/<path>/d:<size>/threads:<t>     attention(): one head, causal
 //   long/stream/d:64/threads:<t>         attend_heads(), 4 heads, 8,192 and 16,384 positions
 //   matrix_multiply/threads:<t>/size:1024  Eigen's float GEMM, the machine's reference rate
+//   products/<product>/<impl>/<weights>   one thread: the forward's matrix products on the store
+//                                        model's shapes, rows:80 and rows:160 (a forward's share on
+//                                        2 threads, and all of it); <impl> attn (detail::multiply_rows,
+//                                        the forward's kernel) or eigen (c.noalias() += a * b, row-major);
+//                                        <weights> warm (one b, stays in cache) or streamed (b cycles
+//                                        through 32 MB of copies, as a forward's 4 MB of weights do)
 //   model_forward/threads:<t>            the store model's whole forward pass, logits only,
 //                                        16 … 160 positions (ForwardOptions::threads = t)
+//   model_forward/workers:<t>            the same on an attn::Workers of t kept across calls
+//                                        (ForwardOptions::workers)
 // <path> is `stream` (fused kernel, outputs only), `weights` (fused kernel, weights
 // returned) or `plain` (the unfused reference path: full scores, mask, softmax, product).
 //
@@ -28,6 +36,7 @@
 #include <sys/resource.h>
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -142,6 +151,41 @@ void matrix_multiply(benchmark::State& state, int threads) {
                                                    benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// ---- The forward's matrix products on the store model's shapes, one thread ------------------
+// a (rows × depth) · b (depth × cols) added into c, all row-major, as Model::forward runs them.
+
+struct ProductShape {
+    const char* name;
+    Index depth, cols;
+};
+
+enum class ProductImpl { attn, eigen };
+
+void product_benchmark(benchmark::State& state, ProductShape shape, ProductImpl impl, bool streamed) {
+    using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    const Index rows = state.range(0);
+    std::srand(6);
+    const RowMajor a = RowMajor::Random(rows, shape.depth);
+    const double b_bytes = double(shape.depth) * double(shape.cols) * sizeof(float);
+    const std::size_t copies = streamed ? std::size_t(std::max(1.0, 32.0 * 1024 * 1024 / b_bytes)) : 1;
+    std::vector<RowMajor> b(copies, RowMajor::Random(shape.depth, shape.cols));
+    RowMajor c = RowMajor::Zero(rows, shape.cols);
+    Eigen::setNbThreads(1);
+    std::size_t next = 0;
+    for (auto _ : state) {
+        const RowMajor& weights = b[next];
+        next = next + 1 == copies ? 0 : next + 1;
+        if (impl == ProductImpl::attn)
+            attn::detail::multiply_rows(a, weights, c, true);
+        else
+            c.noalias() += a * weights;
+        benchmark::DoNotOptimize(c.data());
+        benchmark::ClobberMemory();
+    }
+    state.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(rows) * double(shape.depth) * double(shape.cols) * 1e-9,
+                                                   benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // ---- The store model's full forward, 16 … 160 positions -------------------------------
 // Logits only (the default), on the first `positions` ids of a 160-token product text.
 
@@ -150,13 +194,20 @@ const attn::Model<float>& store_model() {
     return model;
 }
 
-void model_forward(benchmark::State& state, int threads) {
+/// threads > 0: ForwardOptions::threads (threads started and joined in every call);
+/// kept > 0: ForwardOptions::workers, an attn::Workers of that size kept across calls.
+void model_forward(benchmark::State& state, int threads, int kept) {
     const attn::Model<float>& model = store_model();
     std::vector<int> ids;
     for (int i = 0; static_cast<Index>(ids.size()) < state.range(0); ++i)
         ids.push_back(4 + (i * 37) % (model.tokenizer().size() - 4));  // ordinary tokens, no markers
     attn::ForwardOptions options;
     options.threads = threads;
+    std::unique_ptr<attn::Workers> workers;
+    if (kept > 0) {
+        workers = std::make_unique<attn::Workers>(kept);
+        options.workers = workers.get();
+    }
     for (auto _ : state) {
         auto result = model.forward(ids, options);
         benchmark::DoNotOptimize(result.logits.data());
@@ -166,14 +217,16 @@ void model_forward(benchmark::State& state, int threads) {
 
 void register_benchmarks() {
     for (int threads : {1, 2})
-        benchmark::RegisterBenchmark(("model_forward/threads:" + std::to_string(threads)).c_str(), model_forward,
-                                     threads)
-            ->RangeMultiplier(2)
-            ->Range(16, 128)
-            ->Arg(160)
-            ->ArgName("positions")
-            ->Unit(benchmark::kMillisecond)
-            ->UseRealTime();
+        for (bool kept : {false, true})
+            benchmark::RegisterBenchmark(
+                ("model_forward/" + std::string(kept ? "workers:" : "threads:") + std::to_string(threads)).c_str(),
+                model_forward, kept ? 0 : threads, kept ? threads : 0)
+                ->RangeMultiplier(2)
+                ->Range(16, 128)
+                ->Arg(160)
+                ->ArgName("positions")
+                ->Unit(benchmark::kMillisecond)
+                ->UseRealTime();
     for (int threads : {1, 2}) {
         benchmark::RegisterBenchmark(("matrix_multiply/threads:" + std::to_string(threads)).c_str(), matrix_multiply,
                                      threads)
@@ -181,6 +234,25 @@ void register_benchmarks() {
             ->ArgName("size")
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
+    }
+    {
+        const attn::ModelSettings& s = store_model().settings();
+        const Index c = s.dimensions;
+        for (ProductShape shape : {ProductShape{"query_key_value", c, 3 * c}, ProductShape{"output", c, c},
+                                   ProductShape{"up", c, s.mlp_width}, ProductShape{"down", s.mlp_width, c},
+                                   ProductShape{"unembedding", c, s.vocabulary_size}})
+            for (ProductImpl impl : {ProductImpl::attn, ProductImpl::eigen})
+                for (bool streamed : {false, true}) {
+                    const std::string name = std::string("products/") + shape.name +
+                                             (impl == ProductImpl::attn ? "/attn" : "/eigen") +
+                                             (streamed ? "/streamed" : "/warm");
+                    benchmark::RegisterBenchmark(name.c_str(), product_benchmark, shape, impl, streamed)
+                        ->Arg(80)
+                        ->Arg(160)
+                        ->ArgName("rows")
+                        ->Unit(benchmark::kMicrosecond)
+                        ->UseRealTime();
+                }
     }
     for (Path path : {Path::stream, Path::weights, Path::plain})
         for (Index d : {32, 64, 128})

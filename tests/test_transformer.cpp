@@ -230,6 +230,11 @@ TEST_CASE("Model::forward threads: scores that overflow raise numeric_error from
         options.threads = threads;
         CHECK_THROWS_WITH_AS(model.forward(ids, options), doctest::Contains("contain NaN or +infinity"),
                              attn::numeric_error);
+        attn::Workers workers(threads);  // and on kept threads, which serve the next call
+        options.workers = &workers;
+        CHECK_THROWS_WITH_AS(model.forward(ids, options), doctest::Contains("contain NaN or +infinity"),
+                             attn::numeric_error);
+        CHECK_THROWS_AS(model.forward(ids, options), attn::numeric_error);
     }
 }
 

@@ -10,6 +10,9 @@ Peers, float32, logits only, on the first n ids of one 160-token text:
     (traced per length, frozen, torch.jit.optimize_for_inference); the faster counts;
   * NumPy: a forward written the way the chapter's lib.transformer recomputes the model
     (matrix products, np.where causal mask, exp/sum softmax, per layer).
+attn runs on an attn::Workers kept across calls (model_forward/workers:t), as the peers keep
+their thread pools; with threads started in every call (model_forward/threads:t) it is in the
+table too, and its ratio to PyTorch in brackets.
 Each peer runs in a process of its own, once per thread count 1 … --threads, and counts
 at its best. --rounds (3) rounds interleave attn and the peers; times are medians over them. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are set on these machines and slow the
 peers; unset both in this command only (as above).
@@ -129,15 +132,19 @@ def median_seconds(call, budget=0.5, least=20):
 
 
 def ours(bench, threads):
-    out = subprocess.run([bench, f"--benchmark_filter=^model_forward/threads:{threads}/",
+    """Medians in seconds per position count, {"workers": …, "threads": …}: the pass on an
+    attn::Workers kept across calls (as PyTorch and OpenBLAS keep their thread pools), and
+    with threads started and joined in every call (ForwardOptions::threads)."""
+    out = subprocess.run([bench, f"--benchmark_filter=^model_forward/(threads|workers):{threads}/",
                           "--benchmark_format=json", "--benchmark_repetitions=5",
                           "--benchmark_report_aggregates_only=true"],
                          check=True, capture_output=True, text=True).stdout
-    result = {}
+    result = {"workers": {}, "threads": {}}
     for b in json.loads(out)["benchmarks"]:
         if b.get("aggregate_name") == "median":
+            form = b["run_name"].split("/")[1].split(":")[0]
             n = int(b["run_name"].split("positions:")[1].split("/")[0])
-            result[n] = b["real_time"] * {"ms": 1e-3, "us": 1e-6, "ns": 1e-9}[b["time_unit"]]
+            result[form][n] = b["real_time"] * {"ms": 1e-3, "us": 1e-6, "ns": 1e-9}[b["time_unit"]]
     return result
 
 
@@ -171,7 +178,10 @@ def longest_golden_text():
 
 
 def peer_in_subprocess(peer, threads):
-    """Each peer runs in a process of its own: PyTorch's idle OpenMP threads spin for a while
+    """attn runs on an attn::Workers kept across calls (model_forward/workers:t), as the peers keep
+their thread pools; with threads started in every call (model_forward/threads:t) it is in the
+table too, and its ratio to PyTorch in brackets.
+Each peer runs in a process of its own: PyTorch's idle OpenMP threads spin for a while
     after each call and would slow whatever ran next in the same process."""
     out = subprocess.run([sys.executable, __file__, "--peer", peer, "--threads", str(threads)],
                          check=True, capture_output=True, text=True).stdout
@@ -204,27 +214,29 @@ def main():
         for peer in PEERS:  # at its best of 1 … threads threads
             runs = [peer_in_subprocess(peer, t) for t in range(1, args.threads + 1)]
             peer_runs[peer].append({n: min((r[n], t + 1) for t, r in enumerate(runs)) for n in POSITIONS})
-    cpp = {n: statistics.median(run[n] for run in ours_runs) for n in POSITIONS}
+    cpp = {n: statistics.median(run["workers"][n] for run in ours_runs) for n in POSITIONS}
+    cpp_per_call = {n: statistics.median(run["threads"][n] for run in ours_runs) for n in POSITIONS}
     peers = {peer: {n: statistics.median(run[n][0] for run in peer_runs[peer]) for n in POSITIONS} for peer in PEERS}
     peer_threads = {peer: {n: [run[n][1] for run in peer_runs[peer]] for n in POSITIONS} for peer in PEERS}
     rows = []
     for n in POSITIONS:
         t_torch = min(peers["pytorch-eager"][n], peers["pytorch-script"][n])
-        rows.append({"positions": n, "attn_ms": cpp[n] * 1e3,
+        rows.append({"positions": n, "attn_ms": cpp[n] * 1e3, "attn_threads_per_call_ms": cpp_per_call[n] * 1e3,
                      "pytorch_eager_ms": peers["pytorch-eager"][n] * 1e3,
                      "pytorch_script_ms": peers["pytorch-script"][n] * 1e3,
                      "pytorch_ms": t_torch * 1e3, "numpy_ms": peers["numpy"][n] * 1e3,
                      "peer_threads": {peer: peer_threads[peer][n] for peer in PEERS},
-                     "vs_pytorch": t_torch / cpp[n], "vs_numpy": peers["numpy"][n] / cpp[n]})
+                     "vs_pytorch": t_torch / cpp[n], "vs_numpy": peers["numpy"][n] / cpp[n],
+                     "vs_pytorch_threads_per_call": t_torch / cpp_per_call[n]})
     print(f"store model forward, float32, logits only, attn on {args.threads} thread(s), "
           f"each peer its best of 1 … {args.threads}, medians over {args.rounds} rounds")
-    print("| positions | attn | PyTorch eager (inference_mode) | PyTorch TorchScript (frozen) "
-          "| NumPy (chapter style) | vs PyTorch's faster | vs NumPy |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+    print("| positions | attn, kept Workers | attn, threads per call | PyTorch eager (inference_mode) "
+          "| PyTorch TorchScript (frozen) | NumPy (chapter style) | vs PyTorch's faster | vs NumPy |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['positions']} | {r['attn_ms']:.3f} ms | {r['pytorch_eager_ms']:.3f} ms "
-              f"| {r['pytorch_script_ms']:.3f} ms | {r['numpy_ms']:.3f} ms "
-              f"| {r['vs_pytorch']:.1f}× | {r['vs_numpy']:.1f}× |")
+        print(f"| {r['positions']} | {r['attn_ms']:.3f} ms | {r['attn_threads_per_call_ms']:.3f} ms "
+              f"| {r['pytorch_eager_ms']:.3f} ms | {r['pytorch_script_ms']:.3f} ms | {r['numpy_ms']:.3f} ms "
+              f"| {r['vs_pytorch']:.1f}× ({r['vs_pytorch_threads_per_call']:.1f}×) | {r['vs_numpy']:.1f}× |")
     out = Path(args.out) if args.out else ROOT / f"docs/bench/model_forward_threads{args.threads}.json"
     out.write_text(json.dumps({"threads": args.threads, "rounds": args.rounds, "torch": torch.__version__,
                                "numpy": np.__version__, "rows": rows,

@@ -44,6 +44,7 @@
 #include "attn/safetensors.hpp"
 #include "attn/tokenizer.hpp"
 #include "attn/types.hpp"
+#include "attn/workers.hpp"
 
 namespace attn {
 
@@ -104,6 +105,10 @@ struct ForwardOptions {
     /// thread. Each owns a share of the positions for the whole pass, at
     /// least 16 positions each. Results are bit-identical for every thread count.
     int threads = 1;
+    /// Threads kept by the caller (attn/workers.hpp): if set, the pass runs on them, as many
+    /// as workers->size() (at least 16 positions each), and `threads` is not used. Saves
+    /// starting and joining threads in every call; the results are the same bits.
+    Workers* workers = nullptr;
 };
 
 template <class T>
@@ -175,9 +180,9 @@ public:
             silenced[std::size_t(id.layer)][std::size_t(id.head)] = true;
         }
         const Index n = static_cast<Index>(ids.size());
-        const int threads = detail::resolve_threads("Model::forward", options.threads);
+        const int threads =
+            options.workers ? options.workers->size() : detail::resolve_threads("Model::forward", options.threads);
         const int workers = static_cast<int>(std::min<Index>(threads, std::max<Index>(1, n / kPositionsPerThread)));
-        const std::vector<Index> bounds = share_positions(n, workers);
 
         ForwardResult<T> result;
         Pass pass(settings_, n, result.logits);
@@ -185,25 +190,31 @@ public:
         if (options.keep_attention)
             kept.assign(std::size_t(settings_.layers), AttentionWeights<T>(settings_.heads, n, n));
 
-        // Each worker owns positions [first, last) for the whole pass, attention included:
-        // causal attention for those queries reads only keys and values 0 … last − 1. So its
-        // rows of every buffer stay in its own cache, and one barrier per layer (every
-        // position's keys and values are ready) is all the workers share. qkv alternates
-        // between two buffers, so a worker projecting layer l + 1 never overwrites keys
-        // another is still reading for layer l.
-        detail::run_team(workers, [&](int worker, detail::Team& team) {
+        // Each worker owns positions [first, last) for the layers, attention included: causal
+        // attention for those queries reads only keys and values 0 … last − 1. So its rows of
+        // every buffer stay in its own cache, and one barrier per layer (every position's keys
+        // and values are ready) is all the workers share. qkv alternates between two buffers,
+        // so a worker projecting layer l + 1 never overwrites keys another is still reading.
+        // The unembedding has no attention in it: after one more barrier, its rows are shared
+        // out evenly.
+        auto pass_share = [&](int worker, detail::Team& team) {
+            const std::vector<Index> bounds = share_positions(n, team.size());
             const Index first = bounds[std::size_t(worker)], last = bounds[std::size_t(worker) + 1];
-            const Index rows = last - first;
-            for (Index i = first; i < last; ++i) pass.x.row(i) = embedding_.row(ids[std::size_t(i)]);
-            project_qkv_rows(pass, 0, first, rows);
+            first_layer_qkv_rows(pass, ids, first, last);
             for (std::size_t l = 0; l < layers_.size(); ++l) {
                 team.sync();  // every position's keys and values of layer l are ready
                 attend_rows(pass, l, first, last, options.keep_attention ? &kept[l] : nullptr, silenced[l]);
-                finish_layer_rows(pass, l, first, rows);
-                if (l + 1 < layers_.size()) project_qkv_rows(pass, l + 1, first, rows);
+                finish_layer_rows(pass, l, first, last - first);
+                if (l + 1 < layers_.size()) project_qkv_rows(pass, l + 1, first, last - first);
             }
-            logits_rows(pass, first, rows);
-        });
+            team.sync();  // every position's residual stream is final
+            const Index from = n * worker / team.size(), to = n * (worker + 1) / team.size();
+            logits_rows(pass, from, to - from);
+        };
+        if (options.workers)
+            detail::run_team_on(*options.workers, workers, pass_share);
+        else
+            detail::run_team(workers, pass_share);
         if (options.keep_attention) result.attention = ModelAttention<T>(std::move(kept));
         return result;
     }
@@ -218,8 +229,9 @@ private:
     static constexpr Index kPositionsPerThread = 16;
     /// How much more a FLOP of attention costs than a FLOP of the products (short rows of
     /// keys, exponentials, another thread's keys): measured on the store model at 160
-    /// positions with 2 threads, where it evens the threads' time between barriers.
-    static constexpr double kAttentionCost = 4.0;
+    /// positions with 2 threads, where 2 evens the threads' time between barriers (4 left the
+    /// second thread waiting ~40 µs per layer).
+    static constexpr double kAttentionCost = 2.0;
 
     /// One forward pass's working memory, allocated once by the calling thread.
     struct Pass {
@@ -248,6 +260,27 @@ private:
             gelu_in_place(block);
     }
 
+    /// Positions [first, last): x = the tokens' embeddings, and layer 0's q, k, v looked up in
+    /// first_layer_qkv_ (what project_qkv_rows would compute for each token), then rotated.
+    void first_layer_qkv_rows(Pass& pass, const std::vector<int>& ids, Index first, Index last) const {
+        Matrix<T>& qkv = pass.qkv[0];
+        for (Index i = first; i < last; ++i) {
+            const Index id = ids[std::size_t(i)];
+            pass.x.row(i) = embedding_.row(id);
+            qkv.row(i) = first_layer_qkv_.row(id);
+        }
+        rotate_rows(qkv, first, last - first);
+    }
+
+    /// Rotary positions for the queries and keys at positions [first, first + rows) of qkv.
+    void rotate_rows(Matrix<T>& qkv, Index first, Index rows) const {
+        const Index c = settings_.dimensions, d = settings_.head_size;
+        for (Index h = 0; h < settings_.heads; ++h) {
+            rope_.apply(qkv.block(first, h * d, rows, d), first);
+            rope_.apply(qkv.block(first, c + h * d, rows, d), first);
+        }
+    }
+
     /// Positions [first, first + rows): qkv = layer_norm(x) · [Wq Wk Wv] of layer l, queries and
     /// keys rotated.
     void project_qkv_rows(Pass& pass, std::size_t l, Index first, Index rows) const {
@@ -257,11 +290,7 @@ private:
                                 settings_.norm_epsilon, normed);
         Matrix<T>& qkv = pass.qkv[l % 2];
         detail::multiply_rows(normed, query_key_value_[l], qkv.middleRows(first, rows), false);
-        const Index c = settings_.dimensions, d = settings_.head_size;
-        for (Index h = 0; h < settings_.heads; ++h) {  // rotary positions, once per query and key
-            rope_.apply(qkv.block(first, h * d, rows, d), first);
-            rope_.apply(qkv.block(first, c + h * d, rows, d), first);
-        }
+        rotate_rows(qkv, first, rows);
     }
 
     /// Positions [first, first + rows), after layer l's attention: x += attended · Wo, then
@@ -318,14 +347,14 @@ private:
             if (silenced[std::size_t(h)]) pass.attended.block(first, h * d, last - first, d).setZero();
     }
 
-    /// Boundaries 0 = b[0] ≤ … ≤ b[workers] = n of each worker's positions, cut so that the
-    /// work is even: every position costs the same in the products, and a later one more in
-    /// causal attention (it sees more keys), so earlier shares are a little longer.
+    /// Boundaries 0 = b[0] ≤ … ≤ b[workers] = n of each worker's positions in the layers, cut so
+    /// that the work is even: every position costs the same in the products, and a later one
+    /// more in causal attention (it sees more keys), so earlier shares are a little longer.
     std::vector<Index> share_positions(Index n, int workers) const {
-        // FLOPs per position ÷ 2C: the products of every layer, then the unembedding
+        // FLOPs per position ÷ 2C in the products of the layers (layer 0's q, k, v are looked up)
         const double per_position =
-            double(settings_.layers) * double(4 * settings_.dimensions + 2 * settings_.mlp_width) +
-            double(settings_.vocabulary_size);
+            double(settings_.layers) * double(4 * settings_.dimensions + 2 * settings_.mlp_width) -
+            double(3 * settings_.dimensions);
         // attention's FLOPs per visible key (4C per layer) ÷ 2C, weighted by kAttentionCost
         const double per_key = double(settings_.layers) * 2.0 * kAttentionCost;
         auto cost_before = [&](Index i) { return per_position * double(i) + per_key * double(i) * double(i + 1) / 2; };
@@ -504,6 +533,14 @@ private:
             layers_.push_back(std::move(layer));
         }
         unembedding_ = embedding_.transpose();
+        // Layer 0 sees only the embeddings, so its queries, keys and values (before rotation)
+        // depend on the token alone: one row per vocabulary entry, computed here once.
+        const Layer& first = layers_.front();
+        Matrix<T> normed(settings_.vocabulary_size, c);
+        detail::layer_norm_into(embedding_, first.attention_norm_weight, first.attention_norm_bias,
+                                settings_.norm_epsilon, normed);
+        first_layer_qkv_.resize(settings_.vocabulary_size, 3 * c);
+        detail::multiply_rows(normed, query_key_value_.front(), first_layer_qkv_, false);
     }
 
     static std::string join(const std::vector<std::string>& parts) {
@@ -521,6 +558,7 @@ private:
     // The same weights laid out for the forward pass's products (row-major, in × out).
     std::vector<Matrix<T>> query_key_value_;  // per layer (C × 3C): [Wq Wk Wv]
     Matrix<T> unembedding_;                   // (C × vocabulary) = Eᵀ
+    Matrix<T> first_layer_qkv_;               // (vocabulary × 3C): layer_norm(E) · [Wq Wk Wv] of layer 0
 };
 
 }  // namespace attn

@@ -2,10 +2,12 @@
 // Small fork-join helpers on std::thread: run_two_phases for the attention kernel's
 // tasks, run_team for the model's forward pass (workers in lockstep, with barriers).
 // Nothing is kept between calls (no pool, no global state), so concurrent callers
-// never share anything; the caller's thread is one of the workers.
+// never share anything; the caller's thread is one of the workers. run_team_on runs a
+// team on threads the caller keeps (attn::Workers) instead.
 
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <mutex>
@@ -126,6 +128,22 @@ public:
 private:
     template <class Body>
     friend void run_team(int workers, Body&& body);
+    template <class Pool, class Body>
+    friend void run_team_on(Pool& pool, int workers, Body&& body);
+
+    /// body(worker, *this) if the worker is in the team, its first exception kept in error.
+    template <class Body>
+    void run_member(int worker, Body& body, FirstError& error) {
+        if (worker >= size_) return;
+        try {
+            body(worker, *this);
+        } catch (const TeamStopped&) {
+        } catch (...) {
+            error.keep_current();
+            failed_.store(true, std::memory_order_release);
+        }
+    }
+
     static constexpr int kSpinsBeforeYield = 4096;
 
     int size_ = 1;
@@ -146,20 +164,29 @@ void run_team(int workers, Body&& body) {
     FirstError error;
     auto work = [&](int worker) {
         while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-        if (worker >= team.size_) return;
-        try {
-            body(worker, team);
-        } catch (const TeamStopped&) {
-        } catch (...) {
-            error.keep_current();
-            team.failed_.store(true, std::memory_order_release);
-        }
+        team.run_member(worker, body, error);
     };
     std::vector<std::thread> helpers = start_helpers(workers, work);  // fewer if the system refuses: a smaller team
     team.size_ = 1 + static_cast<int>(helpers.size());
     go.store(true, std::memory_order_release);
     work(0);
     for (std::thread& helper : helpers) helper.join();
+    error.rethrow_if_any();
+}
+
+/// run_team on threads kept by the caller: pool.run(work) must call work(0 … pool.size() − 1),
+/// each once, worker 0 on the calling thread (attn::Workers). min(workers, pool.size())
+/// workers take part.
+template <class Pool, class Body>
+void run_team_on(Pool& pool, int workers, Body&& body) {
+    Team team;
+    team.size_ = std::max(1, std::min(workers, pool.size()));
+    FirstError error;
+    auto work = [&](int worker) { team.run_member(worker, body, error); };
+    if (team.size_ == 1)
+        work(0);  // the kept threads stay asleep
+    else
+        pool.run(work);
     error.rethrow_if_any();
 }
 

@@ -1,0 +1,102 @@
+#pragma once
+// Threads kept between calls. A forward pass with ForwardOptions::threads starts its
+// threads and joins them before it returns: nothing outlives the call, but each call
+// pays for starting and joining (~70 µs on the machines in docs/bench/performance.md,
+// 4 % of a 160-position forward on 2 threads). A caller that runs many passes can keep
+// one attn::Workers and pass it in ForwardOptions::workers instead.
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "attn/detail/parallel.hpp"
+
+namespace attn {
+
+/// `size()` workers: the thread that calls run() is worker 0, and size() − 1 threads are
+/// started here and wait for work until the destructor joins them. Between runs they
+/// yield briefly, then sleep. Runs from several threads at once take turns.
+class Workers {
+public:
+    /// threads: how many workers, the caller included; 0 means one per hardware thread.
+    /// If the system refuses a thread, size() is smaller. Throws argument_error if negative.
+    explicit Workers(int threads = 0) {
+        const int wanted = detail::resolve_threads("Workers", threads);
+        helpers_.reserve(static_cast<std::size_t>(wanted - 1));
+        for (int worker = 1; worker < wanted; ++worker) {
+            try {
+                helpers_.emplace_back([this, worker] { serve(worker); });
+            } catch (const std::system_error&) {
+                break;
+            }
+        }
+    }
+
+    Workers(const Workers&) = delete;
+    Workers& operator=(const Workers&) = delete;
+
+    ~Workers() {
+        {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            stopping_ = true;
+        }
+        wake_.notify_all();
+        for (std::thread& helper : helpers_) helper.join();
+    }
+
+    int size() const { return 1 + static_cast<int>(helpers_.size()); }
+
+    /// Calls work(worker) for every worker 0 … size() − 1, worker 0 on the calling thread,
+    /// and returns once all have returned. work must not throw.
+    template <class Work>
+    void run(Work& work) noexcept {
+        const std::lock_guard<std::mutex> turn(run_mutex_);
+        job_ = [](void* context, int worker) { (*static_cast<Work*>(context))(worker); };
+        context_ = &work;
+        running_.store(static_cast<int>(helpers_.size()), std::memory_order_relaxed);
+        {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            generation_.fetch_add(1, std::memory_order_release);
+        }
+        wake_.notify_all();
+        work(0);
+        while (running_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+    }
+
+private:
+    // Polls for the next run this many times (yielding) before sleeping: back-to-back
+    // calls then start without a wake-up.
+    static constexpr int kPollsBeforeSleep = 256;
+
+    void serve(int worker) {
+        unsigned seen = 0;
+        for (;;) {
+            for (int polls = 0; polls < kPollsBeforeSleep && generation_.load(std::memory_order_acquire) == seen;
+                 ++polls)
+                std::this_thread::yield();
+            if (generation_.load(std::memory_order_acquire) == seen) {
+                std::unique_lock<std::mutex> lock(mutex_);
+                wake_.wait(lock, [&] { return stopping_ || generation_.load(std::memory_order_acquire) != seen; });
+                if (stopping_) return;
+            }
+            seen = generation_.load(std::memory_order_acquire);
+            job_(context_, worker);
+            running_.fetch_sub(1, std::memory_order_release);
+        }
+    }
+
+    std::vector<std::thread> helpers_;
+    std::mutex run_mutex_;  // one run at a time
+    std::mutex mutex_;      // guards stopping_ and the sleepers' wake-up
+    std::condition_variable wake_;
+    bool stopping_ = false;
+    std::atomic<unsigned> generation_{0};  // one more per run
+    std::atomic<int> running_{0};          // helpers still in the current run
+    void (*job_)(void*, int) = nullptr;    // written before generation_ moves on
+    void* context_ = nullptr;
+};
+
+}  // namespace attn
