@@ -59,14 +59,17 @@ public:
         for (Index i = 0; i < m.rows(); ++i) {
             const Index position = first_position + i;
             const bool cached = position < cos_.rows();
-            if (cached && pairing_ == RopePairing::rotate_half) {  // the same arithmetic, on whole halves
-                auto a = m.row(i).head(half).array();
-                auto b = m.row(i).tail(half).array();
-                const auto c = cos_.row(position).array();
-                const auto s = sin_.row(position).array();
-                const Eigen::Array<T, 1, Eigen::Dynamic> xa = a;
-                a = xa * c - b * s;
-                b = b * c + xa * s;
+            if (cached && pairing_ == RopePairing::rotate_half && m.innerStride() == 1) {
+                // the same arithmetic on contiguous halves, which the compiler vectorises
+                T* a = &m(i, 0);
+                T* b = a + half;
+                const T* c = &cos_(position, 0);
+                const T* s = &sin_(position, 0);
+                for (Index j = 0; j < half; ++j) {
+                    const T xa = a[j], xb = b[j];
+                    a[j] = xa * c[j] - xb * s[j];
+                    b[j] = xb * c[j] + xa * s[j];
+                }
                 continue;
             }
             for (Index j = 0; j < half; ++j) {
