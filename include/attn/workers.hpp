@@ -1,8 +1,8 @@
 #pragma once
 // Threads kept between calls. A forward pass with ForwardOptions::threads starts its
 // threads and joins them before it returns: nothing outlives the call, but each call
-// pays for starting and joining (~70 µs on the machines in docs/bench/performance.md,
-// 4 % of a 160-position forward on 2 threads). A caller that runs many passes can keep
+// pays for starting and joining (~0.1 ms, 6–8 % of a 160-position forward on 2 threads
+// on the machine in docs/bench/performance.md). A caller that runs many passes can keep
 // one attn::Workers and pass it in ForwardOptions::workers instead.
 
 #include <atomic>
