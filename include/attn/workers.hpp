@@ -18,7 +18,8 @@ namespace attn {
 
 /// `size()` workers: the thread that calls run() is worker 0, and size() − 1 threads are
 /// started here and wait for work until the destructor joins them. Between runs they
-/// yield briefly, then sleep. Runs from several threads at once take turns.
+/// yield briefly, then sleep. Runs from several threads at once take turns; the object
+/// must outlive every run (destroy it only when no call is using it).
 class Workers {
 public:
     /// threads: how many workers, the caller included; 0 means one per hardware thread.
