@@ -178,10 +178,7 @@ def longest_golden_text():
 
 
 def peer_in_subprocess(peer, threads):
-    """attn runs on an attn::Workers kept across calls (model_forward/workers:t), as the peers keep
-their thread pools; with threads started in every call (model_forward/threads:t) it is in the
-table too, and its ratio to PyTorch in brackets.
-Each peer runs in a process of its own: PyTorch's idle OpenMP threads spin for a while
+    """Each peer runs in a process of its own: PyTorch's idle OpenMP threads spin for a while
     after each call and would slow whatever ran next in the same process."""
     out = subprocess.run([sys.executable, __file__, "--peer", peer, "--threads", str(threads)],
                          check=True, capture_output=True, text=True).stdout
