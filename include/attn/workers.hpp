@@ -8,7 +8,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
-#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -25,15 +24,8 @@ public:
     /// threads: how many workers, the caller included; 0 means one per hardware thread.
     /// If the system refuses a thread, size() is smaller. Throws argument_error if negative.
     explicit Workers(int threads = 0) {
-        const int wanted = detail::resolve_threads("Workers", threads);
-        helpers_.reserve(static_cast<std::size_t>(wanted - 1));
-        for (int worker = 1; worker < wanted; ++worker) {
-            try {
-                helpers_.emplace_back([this, worker] { serve(worker); });
-            } catch (const std::system_error&) {
-                break;
-            }
-        }
+        auto serve_as = [this](int worker) { serve(worker); };
+        helpers_ = detail::start_helpers(detail::resolve_threads("Workers", threads), serve_as);
     }
 
     Workers(const Workers&) = delete;
