@@ -38,6 +38,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -154,22 +155,58 @@ void matrix_multiply(benchmark::State& state, int threads) {
 // ---- The forward's matrix products on the store model's shapes, one thread ------------------
 // a (rows × depth) · b (depth × cols) added into c, all row-major, as Model::forward runs them.
 
-struct ProductShape {
-    const char* name;
-    Index depth, cols;
-};
+enum class Product { query_key_value, output, up, down, unembedding };
+
+const char* product_name(Product product) {
+    switch (product) {
+        case Product::query_key_value:
+            return "query_key_value";
+        case Product::output:
+            return "output";
+        case Product::up:
+            return "up";
+        case Product::down:
+            return "down";
+        case Product::unembedding:
+            return "unembedding";
+    }
+    return "?";
+}
 
 enum class ProductImpl { attn, eigen };
 
-void product_benchmark(benchmark::State& state, ProductShape shape, ProductImpl impl, bool streamed) {
+const attn::Model<float>& store_model();
+
+/// The product's (depth, cols) in the store model, read when the benchmark runs (the model is
+/// loaded only if a benchmark that needs it is selected).
+std::pair<Index, Index> product_shape(Product product) {
+    const attn::ModelSettings& s = store_model().settings();
+    const Index c = s.dimensions;
+    switch (product) {
+        case Product::query_key_value:
+            return {c, 3 * c};
+        case Product::output:
+            return {c, c};
+        case Product::up:
+            return {c, s.mlp_width};
+        case Product::down:
+            return {s.mlp_width, c};
+        case Product::unembedding:
+            return {c, s.vocabulary_size};
+    }
+    return {0, 0};
+}
+
+void product_benchmark(benchmark::State& state, Product product, ProductImpl impl, bool streamed) {
     using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     const Index rows = state.range(0);
+    const auto [depth, cols] = product_shape(product);
     std::srand(6);
-    const RowMajor a = RowMajor::Random(rows, shape.depth);
-    const double b_bytes = double(shape.depth) * double(shape.cols) * sizeof(float);
+    const RowMajor a = RowMajor::Random(rows, depth);
+    const double b_bytes = double(depth) * double(cols) * sizeof(float);
     const std::size_t copies = streamed ? std::size_t(std::max(1.0, 32.0 * 1024 * 1024 / b_bytes)) : 1;
-    std::vector<RowMajor> b(copies, RowMajor::Random(shape.depth, shape.cols));
-    RowMajor c = RowMajor::Zero(rows, shape.cols);
+    std::vector<RowMajor> b(copies, RowMajor::Random(depth, cols));
+    RowMajor c = RowMajor::Zero(rows, cols);
     Eigen::setNbThreads(1);
     std::size_t next = 0;
     for (auto _ : state) {
@@ -182,7 +219,7 @@ void product_benchmark(benchmark::State& state, ProductShape shape, ProductImpl 
         benchmark::DoNotOptimize(c.data());
         benchmark::ClobberMemory();
     }
-    state.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(rows) * double(shape.depth) * double(shape.cols) * 1e-9,
+    state.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(rows) * double(depth) * double(cols) * 1e-9,
                                                    benchmark::Counter::kIsIterationInvariantRate);
 }
 
@@ -235,25 +272,20 @@ void register_benchmarks() {
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
     }
-    {
-        const attn::ModelSettings& s = store_model().settings();
-        const Index c = s.dimensions;
-        for (ProductShape shape : {ProductShape{"query_key_value", c, 3 * c}, ProductShape{"output", c, c},
-                                   ProductShape{"up", c, s.mlp_width}, ProductShape{"down", s.mlp_width, c},
-                                   ProductShape{"unembedding", c, s.vocabulary_size}})
-            for (ProductImpl impl : {ProductImpl::attn, ProductImpl::eigen})
-                for (bool streamed : {false, true}) {
-                    const std::string name = std::string("products/") + shape.name +
-                                             (impl == ProductImpl::attn ? "/attn" : "/eigen") +
-                                             (streamed ? "/streamed" : "/warm");
-                    benchmark::RegisterBenchmark(name.c_str(), product_benchmark, shape, impl, streamed)
-                        ->Arg(80)
-                        ->Arg(160)
-                        ->ArgName("rows")
-                        ->Unit(benchmark::kMicrosecond)
-                        ->UseRealTime();
-                }
-    }
+    for (Product product :
+         {Product::query_key_value, Product::output, Product::up, Product::down, Product::unembedding})
+        for (ProductImpl impl : {ProductImpl::attn, ProductImpl::eigen})
+            for (bool streamed : {false, true}) {
+                const std::string name = std::string("products/") + product_name(product) +
+                                         (impl == ProductImpl::attn ? "/attn" : "/eigen") +
+                                         (streamed ? "/streamed" : "/warm");
+                benchmark::RegisterBenchmark(name.c_str(), product_benchmark, product, impl, streamed)
+                    ->Arg(80)
+                    ->Arg(160)
+                    ->ArgName("rows")
+                    ->Unit(benchmark::kMicrosecond)
+                    ->UseRealTime();
+            }
     for (Path path : {Path::stream, Path::weights, Path::plain})
         for (Index d : {32, 64, 128})
             for (int threads : {1, 2}) {
