@@ -31,7 +31,7 @@
 // with Eigen::setNbThreads(1).
 #include <benchmark/benchmark.h>
 #include <attn/attn.hpp>
-#include <attn/transformer.hpp>
+#include <attn/model/model.hpp>
 
 #include <sys/resource.h>
 

@@ -6,7 +6,7 @@
 // the default seed 2026 this prints exactly what the book prints.
 
 #include <attn/attn.hpp>
-#include <attn/numpy_random.hpp>
+#include <attn/core/numpy_random.hpp>
 
 #include <iomanip>
 #include <iostream>

@@ -4,7 +4,7 @@
 // mask and with it.
 
 #include <attn/attn.hpp>
-#include <attn/numpy_random.hpp>
+#include <attn/core/numpy_random.hpp>
 
 #include <iomanip>
 #include <iostream>

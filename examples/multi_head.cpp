@@ -3,7 +3,7 @@
 // the last position attends to in each head.
 
 #include <attn/attn.hpp>
-#include <attn/numpy_random.hpp>
+#include <attn/core/numpy_random.hpp>
 
 #include <iostream>
 

@@ -3,7 +3,7 @@
 // division by √size; the largest weight of each row, averaged.
 
 #include <attn/attn.hpp>
-#include <attn/numpy_random.hpp>
+#include <attn/core/numpy_random.hpp>
 
 #include <iostream>
 

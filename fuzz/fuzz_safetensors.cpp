@@ -6,7 +6,7 @@
 // conversion yields elements() values, and writing the tensors back with
 // attn::safetensors_bytes gives a file that loads to the same tensors.
 
-#include <attn/safetensors.hpp>
+#include <attn/model/safetensors.hpp>
 
 #include <cstddef>
 #include <cstdint>

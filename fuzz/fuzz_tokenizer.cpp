@@ -11,7 +11,7 @@
 //      decodes.
 // Anything else thrown, a crash, a sanitizer report or a broken invariant is a finding.
 
-#include <attn/tokenizer.hpp>
+#include <attn/model/tokenizer.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -2,7 +2,7 @@
 // Shared test helpers: seeded random matrices and an independent double-precision
 // reference written as plain loops (no Eigen arithmetic), to check the library against.
 
-#include <attn/types.hpp>
+#include <attn/core/types.hpp>
 
 #include <cmath>
 #include <filesystem>

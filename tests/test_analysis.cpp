@@ -1,5 +1,5 @@
 #include <doctest/doctest.h>
-#include <attn/analysis.hpp>
+#include <attn/analysis/head_scores.hpp>
 
 using attn::Index;
 

@@ -1,5 +1,5 @@
 #include <doctest/doctest.h>
-#include <attn/attention.hpp>
+#include <attn/core/attention.hpp>
 
 #include <cmath>
 #include <tuple>

@@ -2,7 +2,7 @@
 // attend_heads(): against a double-precision loop reference and against the plain
 // step-by-step path, on shapes that cross its block boundaries.
 #include <doctest/doctest.h>
-#include <attn/attention.hpp>
+#include <attn/core/attention.hpp>
 
 #include <algorithm>
 #include <cmath>

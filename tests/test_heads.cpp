@@ -1,5 +1,5 @@
 #include <doctest/doctest.h>
-#include <attn/heads.hpp>
+#include <attn/core/heads.hpp>
 
 #include "support.hpp"
 

@@ -1,5 +1,5 @@
 #include <doctest/doctest.h>
-#include <attn/mask.hpp>
+#include <attn/core/mask.hpp>
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-// attn::numpy (attn/numpy_random.hpp) against NumPy's own draws, written by
+// attn::numpy (attn/core/numpy_random.hpp) against NumPy's own draws, written by
 // tools/numpy_random_golden.py into tests/data/numpy_random/.
 //
 // Tolerance: none. Every comparison is exact (== on the 64-bit words and on the
@@ -10,7 +10,7 @@
 // sum cancels: compiled with -march=native and without the rounding guard in
 // numpy_random.hpp, FMA contraction changes 384 of the compared values.
 
-#include <attn/numpy_random.hpp>
+#include <attn/core/numpy_random.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
-// detail/parallel.hpp's thread team and detail/tiles.hpp's row-major product: the pieces
+// detail/parallel.hpp's thread team (on a temporary Workers) and detail/tiles.hpp's row-major product: the pieces
 // Model::forward shares out between threads.
 #include <doctest/doctest.h>
-#include <attn/detail/parallel.hpp>
+#include <attn/core/workers.hpp>
 #include <attn/detail/tiles.hpp>
 
 #include <atomic>
@@ -19,7 +19,7 @@ TEST_CASE("run_team threads: sync() orders writes between phases, for 1 to 4 wor
         const Index n = 64;
         std::vector<Index> a(n, 0), b(n, 0);
         std::atomic<int> stale{0}, team_size{0};
-        attn::detail::run_team(workers, [&](int worker, attn::detail::Team& team) {
+        attn::detail::run_team(nullptr, workers, [&](int worker, attn::detail::Team& team) {
             team_size = team.size();
             for (Index round = 1; round <= 50; ++round) {
                 const Index first = n * worker / team.size(), last = n * (worker + 1) / team.size();
@@ -40,7 +40,7 @@ TEST_CASE("run_team threads: sync() orders writes between phases, for 1 to 4 wor
 TEST_CASE("run_team threads: an exception in one worker is rethrown once the others stop at their next sync") {
     for (int thrower : {0, 1}) {
         std::atomic<int> phases_after{0};
-        CHECK_THROWS_WITH_AS(attn::detail::run_team(2,
+        CHECK_THROWS_WITH_AS(attn::detail::run_team(nullptr, 2,
                                                     [&](int worker, attn::detail::Team& team) {
                                                         team.sync();
                                                         if (worker == thrower) throw std::runtime_error("task failed");
@@ -86,4 +86,17 @@ TEST_CASE_TEMPLATE("multiply_rows: blocks of rows and columns give the whole pro
                                         false);
         }
     CHECK(pieces == whole);
+}
+
+TEST_CASE_TEMPLATE("multiply_rows: empty shares (no rows, no columns, no depth) are accepted", T, float, double) {
+    const auto a = random_matrix<T>(4, 3, 1), b = random_matrix<T>(3, 5, 2);
+    attn::Matrix<T> c = random_matrix<T>(4, 5, 3);
+    const attn::Matrix<T> before = c;
+    attn::detail::multiply_rows(a.topRows(0), b, c.topRows(0), false);  // a thread's empty share of positions
+    attn::detail::multiply_rows(a, b.leftCols(0), c.leftCols(0), true);
+    CHECK(c == before);
+    attn::detail::multiply_rows(a.leftCols(0), b.topRows(0), c, true);  // depth 0, accumulating: unchanged
+    CHECK(c == before);
+    attn::detail::multiply_rows(a.leftCols(0), b.topRows(0), c, false);  // depth 0: the empty sum
+    CHECK(c.isZero(0));
 }

@@ -1,5 +1,5 @@
 #include <doctest/doctest.h>
-#include <attn/projection.hpp>
+#include <attn/core/projection.hpp>
 
 #include "support.hpp"
 

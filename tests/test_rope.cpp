@@ -1,5 +1,5 @@
 #include <doctest/doctest.h>
-#include <attn/rope.hpp>
+#include <attn/core/rope.hpp>
 
 #include <cmath>
 

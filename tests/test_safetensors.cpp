@@ -1,7 +1,7 @@
-// Tests of attn/safetensors.hpp: round trips through the writer, exact F16/BF16
+// Tests of attn/model/safetensors.hpp: round trips through the writer, exact F16/BF16
 // conversion, and one test case per kind of corrupt file.
 
-#include <attn/safetensors.hpp>
+#include <attn/model/safetensors.hpp>
 
 #include <doctest/doctest.h>
 

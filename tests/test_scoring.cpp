@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 #include <attn/attn.hpp>
-#include <attn/scoring.hpp>
+#include <attn/core/scoring.hpp>
 
 #include <random>
 

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
-#include <attn/mask.hpp>
-#include <attn/softmax.hpp>
+#include <attn/core/mask.hpp>
+#include <attn/core/softmax.hpp>
 
 #include <cmath>
 #include <limits>

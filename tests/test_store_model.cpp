@@ -1,7 +1,7 @@
 // The shipped store model (models/store/) against the golden outputs of
 // tools/reference.py, an independent float64 PyTorch forward pass over the exported files.
 #include <doctest/doctest.h>
-#include <attn/transformer.hpp>
+#include <attn/model/model.hpp>
 
 #include <nlohmann/json.hpp>
 

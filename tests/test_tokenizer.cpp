@@ -1,9 +1,9 @@
-// Tests of attn/tokenizer.hpp on the hand-made fixture tests/data/tokenizer/
+// Tests of attn/model/tokenizer.hpp on the hand-made fixture tests/data/tokenizer/
 // (vocabulary.txt, merges.txt; the expected ids were checked against
 // tools/tokenizer.py), one test case per kind of corrupt file, and the comparison
 // with Python's ids on the whole validation split once the store model exists.
 
-#include <attn/tokenizer.hpp>
+#include <attn/model/tokenizer.hpp>
 
 #include <doctest/doctest.h>
 

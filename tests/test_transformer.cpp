@@ -1,5 +1,5 @@
 #include <doctest/doctest.h>
-#include <attn/transformer.hpp>
+#include <attn/model/model.hpp>
 
 #include <filesystem>
 #include <fstream>

@@ -1,5 +1,5 @@
 #include <doctest/doctest.h>
-#include <attn/types.hpp>
+#include <attn/core/types.hpp>
 
 #include <string>
 

@@ -1,7 +1,7 @@
-// attn/workers.hpp: threads kept between calls, and run_team_on, the forward pass's team on them.
+// attn/core/workers.hpp: threads kept between calls, and run_team_on, the forward pass's team on them.
 #include <doctest/doctest.h>
-#include <attn/types.hpp>
-#include <attn/workers.hpp>
+#include <attn/core/types.hpp>
+#include <attn/core/workers.hpp>
 
 #include <atomic>
 #include <chrono>

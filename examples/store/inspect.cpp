@@ -3,7 +3,7 @@
 //
 //   inspect [--model DIR] (--name TEXT [--description TEXT] | --ids 1,2,3)
 //           [--position N] [--layer L --head H] [--top K] [--json]
-#include <attn/transformer.hpp>
+#include <attn/model/model.hpp>
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,6 @@
 // previous_token_heads: each head's average weight on the previous token over the first
 // 300 validation products, against an even spread over the visible tokens.
-#include <attn/analysis.hpp>
+#include <attn/analysis/head_scores.hpp>
 
 #include <iostream>
 

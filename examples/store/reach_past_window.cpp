@@ -1,7 +1,7 @@
 // reach_past_window: how much of a description token's attention lands 4 or more tokens
 // back (what a four-token window can't see) and on the markers <s> and <sep>, over the
 // first 300 validation products, against an even spread.
-#include <attn/analysis.hpp>
+#include <attn/analysis/head_scores.hpp>
 
 #include <algorithm>
 #include <iostream>

@@ -2,7 +2,7 @@
 // What the store-model examples share: finding the shipped model, reading the corpus
 // splits, labelling positions as the chapter does, and small argument helpers.
 
-#include <attn/transformer.hpp>
+#include <attn/model/model.hpp>
 
 #include <cstdlib>
 #include <filesystem>

@@ -1,13 +1,21 @@
 #pragma once
-// attn: header-only causal multi-head attention on Eigen. The umbrella header.
+// attn: header-only causal multi-head attention on Eigen.
+//
+// The umbrella of the core layer (include/attn/core/): the chapter's steps, attention
+// built from them, and the threads the kernels run on. No file I/O, no JSON.
+// The model layer is <attn/model.hpp>; the analysis layer is <attn/analysis.hpp>.
 
-#include "attn/attention.hpp"
-#include "attn/error.hpp"
-#include "attn/heads.hpp"
-#include "attn/mask.hpp"
-#include "attn/projection.hpp"
-#include "attn/rope.hpp"
-#include "attn/scoring.hpp"
-#include "attn/softmax.hpp"
-#include "attn/types.hpp"
+#include "attn/core/activation.hpp"
+#include "attn/core/attention.hpp"
+#include "attn/core/error.hpp"
+#include "attn/core/heads.hpp"
+#include "attn/core/mask.hpp"
+#include "attn/core/norm.hpp"
+#include "attn/core/numpy_random.hpp"
+#include "attn/core/projection.hpp"
+#include "attn/core/rope.hpp"
+#include "attn/core/scoring.hpp"
+#include "attn/core/softmax.hpp"
+#include "attn/core/types.hpp"
+#include "attn/core/workers.hpp"
 #include "attn/version.hpp"

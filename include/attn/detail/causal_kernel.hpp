@@ -31,18 +31,19 @@
 #include <Eigen/Core>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <limits>
 #include <numeric>
 #include <vector>
 
+#include "attn/core/error.hpp"
+#include "attn/core/rope.hpp"
+#include "attn/core/types.hpp"
+#include "attn/core/workers.hpp"
 #include "attn/detail/check.hpp"
-#include "attn/detail/parallel.hpp"
 #include "attn/detail/tiles.hpp"
-#include "attn/error.hpp"
-#include "attn/rope.hpp"
-#include "attn/types.hpp"
 
 // gcc 12's AVX-512 intrinsics initialise a dummy operand from itself (GCC bug 105593, fixed
 // in gcc 13), which -Wall reports wherever they are inlined with -march=native.
@@ -102,6 +103,7 @@ struct FusedProblem {
     T scale = T(1);
     const Rope<T>* rope = nullptr;
     int threads = 1;
+    Workers* workers = nullptr;         ///< kept threads to run on (then at most workers->size() of them)
     std::vector<HeadInputs<T>> inputs;  ///< one per head
     T* outputs = nullptr;               ///< heads × (queries × value_size), laid out as the strides say
     Index output_row_stride = 0;        ///< between an output's rows; 0: value_size (contiguous rows)
@@ -131,10 +133,8 @@ struct FusedProblem {
     Index allowed(Index i) const { return causal ? std::min(keys, i + first_position + 1) : keys; }
 };
 
-/// Useful FLOPs an extra thread must get to pay for its start. Starting a thread and
-/// having it run on another core took 0.1–0.3 ms on the 2-vCPU machines this was tuned
-/// on (about 40 MFLOP at one core's rate here); below this the call stays on one thread
-/// (4 heads × 64 numbers: below about 400 positions).
+/// Useful FLOPs an extra thread must get to pay for starting it and handing it work;
+/// below this the call stays on one thread (docs/bench/performance.md: how it was tuned).
 inline constexpr double kFlopsPerExtraThread = 5e7;
 
 template <class T>
@@ -559,7 +559,8 @@ void fused_attention(const FusedProblem<T>& problem) {
         return cost[std::size_t(a % blocks_per_head)] > cost[std::size_t(b % blocks_per_head)];
     });
     const Index worth = std::max<Index>(1, Index(flops / kFlopsPerExtraThread));
-    const int workers = int(std::min<Index>({Index(problem.threads), tasks, worth}));
+    const Index asked = problem.workers ? problem.workers->size() : problem.threads;
+    const int workers = int(std::min<Index>({asked, tasks, worth}));
 
     std::vector<PreparedHead<T>> prepared(static_cast<std::size_t>(heads));
     // Every worker's scratch is allocated here, by the caller: memory a new thread
@@ -579,16 +580,23 @@ void fused_attention(const FusedProblem<T>& problem) {
             mine.scores.resize(Tiling::kKeyBlock * width);
     }
 
-    run_two_phases(workers, heads, tasks, [&](int phase, Index task, int worker) {
-        if (phase == 0) return prepare_head(problem, task, prepared[std::size_t(task)]);
+    // Phase 1 prepares every head (rotation, key/value panels); phase 2 runs the query
+    // blocks, longest first, handed out from a shared counter.
+    std::atomic<Index> next_head{0}, next_task{0};
+    run_team(problem.workers, workers, [&](int worker, Team& team) {
+        for (Index h = next_head++; h < heads && !team.stopped(); h = next_head++)
+            prepare_head(problem, h, prepared[std::size_t(h)]);
+        team.sync();
         Scratch<T>& mine = scratch[std::size_t(worker)];
-        const Index id = order[std::size_t(task)];
-        const Index h = id / blocks_per_head, i0 = (id % blocks_per_head) * width;
-        const Index i1 = std::min(nq, i0 + width);
-        if (problem.weights)
-            weights_task(problem, prepared[std::size_t(h)], h, i0, i1, mine);
-        else
-            stream_task(problem, prepared[std::size_t(h)], h, i0, i1, mine);
+        for (Index task = next_task++; task < tasks && !team.stopped(); task = next_task++) {
+            const Index id = order[std::size_t(task)];
+            const Index h = id / blocks_per_head, i0 = (id % blocks_per_head) * width;
+            const Index i1 = std::min(nq, i0 + width);
+            if (problem.weights)
+                weights_task(problem, prepared[std::size_t(h)], h, i0, i1, mine);
+            else
+                stream_task(problem, prepared[std::size_t(h)], h, i0, i1, mine);
+        }
     });
 }
 

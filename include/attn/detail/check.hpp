@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "attn/error.hpp"
+#include "attn/core/error.hpp"
 
 namespace attn::detail {
 

@@ -1,9 +1,9 @@
 #pragma once
-// Small fork-join helpers on std::thread: run_two_phases for the attention kernel's
-// tasks, run_team for the model's forward pass (workers in lockstep, with barriers).
-// Nothing is kept between calls (no pool, no global state), so concurrent callers
-// never share anything; the caller's thread is one of the workers. run_team_on runs a
-// team on threads the caller keeps (attn::Workers) instead.
+// The one way attn runs work on several threads: a Team of workers in lockstep (a
+// barrier between phases), run by run_team_on on an attn::Workers: one the caller keeps
+// across calls, or a temporary one that lives for a single call. The caller's thread is
+// always worker 0. Nothing is global: concurrent callers share nothing unless they share
+// a Workers, whose runs then take turns.
 
 #include <Eigen/Core>
 
@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "attn/core/error.hpp"
 #include "attn/detail/check.hpp"
-#include "attn/error.hpp"
 
 namespace attn::detail {
 
@@ -63,48 +63,11 @@ std::vector<std::thread> start_helpers(int workers, Work& work) {
     return helpers;
 }
 
-/// Runs two phases of independent tasks on up to `workers` threads (the caller
-/// included): fn(phase, task, worker) for every task 0 … first_count − 1 of phase 0,
-/// then, once all of them have finished, for every task 0 … second_count − 1 of
-/// phase 1. Tasks are handed out in order from a shared counter, so a caller that
-/// sorts them longest first gets a balanced schedule. `worker` is in [0, workers)
-/// and is used by one thread at a time (index per-worker scratch with it). The
-/// first exception a task throws stops the remaining tasks and is rethrown here
-/// once every worker has stopped. If a thread cannot be started, the others (at
-/// least the caller) do its share.
-template <class Fn>
-void run_two_phases(int workers, Eigen::Index first_count, Eigen::Index second_count, Fn&& fn) {
-    using Eigen::Index;
-    std::atomic<Index> next_first{0}, done_first{0}, next_second{0};
-    std::atomic<bool> failed{false};
-    FirstError error;
-
-    auto work = [&](int worker) {
-        try {
-            for (Index task = next_first++; task < first_count && !failed.load(); task = next_first++) {
-                fn(0, task, worker);
-                ++done_first;
-            }
-            while (done_first.load() < first_count && !failed.load()) std::this_thread::yield();
-            for (Index task = next_second++; task < second_count && !failed.load(); task = next_second++)
-                fn(1, task, worker);
-        } catch (...) {
-            error.keep_current();
-            failed = true;
-        }
-    };
-
-    std::vector<std::thread> helpers = start_helpers(workers, work);
-    work(0);
-    for (std::thread& helper : helpers) helper.join();
-    error.rethrow_if_any();
-}
-
-/// Thrown inside a worker by Team::sync() once another worker has failed; run_team
+/// Thrown inside a worker by Team::sync() once another worker has failed; run_team_on
 /// swallows it and rethrows the failure itself.
 struct TeamStopped {};
 
-/// The workers of one run_team call: how many there are, and a barrier.
+/// The workers of one run_team_on call: how many there are, and a barrier.
 class Team {
 public:
     int size() const { return size_; }
@@ -125,9 +88,10 @@ public:
         }
     }
 
+    /// Whether a worker has failed: long loops between syncs may stop early.
+    bool stopped() const { return failed_.load(std::memory_order_acquire); }
+
 private:
-    template <class Body>
-    friend void run_team(int workers, Body&& body);
     template <class Pool, class Body>
     friend void run_team_on(Pool& pool, int workers, Body&& body);
 
@@ -152,31 +116,12 @@ private:
     std::atomic<bool> failed_{false};
 };
 
-/// Runs body(worker, team) once on each of up to `workers` threads (the caller is worker
-/// 0) and returns when all have finished. Every worker must call team.sync() the same
-/// number of times. team.size() is fixed before any body starts: if a thread cannot be
-/// started, the team is smaller. The first exception a body throws is rethrown here,
-/// after the others have stopped at their next sync() or finished.
-template <class Body>
-void run_team(int workers, Body&& body) {
-    Team team;
-    std::atomic<bool> go{false};
-    FirstError error;
-    auto work = [&](int worker) {
-        while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-        team.run_member(worker, body, error);
-    };
-    std::vector<std::thread> helpers = start_helpers(workers, work);  // fewer if the system refuses: a smaller team
-    team.size_ = 1 + static_cast<int>(helpers.size());
-    go.store(true, std::memory_order_release);
-    work(0);
-    for (std::thread& helper : helpers) helper.join();
-    error.rethrow_if_any();
-}
-
-/// run_team on threads kept by the caller: pool.run(work) must call work(0 … pool.size() − 1),
-/// each once, worker 0 on the calling thread (attn::Workers). min(workers, pool.size())
-/// workers take part.
+/// Runs body(worker, team) once for each of min(workers, pool.size()) workers and returns
+/// when all have finished; pool.run(work) must call work(0 … pool.size() − 1), each once,
+/// worker 0 on the calling thread (attn::Workers). Every worker must call team.sync() the
+/// same number of times. The first exception a body throws is rethrown here, after the
+/// others have stopped at their next sync() or finished. With one worker the pool's
+/// threads stay asleep and the body runs on the caller.
 template <class Pool, class Body>
 void run_team_on(Pool& pool, int workers, Body&& body) {
     Team team;

@@ -12,7 +12,7 @@
 
 #include <algorithm>
 
-#include "attn/types.hpp"
+#include "attn/core/types.hpp"
 
 // gcc 12's AVX-512 intrinsics initialise a dummy operand from itself (GCC bug 105593, fixed
 // in gcc 13), which -Wall reports wherever they are inlined with -march=native.
@@ -101,10 +101,12 @@ inline void prefetch(const void* p) {
 /// c (+)= a · b for row-major operands with unit inner stride: a (rows × depth, row
 /// stride a_row), b (depth × cols, row stride b_row), c (rows × cols, row stride c_row);
 /// with `accumulate` the product is added to c, else c is overwritten. Columns past the
-/// last whole packet are summed in the same order by scalar code.
+/// last whole packet are summed in the same order by scalar code. Any of rows, depth and
+/// cols may be 0 (depth 0: c is left as it is, or zeroed without `accumulate`).
 template <class T>
 void multiply_rows(Index rows, Index depth, Index cols, const T* a, Index a_row, const T* b, Index b_row, T* c,
                    Index c_row, bool accumulate) {
+    if (rows == 0 || cols == 0) return;  // an empty share: nothing to write
     using Tile = RegisterTile<T>;
     using Run = kernel::Tiles<T, Tile::kRows, Tile::kPackets>;
     const Index whole = cols / Tile::kLanes * Tile::kLanes;

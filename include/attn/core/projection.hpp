@@ -6,8 +6,8 @@
 
 #include <type_traits>
 
+#include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
-#include "attn/types.hpp"
 
 namespace attn {
 

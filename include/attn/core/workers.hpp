@@ -1,9 +1,9 @@
 #pragma once
-// Threads kept between calls. A forward pass with ForwardOptions::threads starts its
-// threads and joins them before it returns: nothing outlives the call, but each call
-// pays for starting and joining (~0.1 ms, 6–8 % of a 160-position forward on 2 threads
-// on the machine in docs/bench/performance.md). A caller that runs many passes can keep
-// one attn::Workers and pass it in ForwardOptions::workers instead.
+// Threads for attn's parallel work. Every threaded call (the attention kernel, a model's
+// forward pass) runs as a team on a Workers: one the caller keeps and passes in
+// (AttentionOptions::workers, ForwardOptions::workers), or else a temporary one started
+// for the call and joined before it returns. Keeping one saves starting and joining
+// threads in every call (docs/bench/performance.md has what that costs).
 
 #include <atomic>
 #include <condition_variable>
@@ -91,5 +91,22 @@ private:
     void (*job_)(void*, int) = nullptr;    // written before generation_ moves on
     void* context_ = nullptr;
 };
+
+namespace detail {
+
+/// Runs a team (detail::Team, run_team_on) of up to `workers` on `kept` if it is given,
+/// else on threads started for this call; with one worker, on the caller alone.
+template <class Body>
+void run_team(Workers* kept, int workers, Body&& body) {
+    if (kept) return run_team_on(*kept, workers, body);
+    if (workers <= 1) {
+        Workers caller_only(1);  // starts no thread
+        return run_team_on(caller_only, 1, body);
+    }
+    Workers temporary(workers);
+    run_team_on(temporary, workers, body);
+}
+
+}  // namespace detail
 
 }  // namespace attn

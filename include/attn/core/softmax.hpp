@@ -17,8 +17,8 @@
 #include <cmath>
 #include <limits>
 
+#include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
-#include "attn/types.hpp"
 
 namespace attn {
 

@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "attn/types.hpp"
+#include "attn/core/types.hpp"
 
 namespace attn {
 

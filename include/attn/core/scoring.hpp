@@ -7,8 +7,8 @@
 #include <optional>
 #include <type_traits>
 
+#include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
-#include "attn/types.hpp"
 
 namespace attn {
 

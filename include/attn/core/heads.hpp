@@ -5,8 +5,8 @@
 
 #include <Eigen/Core>
 
+#include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
-#include "attn/types.hpp"
 
 namespace attn {
 

@@ -5,8 +5,8 @@
 
 #include <cmath>
 
+#include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
-#include "attn/types.hpp"
 
 namespace attn {
 

@@ -6,8 +6,8 @@
 
 #include <limits>
 
+#include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
-#include "attn/types.hpp"
 
 namespace attn {
 

@@ -16,16 +16,16 @@
 #include <optional>
 #include <type_traits>
 
+#include "attn/core/heads.hpp"
+#include "attn/core/mask.hpp"
+#include "attn/core/projection.hpp"
+#include "attn/core/rope.hpp"
+#include "attn/core/scoring.hpp"
+#include "attn/core/softmax.hpp"
+#include "attn/core/types.hpp"
+#include "attn/core/workers.hpp"
 #include "attn/detail/causal_kernel.hpp"
 #include "attn/detail/check.hpp"
-#include "attn/detail/parallel.hpp"
-#include "attn/heads.hpp"
-#include "attn/mask.hpp"
-#include "attn/projection.hpp"
-#include "attn/rope.hpp"
-#include "attn/scoring.hpp"
-#include "attn/softmax.hpp"
-#include "attn/types.hpp"
 
 namespace attn {
 
@@ -40,12 +40,15 @@ struct AttentionOptions {
     const AllowedMask* mask = nullptr;  ///< if set, also hide where mask(i, j) is false (queries × keys)
     Index first_position = 0;           ///< position of query row 0 (the key cache length when decoding)
     /// Threads for the fused kernel: 1 runs on the calling thread only; 0 uses one per
-    /// hardware thread (std::thread::hardware_concurrency()). Threads are started per
-    /// call (no pool, nothing shared between calls) and only when the work pays for
-    /// them: below about 50 MFLOP of useful work per extra thread (4 heads × 64 numbers:
-    /// below about 400 positions) the call stays on one thread. Results are
-    /// bit-identical for every thread count. The plain path ignores it.
+    /// hardware thread (std::thread::hardware_concurrency()). They are started for the
+    /// call and joined before it returns, and only when the work pays for them: below
+    /// about 50 MFLOP of useful work per extra thread (4 heads × 64 numbers: below about
+    /// 400 positions) the call stays on one thread. Results are bit-identical for every
+    /// thread count. The plain path ignores it.
     int threads = 1;
+    /// Threads kept by the caller (attn/core/workers.hpp): if set, the kernel runs on up
+    /// to workers->size() of them and `threads` is not used; the results are the same bits.
+    Workers* workers = nullptr;
     /// Use the fused kernel where it applies (no `mask`). false forces the plain
     /// step-by-step path: full scores matrix, masks, softmax, weights · values.
     bool fused = true;
@@ -130,6 +133,7 @@ FusedProblem<T> fused_problem(Index heads, Index queries, Index keys, Index dept
     problem.scale = options.scale.value_or(default_scale<T>(depth));
     problem.rope = options.rope;
     problem.threads = resolve_threads("attention", options.threads);
+    problem.workers = options.workers;
     return problem;
 }
 

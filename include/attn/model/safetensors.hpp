@@ -52,13 +52,13 @@
 #include <utility>
 #include <vector>
 
+#include "attn/core/error.hpp"
+#include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/detail/utf8.hpp"
-#include "attn/error.hpp"
-#include "attn/types.hpp"
 
 #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "attn/safetensors.hpp supports little-endian hosts only"
+#error "attn/model/safetensors.hpp supports little-endian hosts only"
 #endif
 
 namespace attn {

@@ -8,8 +8,8 @@
 #include <cmath>
 #include <vector>
 
+#include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
-#include "attn/types.hpp"
 
 namespace attn {
 

@@ -47,9 +47,9 @@
 #include <utility>
 #include <vector>
 
+#include "attn/core/error.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/detail/utf8.hpp"
-#include "attn/error.hpp"
 
 namespace attn {
 
