@@ -6,7 +6,7 @@ include(FetchContent)
 if(NOT TARGET Eigen3::Eigen)
   FetchContent_Declare(Eigen3
     URL https://gitlab.com/libeigen/eigen/-/archive/3.4.0/eigen-3.4.0.tar.gz
-    FIND_PACKAGE_ARGS 3.3 NO_MODULE)
+    FIND_PACKAGE_ARGS 3.4 NO_MODULE)  # reshaped(), PropagateNaN
   set(EIGEN_BUILD_DOC OFF CACHE BOOL "")
   FetchContent_MakeAvailable(Eigen3)
 endif()
@@ -14,7 +14,7 @@ endif()
 if(NOT TARGET nlohmann_json::nlohmann_json)
   FetchContent_Declare(nlohmann_json
     URL https://github.com/nlohmann/json/releases/download/v3.11.3/json.tar.xz
-    FIND_PACKAGE_ARGS 3.2)
+    FIND_PACKAGE_ARGS 3.9)  # parse(…, ignore_comments)
   FetchContent_MakeAvailable(nlohmann_json)
 endif()
 

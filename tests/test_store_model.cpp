@@ -72,12 +72,14 @@ TEST_CASE("store model, float: logits within 1e-4 and every head's attention wit
     CHECK(attention <= 1e-5);
 }
 
-TEST_CASE("store model, double: logits and attention within 1e-9 of PyTorch float64") {
+// Measured 4.6e-14 on logits and 3.8e-15 on attention (x86-64, gcc 12, with and without
+// -march=native); the bound leaves a factor of ~4 for other compilers' summation orders.
+TEST_CASE("store model, double: logits and attention within 2e-13 of PyTorch float64") {
     const auto model = attn::Model<double>::load(model_dir);
     const auto [logits, attention] = worst_errors(model);
     MESSAGE("double: max |Δlogits| = ", logits, ", max |Δattention| = ", attention);
-    CHECK(logits <= 1e-9);
-    CHECK(attention <= 1e-9);
+    CHECK(logits <= 2e-13);
+    CHECK(attention <= 2e-13);
 }
 
 TEST_CASE("store model: the golden set includes the exemplar and a text of exactly 160 tokens") {
@@ -92,9 +94,11 @@ TEST_CASE("store model: the golden set includes the exemplar and a text of exact
 
 TEST_CASE_TEMPLATE("store model threads: 1 to 4 threads give bit-identical logits and attention", T, float, double) {
     const auto model = attn::Model<T>::load(model_dir);
+    int long_products = 0;
     for (const auto& product : golden_products()) {
         const std::vector<int> ids = product["ids"];
         if (ids.size() < 100) continue;  // long enough for every thread to get work
+        ++long_products;
         CAPTURE(ids.size());
         attn::ForwardOptions options;
         options.keep_attention = true;
@@ -120,4 +124,5 @@ TEST_CASE_TEMPLATE("store model threads: 1 to 4 threads give bit-identical logit
         }
         options.workers = nullptr;
     }
+    CHECK(long_products > 0);
 }

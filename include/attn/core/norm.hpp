@@ -41,7 +41,9 @@ Matrix<typename D::Scalar> layer_norm(const Eigen::MatrixBase<D>& x, const Eigen
     detail::check_not_empty("layer_norm", "x", x);
     detail::check_vector_size("layer_norm", "weight", weight, x.cols());
     detail::check_vector_size("layer_norm", "bias", bias, x.cols());
-    if (!(epsilon >= 0.0)) throw argument_error("layer_norm: epsilon must be ≥ 0");
+    // epsilon 0 would turn a constant row into 0 / 0 = NaN
+    if (!(epsilon > 0.0) || !std::isfinite(epsilon))
+        throw argument_error(detail::message("layer_norm: epsilon must be positive and finite, got ", epsilon));
     Matrix<typename D::Scalar> out(x.rows(), x.cols());
     detail::layer_norm_into(x, weight, bias, epsilon, out);
     return out;

@@ -9,6 +9,8 @@
 
 #include "attn/detail/check.hpp"
 
+static_assert(EIGEN_VERSION_AT_LEAST(3, 4, 0), "attn needs Eigen 3.4 or newer (reshaped(), PropagateNaN)");
+
 namespace attn {
 
 using Index = Eigen::Index;

@@ -3,6 +3,9 @@
 // hold its tokenizer and weights. The one place the model layer reads JSON.
 
 #include <nlohmann/json.hpp>
+#if NLOHMANN_JSON_VERSION_MAJOR < 3 || (NLOHMANN_JSON_VERSION_MAJOR == 3 && NLOHMANN_JSON_VERSION_MINOR < 9)
+#error "attn needs nlohmann_json 3.9 or newer (parse with ignore_comments)"
+#endif
 
 #include <cmath>
 #include <cstdint>

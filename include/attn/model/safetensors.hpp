@@ -37,6 +37,9 @@
 // compiler says, and by the first from_bytes call otherwise).
 
 #include <nlohmann/json.hpp>
+#if NLOHMANN_JSON_VERSION_MAJOR < 3 || (NLOHMANN_JSON_VERSION_MAJOR == 3 && NLOHMANN_JSON_VERSION_MINOR < 9)
+#error "attn needs nlohmann_json 3.9 or newer (parse with ignore_comments)"
+#endif
 
 #include <algorithm>
 #include <cstdint>

@@ -1,3 +1,4 @@
+// attn/model/model.hpp and forward.hpp: loading a model (and every way a load fails) and the fast forward pass.
 #include <doctest/doctest.h>
 #include <attn/model/model.hpp>
 
