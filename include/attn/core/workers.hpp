@@ -94,14 +94,23 @@ private:
 
 namespace detail {
 
+/// The calling thread alone, as a pool of one (nothing to start or join).
+struct CallerOnly {
+    int size() const { return 1; }
+    template <class Work>
+    void run(Work& work) {
+        work(0);
+    }
+};
+
 /// Runs a team (detail::Team, run_team_on) of up to `workers` on `kept` if it is given,
 /// else on threads started for this call; with one worker, on the caller alone.
 template <class Body>
 void run_team(Workers* kept, int workers, Body&& body) {
     if (kept) return run_team_on(*kept, workers, body);
     if (workers <= 1) {
-        Workers caller_only(1);  // starts no thread
-        return run_team_on(caller_only, 1, body);
+        CallerOnly caller;
+        return run_team_on(caller, 1, body);
     }
     Workers temporary(workers);
     run_team_on(temporary, workers, body);

@@ -11,7 +11,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "attn/core/error.hpp"
 #include "attn/detail/check.hpp"
@@ -69,6 +71,19 @@ inline void expect_setting(const nlohmann::json& settings, const char* key, cons
                                    supported.dump(), ")"));
 }
 
+/// The choice settings[key] names, of `choices` (name, value).
+template <class Choice>
+Choice one_of(const nlohmann::json& settings, const char* key, const std::string& file,
+              std::initializer_list<std::pair<const char*, Choice>> choices) {
+    const nlohmann::json& value = member(settings, key, file);
+    std::string names;
+    for (const auto& [name, choice] : choices) {
+        if (value == name) return choice;
+        names += (names.empty() ? "\"" : " or \"") + std::string(name) + "\"";
+    }
+    throw format_error(message(file, ": settings.", key, " = ", value.dump(), " is not supported (", names, ")"));
+}
+
 inline void check_format(const nlohmann::json& manifest, const std::string& file) {
     const nlohmann::json& format = member(manifest, "format", file);
     if (format != kManifestFormat)
@@ -101,22 +116,11 @@ inline ModelSettings parse_settings(const nlohmann::json& manifest, const std::s
     expect_setting(s, "attention_bias", false, file);
     expect_setting(s, "tied_embeddings", true, file);
     expect_setting(s, "weight_layout", "in_out", file);
-    const nlohmann::json& pairing = member(s, "rope_pairing", file);
-    if (pairing == "rotate_half")
-        settings.rope_pairing = RopePairing::rotate_half;
-    else if (pairing == "interleaved")
-        settings.rope_pairing = RopePairing::interleaved;
-    else
-        throw format_error(message(file, ": settings.rope_pairing = ", pairing.dump(),
-                                   " is not supported (\"rotate_half\" or \"interleaved\")"));
-    const nlohmann::json& activation = member(s, "activation", file);
-    if (activation == "gelu_erf")
-        settings.activation = Activation::gelu_erf;
-    else if (activation == "gelu_tanh")
-        settings.activation = Activation::gelu_tanh;
-    else
-        throw format_error(message(file, ": settings.activation = ", activation.dump(),
-                                   " is not supported (\"gelu_erf\" or \"gelu_tanh\")"));
+    settings.rope_pairing =
+        one_of<RopePairing>(s, "rope_pairing", file,
+                            {{"rotate_half", RopePairing::rotate_half}, {"interleaved", RopePairing::interleaved}});
+    settings.activation = one_of<Activation>(
+        s, "activation", file, {{"gelu_erf", Activation::gelu_erf}, {"gelu_tanh", Activation::gelu_tanh}});
     return settings;
 }
 
