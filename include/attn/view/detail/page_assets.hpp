@@ -254,9 +254,9 @@ function tokenClass(i) {
   return data.kinds[i] === 'plain' ? '' : data.kinds[i];
 }
 function buildHeadControls() {
-  const select = $('layer-select');
-  for (let l = 0; l < layers; ++l) select.appendChild(el('option', { value: l }, 'layer ' + (l + 1)));
-  select.addEventListener('change', () => openHead(+select.value, state.head));
+  const chooser = $('layer-select');
+  for (let l = 0; l < layers; ++l) chooser.appendChild(el('option', { value: l }, 'layer ' + (l + 1)));
+  chooser.addEventListener('change', () => openHead(+chooser.value, state.head));
   const toggles = $('head-toggles');
   for (let h = 0; h < heads; ++h) {
     const chip = el('label', { class: 'chip', 'data-head': h });
@@ -303,6 +303,7 @@ function renderHeadView() {
   }
   queries.replaceChildren(...queryRows);
   keys.replaceChildren(...keyRows);
+  if (state.view === 'head') queryRows[state.selected - start].scrollIntoView({ block: 'nearest' });
   keys.style.setProperty('--head-colour', headColour(state.head));
   const canvas = $('lines');
   canvas.width = 180;
@@ -338,10 +339,10 @@ function matrixLayout() {
   return { cell, size, labelled, margin, g: Math.min(n, Math.round(size)) };
 }
 function buildMatrixControls() {
-  const select = $('head-select');
+  const chooser = $('head-select');
   for (let l = 0; l < layers; ++l)
-    for (let h = 0; h < heads; ++h) select.appendChild(el('option', { value: l + ',' + h }, label(l, h)));
-  select.addEventListener('change', () => { const [l, h] = select.value.split(',').map(Number); openHead(l, h); });
+    for (let h = 0; h < heads; ++h) chooser.appendChild(el('option', { value: l + ',' + h }, label(l, h)));
+  chooser.addEventListener('change', () => { const [l, h] = chooser.value.split(',').map(Number); openHead(l, h); });
   $('baseline').addEventListener('change', (event) => { state.baseline = event.target.checked; render(); });
   const canvas = $('matrix');
   const at = (event) => {
@@ -462,7 +463,8 @@ document.addEventListener('keydown', (event) => {
 for (const button of document.querySelectorAll('#tabs button')) button.addEventListener('click', () => show(button.dataset.view));
 
 document.title = data.title;
-$('title').textContent = data.title + ' — ' + layers + ' layers × ' + heads + ' heads, ' + n + ' positions';
+const plural = (count, noun) => count + ' ' + noun + (count === 1 ? '' : 's');
+$('title').textContent = data.title + ' — ' + plural(layers, 'layer') + ' × ' + plural(heads, 'head') + ', ' + plural(n, 'position');
 buildHeadControls();
 buildMatrixControls();
 for (const [view, build] of [['model', buildModelView], ['head', renderHeadView], ['matrix', renderMatrixView]]) {
@@ -484,6 +486,8 @@ window.attnViewer = {
   timings,
   weight, row, topKeys, select, openHead, show,
   head: (l, h) => { const out = []; for (let i = 0; i < n; ++i) out.push(row(l, h, i)); return out; },
+  // Where cell (i, j) of the matrix view lies on its canvas, in CSS pixels from the top left.
+  matrixCell: (i, j) => { const { size, margin } = matrixLayout(); return [margin + ((j + 0.5) * size) / n, margin + ((i + 0.5) * size) / n]; },
   setBaseline: (on) => { state.baseline = !!on; $('baseline').checked = state.baseline; render(); },
   ready: true,
 };
