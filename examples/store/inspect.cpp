@@ -188,7 +188,7 @@ int run(const Arguments& args) {
     const auto result = model.forward(ids, options);
     if (args.html) {
         attn::PageOptions page;
-        page.title = args.name ? *args.name : "token ids " + *args.ids;
+        page.title = args.name ? *args.name : std::to_string(n) + " token ids";
         page.selected_position = position;
         page.open_head = {std::max(only_layer, 0L), std::max(only_head, 0L)};
         store::write_page(*args.html, model, ids, result, page);

@@ -12,7 +12,7 @@ inline constexpr const char* page_style = R"CSS(
 * { box-sizing: border-box; }
 body { margin: 0; font: 14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--ink); background: #fff; }
 header { padding: 8px 16px; border-bottom: 1px solid var(--line); display: flex; flex-wrap: wrap; gap: 8px 24px; align-items: baseline; }
-h1 { font-size: 17px; margin: 0; }
+h1 { font-size: 17px; margin: 0; overflow-wrap: anywhere; }
 h2 { font-size: 14px; margin: 12px 0 4px; }
 nav button { font: inherit; padding: 3px 10px; border: 1px solid #bbb; background: #f6f6f6; border-radius: 4px; cursor: pointer; }
 nav button.active { background: #0072b2; color: #fff; border-color: #0072b2; }
@@ -396,7 +396,9 @@ function renderMatrixView() {
     }
   } else {
     context.font = '10px sans-serif';
-    const step = Math.pow(10, Math.ceil(Math.log10(n / 8)));
+    // Ticks every 1, 2 or 5 × 10^k positions, about eight of them.
+    const power = Math.pow(10, Math.floor(Math.log10(Math.max(1, n / 8))));
+    const step = [1, 2, 5, 10].map((m) => m * power).find((s) => n / s <= 10);
     for (let p = 0; p < n; p += step) {
       const at = margin + ((p + 0.5) * size) / n;
       context.textAlign = 'right';
@@ -428,7 +430,7 @@ function renderSide() {
       const bar = el('div', { class: 'bar' });
       const fill = el('span', { class: 'fill' });
       fill.style.width = Math.round(p * 90) + 'px';
-      bar.append(el('span', { class: 'label' }, token), fill, el('span', {}, p.toFixed(3)));
+      bar.append(el('span', { class: 'label' }, token), fill, el('span', {}, p >= 0.001 || p === 0 ? p.toFixed(3) : p.toExponential(1)));
       return bar;
     }));
   $('top-keys').replaceChildren(...state.highlighted.map((j) =>
