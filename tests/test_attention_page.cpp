@@ -132,13 +132,13 @@ TEST_CASE("attention_page embeds hostile token text so that no token closes the 
     const std::vector<std::string> tokens{
         "<s>", "</script><script>alert(1)</script>", "a & \"b\" 'c'", "caf\xC3\xA9", "\xFF", "<!--"};
     attn::PageOptions options;
-    options.title = "</title><b>x</b> & co";
+    options.title = "</title><b>x</b> & 'co'";
     options.next_tokens.assign(tokens.size(), {{"</script>", 0.5}, {"\xE2\x80\xA8", 0.25}});
     const std::string page = attn::attention_page(
         tokens, std::vector<attn::AttentionWeights<float>>{causal_weights<float>(2, 6, 1)}, options);
     CHECK(occurrences(page, "</script>") == 2);  // the data's and the script's own
     CHECK(occurrences(page, "<script") == 2);
-    CHECK(page.find("<title>&lt;/title&gt;&lt;b&gt;x&lt;/b&gt; &amp; co</title>") != std::string::npos);
+    CHECK(page.find("<title>&lt;/title&gt;&lt;b&gt;x&lt;/b&gt; &amp; &apos;co&apos;</title>") != std::string::npos);
     const std::string data = embedded_data(page);
     CHECK(data.find_first_of("<>&") == std::string::npos);
     CHECK(data.find("\"\\u003c/script\\u003e\\u003cscript\\u003ealert(1)\\u003c/script\\u003e\"") != std::string::npos);

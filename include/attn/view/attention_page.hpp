@@ -46,6 +46,7 @@
 #include "attn/core/error.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
+#include "attn/detail/markup.hpp"
 #include "attn/detail/utf8.hpp"
 #include "attn/model/types.hpp"
 #include "attn/view/detail/page_assets.hpp"
@@ -107,33 +108,6 @@ inline void append_script_json_string(std::string& out, std::string_view text) {
         position += step.length;
     }
     out += '"';
-}
-
-/// `text` for HTML element content or a quoted attribute.
-inline std::string html_escape(std::string_view text) {
-    std::string out;
-    for (char c : text) {
-        switch (c) {
-            case '&':
-                out += "&amp;";
-                break;
-            case '<':
-                out += "&lt;";
-                break;
-            case '>':
-                out += "&gt;";
-                break;
-            case '"':
-                out += "&quot;";
-                break;
-            case '\'':
-                out += "&#39;";
-                break;
-            default:
-                out += c;
-        }
-    }
-    return out;
 }
 
 /// A number that reads back to the same double (max_digits10 significant digits).
@@ -326,7 +300,7 @@ std::string attention_page(const std::vector<std::string>& tokens, const std::ve
     std::string page;
     page.reserve(data.size() + 64 * 1024);
     page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>";
-    page += detail::html_escape(options.title);
+    page += detail::markup_escape(options.title);
     page += "</title>\n<style>\n";
     page += detail::page_style;
     page += "</style>\n</head>\n<body>\n";
