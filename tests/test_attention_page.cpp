@@ -137,6 +137,11 @@ TEST_CASE("attention_page embeds hostile token text so that no token closes the 
     const std::string page = attn::attention_page(
         tokens, std::vector<attn::AttentionWeights<float>>{causal_weights<float>(2, 6, 1)}, options);
     CHECK(occurrences(page, "</script>") == 2);  // the data's and the script's own
+    // Nothing to fetch: no URL, no external script, style, image or font.
+    CHECK(page.find("http") == std::string::npos);
+    CHECK(page.find(" src=") == std::string::npos);
+    CHECK(page.find("<link") == std::string::npos);
+    CHECK(page.find("@import") == std::string::npos);
     CHECK(occurrences(page, "<script") == 2);
     CHECK(page.find("<title>&lt;/title&gt;&lt;b&gt;x&lt;/b&gt; &amp; &apos;co&apos;</title>") != std::string::npos);
     const std::string data = embedded_data(page);

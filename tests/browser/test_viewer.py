@@ -81,6 +81,8 @@ def open_page(driver, path):
     assert driver.execute_script("return !!(window.attnViewer && window.attnViewer.ready)"), \
         "the page did not finish its first render: " + driver.find_element(By.ID, "error").text
     check_console(driver)
+    # Nothing was fetched: the page is its one file.
+    assert driver.execute_script("return performance.getEntriesByType('resource').length") == 0
 
 
 def check_console(driver):

@@ -334,7 +334,9 @@ const PLOT = 640;
 function matrixLayout() {
   const cell = n <= PLOT ? Math.max(1, Math.min(20, Math.floor(PLOT / n))) : PLOT / n;
   const size = n <= PLOT ? cell * n : PLOT;
-  const labelled = cell >= 9;
+  // Token labels on both axes while a label fits in at most every fourth cell; beyond
+  // that, position ticks (the readout names the hovered tokens).
+  const labelled = n <= PLOT && cell * 4 >= 9;
   const margin = labelled ? 130 : 36;
   return { cell, size, labelled, margin, g: Math.min(n, Math.round(size)) };
 }
@@ -381,9 +383,10 @@ function renderMatrixView() {
   context.drawImage(image.canvas, margin, margin, size, size);
   context.fillStyle = '#222';
   if (labelled) {
-    context.font = Math.min(12, cell - 1) + 'px ui-monospace, "DejaVu Sans Mono", monospace';
+    const stride = Math.ceil(10 / cell);  // every token from 10 px per cell, else every stride-th
+    context.font = Math.max(9, Math.min(12, cell * stride - 1)) + 'px ui-monospace, "DejaVu Sans Mono", monospace';
     context.textBaseline = 'middle';
-    for (let i = 0; i < n; ++i) {
+    for (let i = 0; i < n; i += stride) {
       const text = data.tokens[i].length > 18 ? data.tokens[i].slice(0, 17) + '…' : data.tokens[i];
       context.textAlign = 'right';
       context.fillText(text, margin - 4, margin + (i + 0.5) * cell);
