@@ -1,20 +1,24 @@
 // heatmap: an SVG of the store model's attention for a product: one head, or a grid of
 // every head (rows: layers, columns: heads).
 //
-//   heatmap [--model DIR] (--name TEXT [--description TEXT]) [--layer L --head H] --output FILE.svg
+//   heatmap [--model DIR] (--name TEXT [--description TEXT]) [--layer L --head H]
+//           (--output FILE.svg | --html FILE.html | both)
 #include <fstream>
 #include <iostream>
 #include <optional>
 
 #include "store_model.hpp"
+#include "store_page.hpp"
 #include "svg_heatmap.hpp"
 
 namespace {
 constexpr const char* usage =
-    R"(usage: heatmap [--model DIR] --name TEXT [--description TEXT] [--layer L --head H] --output FILE
+    R"(usage: heatmap [--model DIR] --name TEXT [--description TEXT] [--layer L --head H]
+               [--output FILE] [--html FILE]
 
 Writes an SVG heatmap of the store model's attention for a product: every head in a
-grid (rows: layers, columns: heads), or one head with --layer and --head (1-based).
+grid (rows: layers, columns: heads), or one head with --layer and --head (1-based);
+and/or the interactive page of inspect --html (opening on that head's matrix view).
 
 options:
   --model DIR         model directory (default: the shipped models/store)
@@ -22,6 +26,7 @@ options:
   --description TEXT  the product's description (default: none)
   --layer L --head H  only this head
   --output FILE       where to write the SVG
+  --html FILE         where to write the interactive page
   --help              show this help and exit
 )";
 
@@ -42,7 +47,7 @@ int one_based(const std::string& flag, const std::string& text, long count) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::optional<std::string> model_flag, name, description, layer, head, output;
+    std::optional<std::string> model_flag, name, description, layer, head, output, html;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         auto value = [&](std::optional<std::string>& slot) {
@@ -64,11 +69,13 @@ int main(int argc, char** argv) {
             value(head);
         else if (arg == "--output")
             value(output);
+        else if (arg == "--html")
+            value(html);
         else
             fail_usage("unknown argument '" + arg + "'");
     }
     if (!name) fail_usage("--name is required");
-    if (!output) fail_usage("--output is required");
+    if (!output && !html) fail_usage("--output or --html is required");
     if (layer.has_value() != head.has_value()) fail_usage("--layer and --head go together");
     return store::report_errors("heatmap", [&] {
         const auto model = attn::Model<float>::load(store::model_directory(model_flag));
@@ -76,7 +83,8 @@ int main(int argc, char** argv) {
         const std::vector<int> ids = model.product_ids(*name, description.value_or(""));
         attn::ForwardOptions options;
         options.keep_attention = true;
-        const auto attention = model.forward(ids, options).attention;
+        const auto result = model.forward(ids, options);
+        const auto& attention = result.attention;
         std::vector<std::string> tokens;
         for (int id : ids) tokens.push_back(model.tokenizer().token(id));
         std::vector<store::HeatmapPanel> panels;
@@ -85,12 +93,22 @@ int main(int argc, char** argv) {
                 panels.push_back({"layer " + std::to_string(l + 1) + ", head " + std::to_string(h + 1),
                                   attention.head(l, h).cast<double>()});
         int columns = int(settings.heads);
+        attn::PageOptions page;
+        page.title = *name;
         if (layer) {
             const int l = one_based("--layer", *layer, long(settings.layers));
             const int h = one_based("--head", *head, long(settings.heads));
             panels = {panels[std::size_t(l * settings.heads + h)]};
             columns = 1;
+            page.open_head = {l, h};
+            page.view = attn::PageView::matrix;
         }
+        if (html) {
+            store::write_page(*html, model, ids, result, page);
+            std::cout << "wrote " << *html << ": " << settings.layers * settings.heads << " heads × " << ids.size()
+                      << " positions\n";
+        }
+        if (!output) return;
         std::ofstream out(*output);
         if (!out) throw attn::io_error(*output + ": cannot write the heatmap");
         out << store::heatmap_svg(panels, tokens, columns);

@@ -2,13 +2,16 @@
 // one position of a product's text.
 //
 //   inspect [--model DIR] (--name TEXT [--description TEXT] | --ids 1,2,3)
-//           [--position N] [--layer L --head H] [--top K] [--json]
+//           [--position N] [--layer L --head H] [--top K] [--json] [--html FILE] [--npy DIR]
 #include <attn/model/model.hpp>
+#include <attn/view/npy.hpp>
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <numeric>
 #include <optional>
@@ -16,11 +19,12 @@
 #include <vector>
 
 #include "store_model.hpp"
+#include "store_page.hpp"
 
 namespace {
 
 constexpr const char* usage = R"(usage: inspect [--model DIR] (--name TEXT [--description TEXT] | --ids 1,2,3)
-               [--position N] [--layer L --head H] [--top K] [--json]
+               [--position N] [--layer L --head H] [--top K] [--json] [--html FILE] [--npy DIR]
 
 Runs the store model on `<s> name <sep> description </s>` (or on token ids) and prints,
 at one position, the next-token probabilities and each head's largest attention weights,
@@ -36,11 +40,15 @@ options:
   --top K             how many tokens and weights to list (default 3)
   --json              one JSON object: tokens, ids, logits (positions × vocabulary),
                       attention (layers × heads × positions × positions)
+  --html FILE         also write an interactive page of every head's attention (opens
+                      from disk, nothing fetched), at --position and on --layer/--head
+  --npy DIR           also write DIR/attention.npy (layers, heads, positions, positions),
+                      DIR/logits.npy (positions, vocabulary), float32, and DIR/tokens.json
   --help              show this help and exit
 )";
 
 struct Arguments {
-    std::optional<std::string> model, name, description, ids, position, layer, head, top;
+    std::optional<std::string> model, name, description, ids, position, layer, head, top, html, npy;
     bool json = false;
 };
 
@@ -76,6 +84,10 @@ Arguments parse(int argc, char** argv) {
             value(a.head);
         else if (arg == "--top")
             value(a.top);
+        else if (arg == "--html")
+            value(a.html);
+        else if (arg == "--npy")
+            value(a.npy);
         else if (arg == "--json")
             a.json = true;
         else
@@ -134,6 +146,29 @@ std::vector<attn::Index> top_k(const Row& row, attn::Index k) {
     return order;
 }
 
+/// attention.npy, logits.npy and tokens.json in `directory`, created if missing.
+void write_arrays(const std::filesystem::path& directory, const attn::Tokenizer& tokenizer, const std::vector<int>& ids,
+                  const attn::ForwardResult<float>& result) {
+    std::error_code error;
+    std::filesystem::create_directories(directory, error);
+    if (error) throw attn::io_error(directory.string() + ": cannot create the directory: " + error.message());
+    const auto& attention = result.attention;
+    std::vector<float> weights;
+    for (attn::Index l = 0; l < attention.layers(); ++l)
+        weights.insert(weights.end(), attention.layer(l).data(), attention.layer(l).data() + attention.layer(l).size());
+    attn::write_npy(directory / "attention.npy",
+                    {attention.layers(), attention.heads(), attention.positions(), attention.positions()},
+                    weights.data());
+    attn::write_npy(directory / "logits.npy", result.logits);
+    nlohmann::json tokens;
+    for (int id : ids) tokens["tokens"].push_back(tokenizer.token(id));
+    tokens["ids"] = ids;
+    std::ofstream out(directory / "tokens.json");
+    if (!(out << tokens.dump() << "\n") || !out.flush())
+        throw attn::io_error((directory / "tokens.json").string() + ": cannot write");
+    std::cerr << "wrote " << directory.string() << "/{attention.npy,logits.npy,tokens.json}\n";
+}
+
 int run(const Arguments& args) {
     const auto model = attn::Model<float>::load(store::model_directory(args.model));
     const attn::Tokenizer& tokenizer = model.tokenizer();
@@ -151,6 +186,15 @@ int run(const Arguments& args) {
     attn::ForwardOptions options;
     options.keep_attention = true;
     const auto result = model.forward(ids, options);
+    if (args.html) {
+        attn::PageOptions page;
+        page.title = args.name ? *args.name : std::to_string(n) + " token ids";
+        page.selected_position = position;
+        page.open_head = {std::max(only_layer, 0L), std::max(only_head, 0L)};
+        store::write_page(*args.html, model, ids, result, page);
+        std::cerr << "wrote " << *args.html << "\n";
+    }
+    if (args.npy) write_arrays(*args.npy, tokenizer, ids, result);
 
     if (args.json) {
         nlohmann::json out;

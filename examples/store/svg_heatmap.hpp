@@ -3,6 +3,7 @@
 // tokens on both axes (rows: the attending position, columns: the attended one) and a
 // colour scale from 0 to 1. Plain SVG 1.1, readable in any browser.
 
+#include <attn/detail/markup.hpp>
 #include <attn/model/model.hpp>
 
 #include <algorithm>
@@ -14,29 +15,7 @@
 namespace store {
 
 inline std::string xml_escape(const std::string& text) {
-    std::string out;
-    for (char c : text) {
-        switch (c) {
-            case '&':
-                out += "&amp;";
-                break;
-            case '<':
-                out += "&lt;";
-                break;
-            case '>':
-                out += "&gt;";
-                break;
-            case '"':
-                out += "&quot;";
-                break;
-            case '\'':
-                out += "&apos;";
-                break;
-            default:
-                out += c;
-        }
-    }
-    return out;
+    return attn::detail::markup_escape(text);
 }
 
 /// White (0) to dark blue (1), as #rrggbb.

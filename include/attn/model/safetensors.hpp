@@ -58,6 +58,7 @@
 #include "attn/core/error.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
+#include "attn/detail/endian.hpp"
 #include "attn/detail/utf8.hpp"
 
 #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -239,13 +240,6 @@ inline std::optional<std::uint64_t> checked_byte_count(const std::vector<std::in
         bytes *= u;
     }
     return bytes;
-}
-
-inline bool host_is_little_endian() {
-    const std::uint16_t one = 1;
-    std::uint8_t first;
-    std::memcpy(&first, &one, 1);
-    return first == 1;
 }
 
 }  // namespace detail

@@ -1,0 +1,112 @@
+// attention_page: the interactive page of attn/view/attention_page.hpp for the core
+// kernel's own output, at any length — what a library user does for their own model.
+// Random "tokens" (each position one of a small vocabulary of random vectors, so that
+// heads find repeats) go through causal multi_head_attention with keep_weights, and
+// the weights of every head become the page.
+//
+//   attention_page [--positions N] [--heads H] [--seed S] --output FILE.html
+#include <attn/attn.hpp>
+#include <attn/view/attention_page.hpp>
+
+#include <iostream>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+constexpr const char* usage = R"(usage: attention_page [--positions N] [--heads H] [--seed S] --output FILE
+
+Writes the interactive attention page (attn/view/attention_page.hpp) for causal
+multi-head attention over N random tokens (default 2048 positions, 4 heads of 32).
+
+options:
+  --positions N  positions, 1 to 16384 (default 2048)
+  --heads H      heads, 1 to 16 (default 4)
+  --seed S       random seed (default 2026)
+  --output FILE  where to write the page
+  --help         show this help and exit
+)";
+
+[[noreturn]] void fail_usage(const std::string& problem) {
+    std::cerr << "attention_page: " << problem << "\n\n" << usage;
+    std::exit(2);
+}
+
+long integer(const std::string& flag, const std::string& text, long low, long high) {
+    try {
+        std::size_t used = 0;
+        const long value = std::stol(text, &used);
+        if (used == text.size() && value >= low && value <= high) return value;
+    } catch (const std::exception&) {
+    }
+    fail_usage(flag + " needs an integer from " + std::to_string(low) + " to " + std::to_string(high) + ", got '" +
+               text + "'");
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+    long positions = 2048, heads = 4, seed = 2026;
+    std::optional<std::string> output;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--help" || arg == "-h") {
+            std::cout << usage;
+            return 0;
+        }
+        if (i + 1 >= argc)
+            fail_usage(arg == "--positions" || arg == "--heads" || arg == "--seed" || arg == "--output"
+                           ? arg + " needs a value"
+                           : "unknown argument '" + arg + "'");
+        const std::string value = argv[++i];
+        if (arg == "--positions")
+            positions = integer(arg, value, 1, 16384);
+        else if (arg == "--heads")
+            heads = integer(arg, value, 1, 16);
+        else if (arg == "--seed")
+            seed = integer(arg, value, 0, 1L << 30);
+        else if (arg == "--output")
+            output = value;
+        else
+            fail_usage("unknown argument '" + arg + "'");
+    }
+    if (!output) fail_usage("--output is required");
+
+    const attn::Index width = 32 * heads, vocabulary = 64;
+    std::mt19937_64 engine(static_cast<std::uint64_t>(seed));
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    auto random = [&](attn::Index rows, attn::Index cols, float scale) {
+        attn::Matrix<float> m(rows, cols);
+        for (attn::Index i = 0; i < m.size(); ++i) m.data()[i] = scale * normal(engine);
+        return m;
+    };
+    const attn::Matrix<float> embeddings = random(vocabulary, width, 1.0f);
+    std::uniform_int_distribution<attn::Index> pick(0, vocabulary - 1);
+    attn::Matrix<float> x(positions, width);
+    std::vector<std::string> tokens;
+    for (attn::Index i = 0; i < positions; ++i) {
+        const attn::Index token = pick(engine);
+        x.row(i) = embeddings.row(token);
+        tokens.push_back("w" + std::to_string(token));
+    }
+    // Sharper than a random network's heads, so that the page has something to show.
+    const float scale = 2.0f / std::sqrt(float(width));
+    const attn::Matrix<float> wq = random(width, width, scale), wk = random(width, width, scale),
+                              wv = random(width, width, scale), wo = random(width, width, scale);
+    attn::AttentionOptions<float> options;
+    options.keep_weights = true;
+    options.threads = 0;
+    return [&] {
+        try {
+            const auto result = attn::multi_head_attention(x, {wq, wk, wv, wo}, heads, options);
+            attn::PageOptions page;
+            page.title = "multi_head_attention: " + std::to_string(positions) + " random tokens";
+            attn::write_attention_page(*output, tokens, std::vector{result.weights}, page);
+            std::cout << "wrote " << *output << ": " << heads << " heads × " << positions << " positions\n";
+            return 0;
+        } catch (const attn::error& e) {
+            std::cerr << "attention_page: " << e.what() << "\n";
+            return 1;
+        }
+    }();
+}

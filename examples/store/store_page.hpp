@@ -1,0 +1,37 @@
+#pragma once
+// The attention page (attn/view/attention_page.hpp) for the store model's products: tokens
+// styled as the chapter labels them (name, description, markers) and the five most probable
+// next tokens at every position. Shared by inspect --html and heatmap --html.
+
+#include <attn/model/model.hpp>
+#include <attn/view/attention_page.hpp>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "store_model.hpp"
+
+namespace store {
+
+/// Writes the page of one forward pass (keep_attention on) over `ids` to `file`.
+inline void write_page(const std::filesystem::path& file, const attn::Model<float>& model, const std::vector<int>& ids,
+                       const attn::ForwardResult<float>& result, attn::PageOptions options) {
+    const attn::Tokenizer& tokenizer = model.tokenizer();
+    const std::size_t separator = separator_position(tokenizer, ids);
+    std::vector<std::string> tokens;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        tokens.push_back(tokenizer.token(ids[i]));
+        const bool marker = i == 0 || i == separator || ids[i] == tokenizer.end_id();
+        options.kinds.push_back(marker                    ? attn::TokenKind::marker
+                                : separator >= ids.size() ? attn::TokenKind::plain
+                                : i < separator           ? attn::TokenKind::name
+                                                          : attn::TokenKind::description);
+    }
+    std::vector<std::string> vocabulary;
+    for (int id = 0; id < tokenizer.size(); ++id) vocabulary.push_back(tokenizer.token(id));
+    options.next_tokens = attn::top_next_tokens(result.logits, vocabulary, 5);
+    attn::write_attention_page(file, tokens, result.attention, options);
+}
+
+}  // namespace store

@@ -1,0 +1,364 @@
+#pragma once
+// One self-contained HTML page for looking at attention in a browser: data, script and
+// style inline, nothing fetched, opens from disk (Chromium, Firefox: standard DOM and
+// canvas only). Views:
+//   - model view: every layer × head as a small heatmap (L1H1 …); a click opens it;
+//   - head view: the tokens in two columns, lines from the selected query to its keys in
+//     one colour per head (Okabe–Ito), heads toggled on and off, the open head's top keys
+//     outlined;
+//   - matrix view: one head with tokens on both axes, values on hover, and the even spread
+//     (1/(i+1) on each of the i + 1 visible keys) as a baseline to compare against;
+//   - beside them, the next-token probabilities at the selected position, if given.
+// Arrow keys move the selected position. Heatmaps are drawn on canvases (one pixel block per
+// cell, max-pooled when there are more positions than pixels), so thousands of positions
+// stay usable. Colours: viridis for weights, blue–white–vermillion for differences.
+//
+// The page exposes its state as `window.attnViewer` (selected position, open head,
+// highlighted keys, render times, the decoded weights), which the browser test reads.
+//
+// Text handling: token strings are UTF-8; bytes that are not valid UTF-8 (a byte-level
+// tokenizer's partial characters, say) are each replaced by U+FFFD rather than refused.
+// Everything embedded is escaped for JSON inside <script> (`<`, `>`, `&`, U+2028, U+2029
+// and control characters become \u escapes), so no token can close the script or the page.
+//
+// Weights are embedded as base64 of little-endian numbers, only the lower triangle when
+// every weight above the diagonal is 0 (causal attention). WeightEncoding::automatic keeps
+// float32 (exact for float input) up to 4,194,304 stored weights, 16-bit fixed point on
+// [0, 1] (absolute error ≤ 0.5/65535 ≈ 7.7e-6) up to 16,777,216 and 8-bit beyond
+// (≤ 0.5/255 ≈ 2.0e-3, the colour ramp's own resolution). The 160-position store model's
+// 16 heads are 206,080 weights: float32, about 1.1 MB of page.
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attn/core/error.hpp"
+#include "attn/core/types.hpp"
+#include "attn/detail/check.hpp"
+#include "attn/detail/markup.hpp"
+#include "attn/detail/utf8.hpp"
+#include "attn/model/types.hpp"
+#include "attn/view/detail/page_assets.hpp"
+
+namespace attn {
+
+/// Where a token sits in the text, for its style in the page.
+enum class TokenKind { plain, name, description, marker };
+
+/// One candidate next token and its probability.
+struct NextToken {
+    std::string token;
+    double probability = 0;
+};
+
+/// How the page stores the weights (see the top of this file).
+enum class WeightEncoding { automatic, float32, unorm16, unorm8 };
+
+/// The view a page opens with.
+enum class PageView { model, head, matrix };
+
+struct PageOptions {
+    std::string title = "attention";
+    std::vector<TokenKind> kinds;                     ///< empty, or one per token
+    std::vector<std::vector<NextToken>> next_tokens;  ///< empty, or one list per position, most probable first
+    Index selected_position = -1;                     ///< position selected when the page opens; -1: the last
+    HeadId open_head{};                               ///< head the head and matrix views open with (0-based)
+    PageView view = PageView::model;                  ///< view shown when the page opens
+    WeightEncoding encoding = WeightEncoding::automatic;
+};
+
+namespace detail {
+
+/// `text` as a JSON string literal that is also safe inside an HTML <script> element.
+inline void append_script_json_string(std::string& out, std::string_view text) {
+    static const char hex[] = "0123456789abcdef";
+    auto unicode_escape = [&](unsigned code) {
+        out += "\\u";
+        for (int shift = 12; shift >= 0; shift -= 4) out += hex[(code >> shift) & 0xFu];
+    };
+    out += '"';
+    std::size_t position = 0;
+    while (position < text.size()) {
+        const Utf8Step step = utf8_step(text, position);
+        if (step.problem) {  // one replacement character per invalid byte, as documented above
+            unicode_escape(0xFFFD);
+            ++position;
+            continue;
+        }
+        const char32_t c = step.code_point;
+        if (c == '"')
+            out += "\\\"";
+        else if (c == '\\')
+            out += "\\\\";
+        else if (c < 0x20 || c == '<' || c == '>' || c == '&' || c == 0x2028 || c == 0x2029 || c == 0x7F)
+            unicode_escape(static_cast<unsigned>(c));
+        else
+            out.append(text.substr(position, step.length));
+        position += step.length;
+    }
+    out += '"';
+}
+
+/// A number that reads back to the same double (max_digits10 significant digits).
+inline void append_json_number(std::string& out, double value) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.*g", std::numeric_limits<double>::max_digits10, value);
+    out += buffer;
+}
+
+inline void append_base64(std::string& out, const std::vector<std::uint8_t>& bytes) {
+    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    out.reserve(out.size() + (bytes.size() + 2) / 3 * 4);
+    std::size_t i = 0;
+    for (; i + 2 < bytes.size(); i += 3) {
+        const std::uint32_t triple =
+            (std::uint32_t(bytes[i]) << 16) | (std::uint32_t(bytes[i + 1]) << 8) | bytes[i + 2];
+        for (int shift = 18; shift >= 0; shift -= 6) out += alphabet[(triple >> shift) & 0x3Fu];
+    }
+    if (i < bytes.size()) {
+        const bool two = i + 1 < bytes.size();
+        const std::uint32_t triple = (std::uint32_t(bytes[i]) << 16) | (two ? std::uint32_t(bytes[i + 1]) << 8 : 0u);
+        out += alphabet[(triple >> 18) & 0x3Fu];
+        out += alphabet[(triple >> 12) & 0x3Fu];
+        out += two ? alphabet[(triple >> 6) & 0x3Fu] : '=';
+        out += '=';
+    }
+}
+
+inline const char* token_kind_name(TokenKind kind) {
+    switch (kind) {
+        case TokenKind::name:
+            return "name";
+        case TokenKind::description:
+            return "description";
+        case TokenKind::marker:
+            return "marker";
+        case TokenKind::plain:
+            break;
+    }
+    return "plain";
+}
+
+/// The checks of attention_page's inputs; returns whether every weight above the diagonal is 0.
+template <class T>
+bool check_page_inputs(const std::vector<std::string>& tokens, const std::vector<AttentionWeights<T>>& layers,
+                       const PageOptions& options) {
+    constexpr const char* function = "attention_page";
+    const auto n = static_cast<Index>(tokens.size());
+    if (n == 0) throw shape_error(message(function, ": tokens is empty; a page needs at least one position"));
+    if (layers.empty()) throw shape_error(message(function, ": layers is empty; a page needs at least one layer"));
+    const Index heads = layers.front().heads();
+    bool lower = true;
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+        const AttentionWeights<T>& layer = layers[l];
+        if (layer.heads() == 0 || layer.heads() != heads)
+            throw shape_error(message(function, ": layer ", l, " has ", layer.heads(), " heads, expected ", heads,
+                                      " (as layer 0), at least 1"));
+        if (layer.rows() != n || layer.cols() != n)
+            throw shape_error(message(function, ": layer ", l, " has heads of ", layer.rows(), " × ", layer.cols(),
+                                      " weights, expected ", n, " × ", n, " (one row and column per token)"));
+        for (Index h = 0; h < heads; ++h)
+            for (Index i = 0; i < n; ++i)
+                for (Index j = 0; j < n; ++j) {
+                    const double w = static_cast<double>(layer(h, i, j));
+                    // A softmax row's entries are at most 1; a little above it is rounding.
+                    if (!(w >= 0 && w <= 1 + 1e-5))
+                        throw numeric_error(message(function, ": weight (layer ", l, ", head ", h, ", row ", i,
+                                                    ", column ", j, ") = ", w, " is not in [0, 1]"));
+                    if (j > i && w != 0) lower = false;
+                }
+    }
+    if (!options.kinds.empty() && static_cast<Index>(options.kinds.size()) != n)
+        throw shape_error(message(function, ": options.kinds has ", options.kinds.size(), " entries, expected ", n,
+                                  " (one per token) or none"));
+    if (!options.next_tokens.empty() && static_cast<Index>(options.next_tokens.size()) != n)
+        throw shape_error(message(function, ": options.next_tokens has ", options.next_tokens.size(),
+                                  " lists, expected ", n, " (one per position) or none"));
+    for (std::size_t i = 0; i < options.next_tokens.size(); ++i)
+        for (const NextToken& next : options.next_tokens[i])
+            if (!(next.probability >= 0 && next.probability <= 1))
+                throw numeric_error(message(function, ": options.next_tokens[", i, "] gives '", next.token, "' ",
+                                            next.probability, ", not a probability in [0, 1]"));
+    if (options.selected_position < -1 || options.selected_position >= n)
+        throw argument_error(message(function, ": options.selected_position = ", options.selected_position,
+                                     " is out of range [-1, ", n, ")"));
+    check_index(function, "options.open_head.layer", options.open_head.layer, static_cast<Index>(layers.size()));
+    check_index(function, "options.open_head.head", options.open_head.head, heads);
+    return lower;
+}
+
+/// The weights as bytes in `encoding`, layer by layer, head by head, row by row (only
+/// columns 0 … i of row i when `lower`).
+template <class T>
+std::vector<std::uint8_t> encode_weights(const std::vector<AttentionWeights<T>>& layers, bool lower,
+                                         WeightEncoding encoding) {
+    const Index n = layers.front().rows();
+    std::vector<std::uint8_t> bytes;
+    auto put = [&](double w) {
+        if (encoding == WeightEncoding::float32) {
+            const auto value = static_cast<float>(w);
+            std::uint32_t bits = 0;
+            std::memcpy(&bits, &value, sizeof bits);
+            for (int b = 0; b < 4; ++b) bytes.push_back(static_cast<std::uint8_t>(bits >> (8 * b)));
+        } else if (encoding == WeightEncoding::unorm16) {
+            const auto q = static_cast<std::uint32_t>(std::lround(std::min(w, 1.0) * 65535.0));
+            bytes.push_back(static_cast<std::uint8_t>(q & 0xFFu));
+            bytes.push_back(static_cast<std::uint8_t>(q >> 8));
+        } else {
+            bytes.push_back(static_cast<std::uint8_t>(std::lround(std::min(w, 1.0) * 255.0)));
+        }
+    };
+    for (const AttentionWeights<T>& layer : layers)
+        for (Index h = 0; h < layer.heads(); ++h)
+            for (Index i = 0; i < n; ++i)
+                for (Index j = 0, end = lower ? i + 1 : n; j < end; ++j) put(static_cast<double>(layer(h, i, j)));
+    return bytes;
+}
+
+inline WeightEncoding resolve_encoding(WeightEncoding asked, std::size_t stored) {
+    if (asked != WeightEncoding::automatic) return asked;
+    if (stored <= (std::size_t(1) << 22)) return WeightEncoding::float32;
+    if (stored <= (std::size_t(1) << 24)) return WeightEncoding::unorm16;
+    return WeightEncoding::unorm8;
+}
+
+}  // namespace detail
+
+/// The page for `tokens` (n strings) and `layers`: one AttentionWeights per layer, each
+/// heads × (n × n) with query rows and key columns, every weight in [0, 1]. Throws
+/// shape_error for mismatched sizes, numeric_error for a weight or probability that is NaN
+/// or outside [0, 1], argument_error for an out-of-range selection.
+template <class T>
+std::string attention_page(const std::vector<std::string>& tokens, const std::vector<AttentionWeights<T>>& layers,
+                           const PageOptions& options = {}) {
+    const bool lower = detail::check_page_inputs(tokens, layers, options);
+    const auto n = static_cast<Index>(tokens.size());
+    const Index heads = layers.front().heads();
+    const std::size_t per_head = lower ? std::size_t(n) * std::size_t(n + 1) / 2 : std::size_t(n) * std::size_t(n);
+    const WeightEncoding encoding =
+        detail::resolve_encoding(options.encoding, per_head * layers.size() * std::size_t(heads));
+    const char* encoding_name = encoding == WeightEncoding::float32   ? "float32"
+                                : encoding == WeightEncoding::unorm16 ? "unorm16"
+                                                                      : "unorm8";
+
+    std::string data = "{\"format\":\"attn-attention-page\",\"version\":1,\"title\":";
+    detail::append_script_json_string(data, options.title);
+    data += ",\"tokens\":[";
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        if (i) data += ',';
+        detail::append_script_json_string(data, tokens[i]);
+    }
+    data += "],\"kinds\":[";
+    for (Index i = 0; i < n; ++i) {
+        const TokenKind kind = options.kinds.empty() ? TokenKind::plain : options.kinds[std::size_t(i)];
+        data += i ? ",\"" : "\"";
+        data += detail::token_kind_name(kind);
+        data += '"';
+    }
+    data += "],\"layers\":" + std::to_string(layers.size()) + ",\"heads\":" + std::to_string(heads) +
+            ",\"positions\":" + std::to_string(n) + ",\"storage\":\"" + (lower ? "lower" : "full") +
+            "\",\"encoding\":\"" + encoding_name +
+            "\",\"selected\":" + std::to_string(options.selected_position < 0 ? n - 1 : options.selected_position) +
+            ",\"open\":[" + std::to_string(options.open_head.layer) + "," + std::to_string(options.open_head.head) +
+            "],\"view\":\"" +
+            (options.view == PageView::model  ? "model"
+             : options.view == PageView::head ? "head"
+                                              : "matrix") +
+            "\",\"next\":";
+    if (options.next_tokens.empty()) {
+        data += "null";
+    } else {
+        data += '[';
+        for (std::size_t i = 0; i < options.next_tokens.size(); ++i) {
+            data += i ? ",[" : "[";
+            for (std::size_t k = 0; k < options.next_tokens[i].size(); ++k) {
+                data += k ? ",[" : "[";
+                detail::append_script_json_string(data, options.next_tokens[i][k].token);
+                data += ',';
+                detail::append_json_number(data, options.next_tokens[i][k].probability);
+                data += ']';
+            }
+            data += ']';
+        }
+        data += ']';
+    }
+    data += ",\"weights\":\"";
+    detail::append_base64(data, detail::encode_weights(layers, lower, encoding));
+    data += "\"}";
+
+    std::string page;
+    page.reserve(data.size() + 64 * 1024);
+    page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>";
+    page += detail::markup_escape(options.title);
+    page += "</title>\n<style>\n";
+    page += detail::page_style;
+    page += "</style>\n</head>\n<body>\n";
+    page += detail::page_body;
+    page += "<script type=\"application/json\" id=\"attn-data\">";
+    page += data;
+    page += "</script>\n<script>\n";
+    for (const char* part : detail::page_script) page += part;
+    page += "</script>\n</body>\n</html>\n";
+    return page;
+}
+
+/// The same for a forward pass's attention: layers × heads × (n × n).
+template <class T>
+std::string attention_page(const std::vector<std::string>& tokens, const ModelAttention<T>& attention,
+                           const PageOptions& options = {}) {
+    std::vector<AttentionWeights<T>> layers;
+    for (Index l = 0; l < attention.layers(); ++l) layers.push_back(attention.layer(l));
+    return attention_page(tokens, layers, options);
+}
+
+/// Writes attention_page(tokens, attention, options) to `file`; io_error (naming it) on failure.
+template <class Attention>
+void write_attention_page(const std::filesystem::path& file, const std::vector<std::string>& tokens,
+                          const Attention& attention, const PageOptions& options = {}) {
+    const std::string page = attention_page(tokens, attention, options);
+    std::ofstream out(file, std::ios::binary);
+    if (!out) throw io_error(detail::message(file.string(), ": cannot open for writing the attention page"));
+    out.write(page.data(), static_cast<std::streamsize>(page.size()));
+    if (!out.flush()) throw io_error(detail::message(file.string(), ": writing the attention page failed"));
+}
+
+/// The k most probable next tokens at every position of `logits` (positions × vocabulary),
+/// softmax in double; ties go to the lower id. `vocabulary` names each column.
+template <class D>
+std::vector<std::vector<NextToken>> top_next_tokens(const Eigen::MatrixBase<D>& logits,
+                                                    const std::vector<std::string>& vocabulary, Index k = 5) {
+    constexpr const char* function = "top_next_tokens";
+    detail::check_positive(function, "k", k);
+    detail::check_cols(function, "logits", logits, static_cast<Index>(vocabulary.size()),
+                       "one column per vocabulary entry");
+    std::vector<std::vector<NextToken>> out(static_cast<std::size_t>(logits.rows()));
+    std::vector<Index> order(vocabulary.size());
+    for (Index i = 0; i < logits.rows(); ++i) {
+        const Eigen::VectorXd z = logits.row(i).transpose().template cast<double>();
+        if (!z.allFinite())
+            throw numeric_error(detail::message(function, ": row ", i, " of logits has a NaN or infinite value"));
+        const Eigen::VectorXd e = (z.array() - z.maxCoeff()).exp();
+        const double total = e.sum();
+        std::iota(order.begin(), order.end(), Index(0));
+        const auto take = static_cast<std::ptrdiff_t>(std::min<Index>(k, static_cast<Index>(order.size())));
+        std::partial_sort(order.begin(), order.begin() + take, order.end(),
+                          [&](Index a, Index b) { return e(a) > e(b) || (e(a) == e(b) && a < b); });
+        for (std::ptrdiff_t r = 0; r < take; ++r)
+            out[std::size_t(i)].push_back(
+                {vocabulary[std::size_t(order[std::size_t(r)])], e(order[std::size_t(r)]) / total});
+    }
+    return out;
+}
+
+}  // namespace attn

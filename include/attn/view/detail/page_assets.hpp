@@ -1,0 +1,503 @@
+#pragma once
+// The attention page's style, markup and script (attn/view/attention_page.hpp), kept here as
+// raw string literals so that an installed library writes the page with no extra files.
+// The script reads its data from <script id="attn-data"> and uses only standard DOM and
+// canvas APIs. It is split into parts below 16 KB each, the longest string literal some
+// compilers accept.
+
+namespace attn::detail {
+
+inline constexpr const char* page_style = R"CSS(
+:root { --ink: #222; --muted: #666; --line: #ddd; --select: #fff1a8; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--ink); background: #fff; }
+header { padding: 8px 16px; border-bottom: 1px solid var(--line); display: flex; flex-wrap: wrap; gap: 8px 24px; align-items: baseline; }
+h1 { font-size: 17px; margin: 0; overflow-wrap: anywhere; }
+h2 { font-size: 14px; margin: 12px 0 4px; }
+nav button { font: inherit; padding: 3px 10px; border: 1px solid #bbb; background: #f6f6f6; border-radius: 4px; cursor: pointer; }
+nav button.active { background: #0072b2; color: #fff; border-color: #0072b2; }
+#layout { display: flex; align-items: flex-start; }
+main { flex: 1 1 auto; padding: 8px 16px; min-width: 0; }
+aside { flex: 0 0 260px; padding: 8px 16px; border-left: 1px solid var(--line); min-height: 60vh; }
+.view { display: none; }
+.view.active { display: block; }
+.hint, #window-note, .legend-text { color: var(--muted); font-size: 12px; }
+#grid { display: grid; gap: 10px; }
+figure { margin: 0; cursor: pointer; border: 2px solid transparent; padding: 2px; border-radius: 4px; }
+figure:hover { border-color: #999; }
+figure.open { border-color: #d55e00; }
+figcaption { font-size: 12px; font-weight: 600; text-align: center; }
+figure canvas { display: block; image-rendering: pixelated; }
+.controls { margin: 4px 0 8px; display: flex; flex-wrap: wrap; gap: 6px 16px; align-items: center; }
+.chip { display: inline-flex; align-items: center; gap: 4px; padding: 1px 6px; border: 1px solid var(--line); border-radius: 10px; cursor: pointer; }
+.chip.open { border-color: #222; font-weight: 600; }
+.swatch { width: 12px; height: 12px; border-radius: 2px; display: inline-block; }
+#head-area { display: flex; align-items: flex-start; }
+.tokens { font: 12px/18px ui-monospace, "DejaVu Sans Mono", monospace; white-space: pre; }
+.tokens div { height: 18px; padding: 0 6px; border-radius: 3px; cursor: default; }
+#queries div { text-align: right; }
+.tokens .name { color: #0072b2; }
+.tokens .marker { color: #555; font-style: italic; background: #eee; }
+.tokens .future { color: #bbb; background: none; }
+.tokens .selected { background: var(--select); font-weight: 700; }
+.tokens .top { outline: 2px solid var(--head-colour, #d55e00); outline-offset: -2px; font-weight: 700; }
+.tokens .predicted { text-decoration: underline dashed #cc79a7; text-underline-offset: 3px; }
+#lines { display: block; }
+#readout { font: 12px ui-monospace, "DejaVu Sans Mono", monospace; min-height: 18px; margin-bottom: 4px; }
+#matrix { display: block; image-rendering: pixelated; }
+.bar { display: flex; align-items: center; gap: 6px; font: 12px ui-monospace, "DejaVu Sans Mono", monospace; margin: 2px 0; }
+.bar span.fill { display: inline-block; height: 10px; background: #0072b2; }
+.bar span.label { flex: 0 0 120px; overflow: hidden; text-overflow: ellipsis; }
+ol { padding-left: 22px; margin: 0; font: 12px ui-monospace, "DejaVu Sans Mono", monospace; }
+#error { color: #b00; white-space: pre-wrap; }
+)CSS";
+
+inline constexpr const char* page_body = R"HTML(<header>
+<h1 id="title"></h1>
+<nav id="tabs"><button data-view="model">Model view</button> <button data-view="head">Head view</button> <button data-view="matrix">Matrix view</button></nav>
+<div>position <b id="position-index"></b>: <span id="position-token"></span> · open head <b id="open-label"></b> · arrow keys move the position</div>
+</header>
+<div id="error"></div>
+<div id="layout">
+<main>
+<section id="view-model" class="view">
+<p class="hint">Every layer (rows) and head (columns); in each, rows attend to columns and the diagonal runs top left to bottom right. Click a head to open it.</p>
+<div id="grid"></div>
+</section>
+<section id="view-head" class="view">
+<div class="controls"><label>layer <select id="layer-select"></select></label><span id="head-toggles"></span><span id="window-note"></span></div>
+<p class="hint">Hover a token on the left: lines go to the keys it attends to, one colour per head; the open head's top keys are outlined; dashed: the most probable next token.</p>
+<div id="head-area"><div id="queries" class="tokens"></div><canvas id="lines"></canvas><div id="keys" class="tokens"></div></div>
+</section>
+<section id="view-matrix" class="view">
+<div class="controls"><label>head <select id="head-select"></select></label><label><input type="checkbox" id="baseline"> compare with the even spread (weight − 1/(i+1))</label></div>
+<div id="readout">&nbsp;</div>
+<canvas id="matrix"></canvas>
+<div class="legend-text" id="legend"></div>
+</section>
+</main>
+<aside>
+<h2>Next token at this position</h2><div id="next"></div>
+<h2>Top keys of the open head</h2><ol id="top-keys"></ol>
+</aside>
+</div>
+)HTML";
+
+inline constexpr const char* page_script[] = {R"JS((function () {
+'use strict';
+const started = performance.now();
+const $ = (id) => document.getElementById(id);
+const data = JSON.parse($('attn-data').textContent);
+const n = data.positions, layers = data.layers, heads = data.heads, lower = data.storage === 'lower';
+const perHead = lower ? n * (n + 1) / 2 : n * n;
+const TOP = 5, WINDOW = 256, ROW = 18;
+const OKABE_ITO = ['#0072b2', '#d55e00', '#009e73', '#cc79a7', '#e69f00', '#56b4e9', '#f0e442', '#000000'];
+const headColour = (h) => OKABE_ITO[h % OKABE_ITO.length];
+const label = (l, h) => 'L' + (l + 1) + 'H' + (h + 1);
+
+function decodeWeights() {
+  const text = atob(data.weights);
+  const bytes = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; ++i) bytes[i] = text.charCodeAt(i);
+  const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+  const view = new DataView(bytes.buffer);
+  if (data.encoding === 'float32') {
+    if (littleEndian) return { values: new Float32Array(bytes.buffer), scale: 1 };
+    const out = new Float32Array(bytes.length / 4);
+    for (let i = 0; i < out.length; ++i) out[i] = view.getFloat32(4 * i, true);
+    return { values: out, scale: 1 };
+  }
+  if (data.encoding === 'unorm16') {
+    if (littleEndian) return { values: new Uint16Array(bytes.buffer), scale: 1 / 65535 };
+    const out = new Uint16Array(bytes.length / 2);
+    for (let i = 0; i < out.length; ++i) out[i] = view.getUint16(2 * i, true);
+    return { values: out, scale: 1 / 65535 };
+  }
+  return { values: bytes, scale: 1 / 255 };
+}
+
+window.addEventListener('error', (event) => { $('error').textContent = 'attention page: ' + event.message; });
+const timings = {};
+let mark = performance.now();
+const { values, scale } = decodeWeights();
+timings.decode = performance.now() - mark;
+if (values.length !== layers * heads * perHead) throw new Error('attn-data: ' + values.length + ' weights, expected ' + layers * heads * perHead);
+
+const rowStart = lower ? (i) => i * (i + 1) / 2 : (i) => i * n;
+const base = (l, h) => (l * heads + h) * perHead;
+const visible = (i) => (lower ? i + 1 : n);
+function weight(l, h, i, j) {
+  if (lower && j > i) return 0;
+  return values[base(l, h) + rowStart(i) + j] * scale;
+}
+function row(l, h, i) {
+  const out = new Array(n).fill(0);
+  const start = base(l, h) + rowStart(i);
+  for (let j = 0, m = visible(i); j < m; ++j) out[j] = values[start + j] * scale;
+  return out;
+}
+// The k largest weights of a row, largest first, ties to the earlier key; zeros never count.
+function topKeys(l, h, i, k) {
+  const r = row(l, h, i);
+  const keys = [];
+  for (let j = 0; j < n; ++j) if (r[j] > 0) keys.push(j);
+  keys.sort((a, b) => r[b] - r[a] || a - b);
+  return keys.slice(0, k);
+}
+
+function ramp(stops) {
+  const rgb = stops.map((s) => [1, 3, 5].map((o) => parseInt(s.substr(o, 2), 16)));
+  const table = new Uint8Array(256 * 3);
+  for (let k = 0; k < 256; ++k) {
+    const x = (k / 255) * (rgb.length - 1), a = Math.min(Math.floor(x), rgb.length - 2), f = x - a;
+    for (let c = 0; c < 3; ++c) table[3 * k + c] = Math.round(rgb[a][c] * (1 - f) + rgb[a + 1][c] * f);
+  }
+  return table;
+}
+const VIRIDIS = ramp(['#440154', '#482878', '#3e4989', '#31688e', '#26828e', '#1f9e89', '#35b779', '#6ece58', '#fde725']);
+const DIVERGING = ramp(['#0072b2', '#ffffff', '#d55e00']);
+const MASKED = [238, 238, 238];
+
+// Max-pools head (l, h) into g × g cells (g ≤ n); NaN marks cells with no visible key.
+// With the baseline, each cell keeps the difference from the even spread largest in size.
+function pool(l, h, g, baseline) {
+  const out = new Float32Array(g * g).fill(NaN);
+  const b = base(l, h);
+  for (let i = 0; i < n; ++i) {
+    const start = b + rowStart(i), m = visible(i), even = 1 / m, outRow = Math.floor((i * g) / n) * g;
+    for (let j = 0; j < m; ++j) {
+      let v = values[start + j] * scale;
+      if (baseline) v -= even;
+      const c = outRow + Math.floor((j * g) / n), old = out[c];
+      if (old !== old || (baseline ? Math.abs(v) > Math.abs(old) : v > old)) out[c] = v;
+    }
+  }
+  return out;
+}
+function largestMagnitude(cells) {
+  let most = 0;
+  for (const v of cells) if (v === v) most = Math.max(most, Math.abs(v));
+  return most || 1;
+}
+const imageCache = new Map();
+// An offscreen g × g canvas of head (l, h): viridis on [0, 1], or the difference from the
+// even spread on blue–white–vermillion scaled to its largest magnitude.
+function headImage(l, h, g, baseline) {
+  const key = l + ',' + h + ',' + g + ',' + baseline;
+  if (imageCache.has(key)) return imageCache.get(key);
+  const cells = pool(l, h, g, baseline);
+  const most = baseline ? largestMagnitude(cells) : 1;
+  const canvas = document.createElement('canvas');
+  canvas.width = canvas.height = g;
+  const context = canvas.getContext('2d');
+  const image = context.createImageData(g, g);
+  const px = image.data;
+  for (let c = 0; c < cells.length; ++c) {
+    const v = cells[c];
+    let rgb = MASKED, table = null, k = 0;
+    if (v === v) {
+      table = baseline ? DIVERGING : VIRIDIS;
+      const t = baseline ? 0.5 + (0.5 * v) / most : v;
+      k = Math.max(0, Math.min(255, Math.round(t * 255)));
+    }
+    for (let ch = 0; ch < 3; ++ch) px[4 * c + ch] = table ? table[3 * k + ch] : rgb[ch];
+    px[4 * c + 3] = 255;
+  }
+  context.putImageData(image, 0, 0);
+  const result = { canvas, most };
+  imageCache.set(key, result);
+  return result;
+}
+)JS",
+                                              R"JS(
+const state = {
+  selected: data.selected, layer: data.open[0], head: data.open[1], view: 'model', baseline: false,
+  shown: new Array(heads).fill(true), highlighted: [], hover: null, windowStart: 0,
+};
+state.highlighted = topKeys(state.layer, state.head, state.selected, TOP);
+
+function el(tag, attributes, text) {
+  const node = document.createElement(tag);
+  for (const name in attributes || {}) node.setAttribute(name, attributes[name]);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+// Model view: one figure per head, built once; the open one outlined.
+const figures = [];
+function buildModelView() {
+  const grid = $('grid');
+  const size = Math.max(64, Math.min(140, Math.floor(880 / heads) - 14));
+  grid.style.gridTemplateColumns = 'repeat(' + heads + ', ' + (size + 8) + 'px)';
+  const g = Math.min(n, size);
+  for (let l = 0; l < layers; ++l)
+    for (let h = 0; h < heads; ++h) {
+      const figure = el('figure', { 'data-layer': l, 'data-head': h, title: 'layer ' + (l + 1) + ', head ' + (h + 1) });
+      figure.appendChild(el('figcaption', {}, label(l, h)));
+      const canvas = el('canvas', { width: size, height: size });
+      const context = canvas.getContext('2d');
+      context.imageSmoothingEnabled = false;
+      context.drawImage(headImage(l, h, g, false).canvas, 0, 0, size, size);
+      figure.appendChild(canvas);
+      figure.addEventListener('click', () => { openHead(l, h); show('matrix'); });
+      grid.appendChild(figure);
+      figures.push(figure);
+    }
+}
+function renderModelView() {
+  for (const figure of figures)
+    figure.classList.toggle('open', +figure.dataset.layer === state.layer && +figure.dataset.head === state.head);
+}
+
+// Head view.
+function tokenClass(i) {
+  return data.kinds[i] === 'plain' ? '' : data.kinds[i];
+}
+function buildHeadControls() {
+  const chooser = $('layer-select');
+  for (let l = 0; l < layers; ++l) chooser.appendChild(el('option', { value: l }, 'layer ' + (l + 1)));
+  chooser.addEventListener('change', () => openHead(+chooser.value, state.head));
+  const toggles = $('head-toggles');
+  for (let h = 0; h < heads; ++h) {
+    const chip = el('label', { class: 'chip', 'data-head': h });
+    const box = el('input', { type: 'checkbox', 'data-head': h });
+    box.checked = true;
+    box.addEventListener('change', () => { state.shown[h] = box.checked; render(); });
+    const swatch = el('span', { class: 'swatch' });
+    swatch.style.background = headColour(h);
+    const name = el('span', { class: 'head-name' }, 'H' + (h + 1));
+    name.addEventListener('click', (event) => { event.preventDefault(); openHead(state.layer, h); });
+    chip.append(box, swatch, name);
+    toggles.appendChild(chip);
+  }
+}
+function predictedTokens() {
+  const next = data.next && data.next[state.selected];
+  return next && next.length ? new Set([next[0][0]]) : new Set();
+}
+function renderHeadView() {
+  $('layer-select').value = state.layer;
+  for (const chip of document.querySelectorAll('#head-toggles .chip'))
+    chip.classList.toggle('open', +chip.dataset.head === state.head);
+  // Only a window of positions is laid out, so thousands of tokens stay cheap.
+  if (state.selected < state.windowStart || state.selected >= state.windowStart + WINDOW)
+    state.windowStart = Math.max(0, Math.min(n - WINDOW, state.selected - WINDOW / 2));
+  const start = state.windowStart, end = Math.min(n, start + WINDOW);
+  $('window-note').textContent = n > WINDOW ? 'positions ' + start + '–' + (end - 1) + ' of ' + n : '';
+  const queries = $('queries'), keys = $('keys');
+  const top = new Set(state.highlighted), predicted = predictedTokens();
+  const queryRows = [], keyRows = [];
+  for (let i = start; i < end; ++i) {
+    const q = el('div', { 'data-index': i, class: tokenClass(i) }, data.tokens[i]);
+    if (i === state.selected) q.classList.add('selected');
+    q.addEventListener('mouseenter', () => select(i));
+    queryRows.push(q);
+    const k = el('div', { 'data-index': i, class: tokenClass(i) }, data.tokens[i]);
+    if (lower && i > state.selected) k.classList.add('future');
+    if (top.has(i)) k.classList.add('top');
+    if (predicted.has(data.tokens[i])) k.classList.add('predicted');
+    k.addEventListener('mouseenter', () => {
+      k.title = state.shown.map((on, h) => (on ? label(state.layer, h) + ' ' + weight(state.layer, h, state.selected, i).toFixed(4) : null)).filter((s) => s).join('\n');
+    });
+    keyRows.push(k);
+  }
+  queries.replaceChildren(...queryRows);
+  keys.replaceChildren(...keyRows);
+  if (state.view === 'head') queryRows[state.selected - start].scrollIntoView({ block: 'nearest' });
+  keys.style.setProperty('--head-colour', headColour(state.head));
+  const canvas = $('lines');
+  canvas.width = 180;
+  canvas.height = (end - start) * ROW;
+  const context = canvas.getContext('2d');
+  const y = (i) => (i - start) * ROW + ROW / 2;
+  context.lineCap = 'round';
+  for (let h = 0; h < heads; ++h) {
+    if (!state.shown[h]) continue;
+    context.strokeStyle = headColour(h);
+    const r = row(state.layer, h, state.selected);
+    for (let j = start; j < end; ++j) {
+      if (r[j] < 0.005) continue;
+      context.globalAlpha = Math.min(1, 0.15 + r[j]);
+      context.lineWidth = 1 + 4 * r[j];
+      context.beginPath();
+      context.moveTo(2, y(state.selected));
+      context.lineTo(canvas.width - 2, y(j));
+      context.stroke();
+    }
+  }
+  context.globalAlpha = 1;
+}
+)JS",
+                                              R"JS(
+// Matrix view: labels on both axes when the cells are large enough to read them.
+const PLOT = 640;
+function matrixLayout() {
+  const cell = n <= PLOT ? Math.max(1, Math.min(20, Math.floor(PLOT / n))) : PLOT / n;
+  const size = n <= PLOT ? cell * n : PLOT;
+  // Token labels on both axes while a label fits in at most every fourth cell; beyond
+  // that, position ticks (the readout names the hovered tokens).
+  const labelled = n <= PLOT && cell * 4 >= 9;
+  const margin = labelled ? 130 : 36;
+  return { cell, size, labelled, margin, g: Math.min(n, Math.round(size)) };
+}
+function buildMatrixControls() {
+  const chooser = $('head-select');
+  for (let l = 0; l < layers; ++l)
+    for (let h = 0; h < heads; ++h) chooser.appendChild(el('option', { value: l + ',' + h }, label(l, h)));
+  chooser.addEventListener('change', () => { const [l, h] = chooser.value.split(',').map(Number); openHead(l, h); });
+  $('baseline').addEventListener('change', (event) => { state.baseline = event.target.checked; render(); });
+  const canvas = $('matrix');
+  const at = (event) => {
+    const { size, margin } = matrixLayout(), box = canvas.getBoundingClientRect();
+    const x = event.clientX - box.left - margin, y = event.clientY - box.top - margin;
+    if (x < 0 || y < 0 || x >= size || y >= size) return null;
+    return [Math.floor((y * n) / size), Math.floor((x * n) / size)];
+  };
+  canvas.addEventListener('mousemove', (event) => {
+    const cell = at(event);
+    state.hover = cell ? [cell[0], cell[1], weight(state.layer, state.head, cell[0], cell[1])] : null;
+    renderReadout();
+  });
+  canvas.addEventListener('mouseleave', () => { state.hover = null; renderReadout(); });
+  canvas.addEventListener('click', (event) => { const cell = at(event); if (cell) select(cell[0]); });
+}
+function renderReadout() {
+  const out = $('readout');
+  if (!state.hover) { out.textContent = 'hover a cell for its weight; click to select its row'; return; }
+  const [i, j, w] = state.hover, even = 1 / visible(i);
+  const text = 'query ' + i + ' ' + data.tokens[i] + ' → key ' + j + ' ' + data.tokens[j] + ': ';
+  if (lower && j > i) { out.textContent = text + 'masked (a later position)'; return; }
+  const difference = w - even;
+  out.textContent = text + 'weight ' + w.toFixed(4) + ' · even spread 1/' + visible(i) + ' = ' + even.toFixed(4) +
+    ' · difference ' + (difference >= 0 ? '+' : '') + difference.toFixed(4);
+}
+function renderMatrixView() {
+  $('head-select').value = state.layer + ',' + state.head;
+  const { cell, size, labelled, margin, g } = matrixLayout();
+  const canvas = $('matrix');
+  canvas.width = margin + size + 8;
+  canvas.height = margin + size + 8;
+  const context = canvas.getContext('2d');
+  context.imageSmoothingEnabled = false;
+  const image = headImage(state.layer, state.head, g, state.baseline);
+  context.drawImage(image.canvas, margin, margin, size, size);
+  context.fillStyle = '#222';
+  if (labelled) {
+    const stride = Math.ceil(10 / cell);  // every token from 10 px per cell, else every stride-th
+    context.font = Math.max(9, Math.min(12, cell * stride - 1)) + 'px ui-monospace, "DejaVu Sans Mono", monospace';
+    context.textBaseline = 'middle';
+    for (let i = 0; i < n; i += stride) {
+      const text = data.tokens[i].length > 18 ? data.tokens[i].slice(0, 17) + '…' : data.tokens[i];
+      context.textAlign = 'right';
+      context.fillText(text, margin - 4, margin + (i + 0.5) * cell);
+      context.save();
+      context.translate(margin + (i + 0.5) * cell, margin - 4);
+      context.rotate(-Math.PI / 2);
+      context.textAlign = 'left';
+      context.fillText(text, 0, 0);
+      context.restore();
+    }
+  } else {
+    context.font = '10px sans-serif';
+    // Ticks every 1, 2 or 5 × 10^k positions, about eight of them.
+    const power = Math.pow(10, Math.floor(Math.log10(Math.max(1, n / 8))));
+    const step = [1, 2, 5, 10].map((m) => m * power).find((s) => n / s <= 10);
+    for (let p = 0; p < n; p += step) {
+      const at = margin + ((p + 0.5) * size) / n;
+      context.textAlign = 'right';
+      context.fillText(String(p), margin - 3, at + 3);
+      context.textAlign = 'center';
+      context.fillText(String(p), at, margin - 4);
+    }
+  }
+  context.strokeStyle = '#d55e00';
+  context.lineWidth = 2;
+  const rowTop = margin + (state.selected * size) / n;
+  context.strokeRect(margin - 1, rowTop - 1, size + 2, Math.max(1, size / n) + 2);
+  $('legend').textContent = state.baseline
+    ? 'blue: below the even spread, vermillion: above it; full colour at ±' + image.most.toFixed(3) + '; grey: masked'
+    : 'viridis: 0 (dark purple) to 1 (yellow); grey: masked' + (n > g ? '; each pixel shows the largest of ' + (n / g).toFixed(1) + '² weights' : '');
+  renderReadout();
+}
+
+// Beside every view: the position's next tokens and the open head's top keys.
+function renderSide() {
+  const i = state.selected;
+  $('position-index').textContent = i;
+  $('position-token').textContent = data.tokens[i];
+  $('open-label').textContent = label(state.layer, state.head);
+  const next = $('next');
+  if (!data.next) next.replaceChildren(el('p', { class: 'hint' }, 'not given'));
+  else
+    next.replaceChildren(...data.next[i].slice(0, TOP).map(([token, p]) => {
+      const bar = el('div', { class: 'bar' });
+      const fill = el('span', { class: 'fill' });
+      fill.style.width = Math.round(p * 90) + 'px';
+      bar.append(el('span', { class: 'label' }, token), fill, el('span', {}, p >= 0.001 || p === 0 ? p.toFixed(3) : p.toExponential(1)));
+      return bar;
+    }));
+  $('top-keys').replaceChildren(...state.highlighted.map((j) =>
+    el('li', { 'data-index': j }, j + ' ' + data.tokens[j] + '  ' + weight(state.layer, state.head, i, j).toFixed(3))));
+}
+
+function render() {
+  state.highlighted = topKeys(state.layer, state.head, state.selected, TOP);
+  for (const button of document.querySelectorAll('#tabs button')) button.classList.toggle('active', button.dataset.view === state.view);
+  for (const view of ['model', 'head', 'matrix']) $('view-' + view).classList.toggle('active', view === state.view);
+  renderSide();
+  if (state.view === 'model') renderModelView();
+  if (state.view === 'head') renderHeadView();
+  if (state.view === 'matrix') renderMatrixView();
+}
+function select(i) {
+  i = Math.max(0, Math.min(n - 1, i));
+  if (i !== state.selected) { state.selected = i; render(); }
+}
+function openHead(l, h) { state.layer = l; state.head = h; render(); }
+function show(view) { state.view = view; render(); }
+
+document.addEventListener('keydown', (event) => {
+  if (event.target.tagName === 'SELECT' || event.target.tagName === 'INPUT') return;
+  const moves = { ArrowUp: -1, ArrowLeft: -1, ArrowDown: 1, ArrowRight: 1 };
+  if (event.key in moves) select(state.selected + moves[event.key]);
+  else if (event.key === 'Home') select(0);
+  else if (event.key === 'End') select(n - 1);
+  else return;
+  event.preventDefault();
+});
+for (const button of document.querySelectorAll('#tabs button')) button.addEventListener('click', () => show(button.dataset.view));
+
+document.title = data.title;
+const plural = (count, noun) => count + ' ' + noun + (count === 1 ? '' : 's');
+$('title').textContent = data.title + ' — ' + plural(layers, 'layer') + ' × ' + plural(heads, 'head') + ', ' + plural(n, 'position');
+buildHeadControls();
+buildMatrixControls();
+for (const [view, build] of [['model', buildModelView], ['head', renderHeadView], ['matrix', renderMatrixView]]) {
+  mark = performance.now();
+  if (view !== 'model') state.view = view;
+  build();
+  timings[view] = performance.now() - mark;
+}
+state.view = data.view;
+render();
+timings.total = performance.now() - started;
+
+window.attnViewer = {
+  data: { title: data.title, tokens: data.tokens, kinds: data.kinds, layers, heads, positions: n,
+          storage: data.storage, encoding: data.encoding, next: data.next },
+  state: () => ({ selected: state.selected, layer: state.layer, head: state.head, view: state.view,
+                  baseline: state.baseline, shown: state.shown.slice(), highlighted: state.highlighted.slice(),
+                  hover: state.hover, windowStart: state.windowStart }),
+  timings,
+  weight, row, topKeys, select, openHead, show,
+  head: (l, h) => { const out = []; for (let i = 0; i < n; ++i) out.push(row(l, h, i)); return out; },
+  // Where cell (i, j) of the matrix view lies on its canvas, in CSS pixels from the top left.
+  matrixCell: (i, j) => { const { size, margin } = matrixLayout(); return [margin + ((j + 0.5) * size) / n, margin + ((i + 0.5) * size) / n]; },
+  setBaseline: (on) => { state.baseline = !!on; $('baseline').checked = state.baseline; render(); },
+  ready: true,
+};
+document.body.dataset.ready = 'true';
+})();
+)JS"};
+
+}  // namespace attn::detail
