@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -23,10 +24,12 @@ class Workers {
 public:
     /// threads: how many workers, the caller included; 0 means one per hardware thread.
     /// If the system refuses a thread, size() is smaller. Throws argument_error if negative.
-    explicit Workers(int threads = 0) {
-        auto serve_as = [this](int worker) { serve(worker); };
-        helpers_ = detail::start_helpers(detail::resolve_threads("Workers", threads), serve_as);
-    }
+    explicit Workers(int threads = 0) : Workers(threads, kPollsBeforeSleep) {}
+
+    /// Workers for a single run that starts right away (detail::run_team's temporary ones):
+    /// the helpers poll until it comes instead of going to sleep first, so that a busy
+    /// machine's wake-up latency is not added to every call.
+    static Workers for_one_run(int threads) { return Workers(threads, std::numeric_limits<int>::max()); }
 
     Workers(const Workers&) = delete;
     Workers& operator=(const Workers&) = delete;
@@ -34,7 +37,7 @@ public:
     ~Workers() {
         {
             const std::lock_guard<std::mutex> lock(mutex_);
-            stopping_ = true;
+            stopping_.store(true, std::memory_order_release);
         }
         wake_.notify_all();
         for (std::thread& helper : helpers_) helper.join();
@@ -64,16 +67,28 @@ private:
     // calls then start without a wake-up.
     static constexpr int kPollsBeforeSleep = 256;
 
+    Workers(int threads, int polls_before_sleep) : polls_before_sleep_(polls_before_sleep) {
+        auto serve_as = [this](int worker) { serve(worker); };
+        helpers_ = detail::start_helpers(detail::resolve_threads("Workers", threads), serve_as);
+    }
+
     void serve(int worker) {
         unsigned seen = 0;
         for (;;) {
-            for (int polls = 0; polls < kPollsBeforeSleep && generation_.load(std::memory_order_acquire) == seen;
-                 ++polls)
+            // A helper that is still polling when the Workers is destroyed (a temporary one,
+            // right after its only run) leaves at once rather than after its polls.
+            for (int polls = 0; polls < polls_before_sleep_ && generation_.load(std::memory_order_acquire) == seen;
+                 ++polls) {
+                if (stopping_.load(std::memory_order_acquire)) return;
                 std::this_thread::yield();
+            }
             if (generation_.load(std::memory_order_acquire) == seen) {
                 std::unique_lock<std::mutex> lock(mutex_);
-                wake_.wait(lock, [&] { return stopping_ || generation_.load(std::memory_order_acquire) != seen; });
-                if (stopping_) return;
+                wake_.wait(lock, [&] {
+                    return stopping_.load(std::memory_order_acquire) ||
+                           generation_.load(std::memory_order_acquire) != seen;
+                });
+                if (stopping_.load(std::memory_order_acquire)) return;
             }
             seen = generation_.load(std::memory_order_acquire);
             job_(context_, worker);
@@ -81,11 +96,12 @@ private:
         }
     }
 
+    const int polls_before_sleep_;
     std::vector<std::thread> helpers_;
     std::mutex run_mutex_;  // one run at a time
-    std::mutex mutex_;      // guards stopping_ and the sleepers' wake-up
+    std::mutex mutex_;      // orders stopping_ and new runs with the sleepers' wake-up
     std::condition_variable wake_;
-    bool stopping_ = false;
+    std::atomic<bool> stopping_{false};
     std::atomic<unsigned> generation_{0};  // one more per run
     std::atomic<int> running_{0};          // helpers still in the current run
     void (*job_)(void*, int) = nullptr;    // written before generation_ moves on
@@ -112,7 +128,7 @@ void run_team(Workers* kept, int workers, Body&& body) {
         CallerOnly caller;
         return run_team_on(caller, 1, body);
     }
-    Workers temporary(workers);
+    Workers temporary = Workers::for_one_run(workers);
     run_team_on(temporary, workers, body);
 }
 
