@@ -31,11 +31,18 @@ struct HeadStatisticsRequest {
     bool back_excludes_markers = false;  ///< leave the markers out of "back" (the chapter's reach-past-window)
 };
 
+/// One of the statistics, to pick it by name (HeadStatistics::of, HeadStatisticsSummary::Values::of).
+enum class HeadStatistic { previous, first, self, back, markers, largest, entropy, distance };
+
 /// Per-head means over query rows of every statistic, and what an even spread over each
 /// row's visible keys would give (the chapter's baseline; the same for every head).
 struct HeadStatisticsSummary {
     struct Values {
         double previous = 0, first = 0, self = 0, back = 0, markers = 0, largest = 0, entropy = 0, distance = 0;
+        double of(HeadStatistic which) const {
+            const double* all[] = {&previous, &first, &self, &back, &markers, &largest, &entropy, &distance};
+            return *all[static_cast<int>(which)];
+        }
     };
     std::vector<Values> heads;  ///< one per head
     Values even;                ///< an even spread, averaged over the same rows
@@ -74,6 +81,18 @@ struct HeadStatistics {
     /// back, markers, largest, entropy, distance.
     std::array<Matrix<T>*, 8> planes() {
         return {&previous, &first, &self, &back, &markers, &largest, &entropy, &distance};
+    }
+
+    /// The statistic `which`, (heads × queries).
+    const Matrix<T>& of(HeadStatistic which) const {
+        return *const_cast<HeadStatistics*>(this)->planes()[std::size_t(static_cast<int>(which))];
+    }
+
+    /// What an even spread over the keys row i sees would give, every statistic.
+    HeadStatisticsSummary::Values even_spread(Index i) const {
+        HeadStatisticsSummary::Values even;
+        add_even(first_position + i, even);
+        return even;
     }
 
     /// Per-head means over `rows` (row indices; all rows if empty) and the even spread's.
