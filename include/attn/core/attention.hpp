@@ -15,6 +15,7 @@
 
 #include <optional>
 #include <type_traits>
+#include <vector>
 
 #include "attn/core/head_statistics.hpp"
 #include "attn/core/heads.hpp"
@@ -158,6 +159,20 @@ void reuse_storage(const char* function, const char* what, HeadStack<T>& storage
                                   ") (or empty, to be allocated)"));
 }
 
+/// Runs the fused kernel on the inputs add_inputs(inputs) appends, working in options.workspace
+/// if there is one: its memory, and the capacity of its inputs, lent for the call, so that a
+/// repeated call allocates nothing.
+template <class T, class AddInputs>
+void run_fused(FusedProblem<T>& problem, const AttentionOptions<T>& options, AddInputs add_inputs) {
+    KernelMemory<T>* memory = options.workspace ? &options.workspace->kernel : nullptr;
+    problem.memory = memory;
+    if (memory) problem.inputs.swap(memory->inputs);
+    problem.inputs.clear();
+    add_inputs(problem.inputs);
+    fused_attention(problem);
+    if (memory) problem.inputs.swap(memory->inputs);
+}
+
 /// What the fused kernel needs to measure statistics and keep log-sum-exps, held for a call.
 template <class T>
 struct SightOutputs {
@@ -255,13 +270,9 @@ void attention_into(const Eigen::MatrixBase<DQ>& queries, const Eigen::MatrixBas
     // Row-major views of the inputs where they allow it, else row-major copies.
     using View = Eigen::Ref<const Matrix<T>, 0, Eigen::OuterStride<>>;
     const View q(queries.derived()), k(keys.derived()), v(values.derived());
-    detail::KernelMemory<T>* memory = options.workspace ? &options.workspace->kernel : nullptr;
-    problem.memory = memory;
-    if (memory) problem.inputs.swap(memory->inputs);  // its capacity, so that nothing is allocated
-    problem.inputs.clear();
-    problem.inputs.push_back({{q.data(), q.outerStride()}, {k.data(), k.outerStride()}, {v.data(), v.outerStride()}});
-    detail::fused_attention(problem);
-    if (memory) problem.inputs.swap(memory->inputs);
+    detail::run_fused(problem, options, [&](std::vector<detail::HeadInputs<T>>& inputs) {
+        inputs.push_back({{q.data(), q.outerStride()}, {k.data(), k.outerStride()}, {v.data(), v.outerStride()}});
+    });
 }
 
 /// Single-head attention. queries: (queries × d), keys: (keys × d), values: (keys × dv)
@@ -314,16 +325,12 @@ void attend_heads_into(const HeadStack<T>& queries, const HeadStack<T>& keys, co
         }
         detail::SightOutputs<T> sight;
         sight.attach("attend_heads", options, problem, result.log_sum_exp, result.statistics);
-        detail::KernelMemory<T>* memory = options.workspace ? &options.workspace->kernel : nullptr;
-        problem.memory = memory;
-        if (memory) problem.inputs.swap(memory->inputs);  // its capacity, so that nothing is allocated
-        problem.inputs.clear();
-        for (Index h = 0; h < queries.heads(); ++h)
-            problem.inputs.push_back({{queries.head(h).data(), queries.cols()},
-                                      {keys.head(h).data(), keys.cols()},
-                                      {values.head(h).data(), values.cols()}});
-        detail::fused_attention(problem);
-        if (memory) problem.inputs.swap(memory->inputs);
+        detail::run_fused(problem, options, [&](std::vector<detail::HeadInputs<T>>& inputs) {
+            for (Index h = 0; h < queries.heads(); ++h)
+                inputs.push_back({{queries.head(h).data(), queries.cols()},
+                                  {keys.head(h).data(), keys.cols()},
+                                  {values.head(h).data(), values.cols()}});
+        });
         return;
     }
     if (options.keep_log_sum_exp) result.log_sum_exp.resize(queries.heads(), queries.rows());
