@@ -6,6 +6,12 @@
 //   head/<path>/d:<size>/threads:<t>     attention(): one head, causal
 //   long/stream/d:64/threads:<t>         attend_heads(), 4 heads, 8,192 and 16,384 positions
 //   matrix_multiply/threads:<t>/size:1024  Eigen's float GEMM, the machine's reference rate
+//   fma_peak/threads:<t>                 the fp32 FMA peak: independent chains at the build's vector width
+//   sight/<what>/d:64/threads:2          attend_heads_into() on kept Workers, 512 … 4,096 positions: stream,
+//                                        statistics (every head statistic + log-sum-exps), weights_reused
+//                                        (weights into a kept result and workspace), weights_fresh (a new
+//                                        result per call); sight/rows: 64 rows × 4 heads of exact weights on
+//                                        demand; sight_long/...: 16,384 and 65,536 positions (only if filtered)
 //   products/<product>/<impl>/<weights>   one thread: the forward's matrix products on the store
 //                                        model's shapes, rows:80 and rows:160 (a forward's share on
 //                                        2 threads, and all of it); <impl> attn (detail::multiply_rows,
@@ -38,6 +44,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -150,6 +157,111 @@ void matrix_multiply(benchmark::State& state, int threads) {
     Eigen::setNbThreads(1);
     state.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(n) * double(n) * double(n) * 1e-9,
                                                    benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// ---- Sight at speed: statistics, rows on demand, weights into reused storage, FMA peak ---------
+// 4 heads × 64, causal, on an attn::Workers of `threads` kept across calls.
+
+enum class Sight { stream, statistics, weights_reused, weights_fresh };
+
+const char* sight_name(Sight sight) {
+    switch (sight) {
+        case Sight::stream:
+            return "stream";
+        case Sight::statistics:
+            return "statistics";
+        case Sight::weights_reused:
+            return "weights_reused";
+        case Sight::weights_fresh:
+            return "weights_fresh";
+    }
+    return "?";
+}
+
+/// stream: outputs only; statistics: outputs and every head statistic (back 4, markers 0 and
+/// 1) with log-sum-exps; weights_reused: outputs and weights into a result and workspace kept
+/// across calls; weights_fresh: the same, a new result every call. maxrss_MB is the process's
+/// peak (meaningful when one benchmark runs alone); weights_matrix_MB is one head's
+/// (positions × positions) floats, heads × that is what keep_weights would hold.
+void sight_benchmark(benchmark::State& state, Sight sight, int threads) {
+    const Index n = state.range(0), heads = 4, d = 64;
+    const auto q = random_stack(heads, n, d, 1), k = random_stack(heads, n, d, 2), v = random_stack(heads, n, d, 3);
+    attn::Workers workers(threads);
+    attn::AttentionWorkspace<float> workspace;
+    attn::HeadStatisticsRequest request;
+    request.markers = {0, 1};
+    attn::AttentionOptions<float> options;
+    options.workers = &workers;
+    options.workspace = &workspace;
+    options.keep_weights = sight == Sight::weights_reused || sight == Sight::weights_fresh;
+    if (sight == Sight::statistics) {
+        options.statistics = &request;
+        options.keep_log_sum_exp = true;
+    }
+    attn::HeadsAttention<float> result;
+    for (auto _ : state) {
+        if (sight == Sight::weights_fresh) result = attn::HeadsAttention<float>();
+        attn::attend_heads_into(q, k, v, options, result);
+        benchmark::DoNotOptimize(result.outputs.data());
+        benchmark::ClobberMemory();
+    }
+    set_counters(state, n, d, heads);
+    state.counters["maxrss_MB"] = peak_rss_megabytes();
+    state.counters["weights_matrix_MB"] = double(n) * double(n) * 4.0 / (1024.0 * 1024.0);
+}
+
+/// Exact weights of 64 query rows (the last 64: they see every key) of every head at n
+/// positions, from the log-sum-exps of a streaming pass made once before timing.
+void rows_benchmark(benchmark::State& state) {
+    const Index n = state.range(0), heads = 4, d = 64, rows = 64;
+    const auto q = random_stack(heads, n, d, 1), k = random_stack(heads, n, d, 2), v = random_stack(heads, n, d, 3);
+    attn::Workers workers(2);
+    attn::AttentionWorkspace<float> workspace;
+    attn::AttentionOptions<float> options;
+    options.workers = &workers;
+    options.workspace = &workspace;
+    options.keep_log_sum_exp = true;
+    const attn::HeadsAttention<float> pass = attn::attend_heads(q, k, v, options);
+    std::vector<Index> chosen;
+    for (Index i = n - rows; i < n; ++i) chosen.push_back(i);
+    attn::HeadStack<float> weights;
+    for (auto _ : state) {
+        attn::attention_weights_rows_into(q, k, pass.log_sum_exp, {}, chosen, {}, options, weights);
+        benchmark::DoNotOptimize(weights.data());
+        benchmark::ClobberMemory();
+    }
+    state.counters["rows"] = double(rows * heads);
+}
+
+/// The machine's fp32 FMA peak: kAccumulators independent chains of fused multiply-adds on
+/// packets of the width the build targets, on `threads` threads at once.
+void fma_peak(benchmark::State& state, int threads) {
+    using Packet = attn::detail::RegisterTile<float>::Packet;
+    constexpr int lanes = attn::detail::RegisterTile<float>::kLanes;
+    constexpr int kAccumulators = 16;  // FMA latency 4 × 2 ports, with room
+    constexpr long kSteps = 1 << 22;
+    const auto chain = [](float seed) {
+        namespace ei = Eigen::internal;
+        Packet acc[kAccumulators];
+        for (int a = 0; a < kAccumulators; ++a) acc[a] = ei::pset1<Packet>(seed + float(a));
+        const Packet x = ei::pset1<Packet>(0.999999f), y = ei::pset1<Packet>(1e-7f);
+        for (long step = 0; step < kSteps; ++step)
+            for (int a = 0; a < kAccumulators; ++a) acc[a] = ei::pmadd(acc[a], x, y);
+        float sum = 0;
+        for (int a = 0; a < kAccumulators; ++a) sum += ei::predux(acc[a]);
+        return sum;
+    };
+    for (auto _ : state) {
+        std::vector<std::thread> helpers;
+        std::vector<float> sums(std::size_t(threads), 0.0f);
+        for (int t = 1; t < threads; ++t) helpers.emplace_back([&, t] { sums[std::size_t(t)] = chain(float(t)); });
+        sums[0] = chain(0.0f);
+        for (std::thread& helper : helpers) helper.join();
+        benchmark::DoNotOptimize(sums.data());
+    }
+    const double flops = 2.0 * lanes * kAccumulators * double(kSteps) * threads;
+    state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["lanes"] = lanes;
 }
 
 // ---- The forward's matrix products on the store model's shapes, one thread ------------------
@@ -313,6 +425,39 @@ void register_benchmarks() {
                 ->UseRealTime();
         }
     for (int threads : {1, 2})
+        benchmark::RegisterBenchmark(("fma_peak/threads:" + std::to_string(threads)).c_str(), fma_peak, threads)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+    for (Sight sight : {Sight::stream, Sight::statistics, Sight::weights_reused, Sight::weights_fresh}) {
+        const std::string name = std::string(sight_name(sight)) + "/d:64/threads:2";
+        benchmark::RegisterBenchmark(("sight/" + name).c_str(), sight_benchmark, sight, 2)
+            ->Arg(512)
+            ->Arg(2048)
+            ->Arg(4096)
+            ->ArgName("positions")
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+        if (sight == Sight::stream || sight == Sight::statistics)  // long: one call each
+            benchmark::RegisterBenchmark(("sight_long/" + name).c_str(), sight_benchmark, sight, 2)
+                ->Arg(16384)
+                ->Arg(65536)
+                ->ArgName("positions")
+                ->Iterations(1)
+                ->Unit(benchmark::kMillisecond)
+                ->UseRealTime();
+    }
+    benchmark::RegisterBenchmark("sight/rows/d:64/threads:2", rows_benchmark)
+        ->Arg(2048)
+        ->ArgName("positions")
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark("sight_long/rows/d:64/threads:2", rows_benchmark)
+        ->Arg(16384)
+        ->Arg(65536)
+        ->ArgName("positions")
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    for (int threads : {1, 2})
         benchmark::RegisterBenchmark(("long/stream/d:64/threads:" + std::to_string(threads)).c_str(), long_benchmark,
                                      threads)
             ->Arg(8192)
@@ -328,11 +473,11 @@ void register_benchmarks() {
 int main(int argc, char** argv) {
     Eigen::setNbThreads(1);
     register_benchmarks();
-    // Without a filter, leave out the long shapes (run them with --benchmark_filter=long).
+    // Without a filter, leave out the long shapes (run them with --benchmark_filter=long or sight_long).
     std::vector<char*> args(argv, argv + argc);
     bool filtered = false;
     for (int i = 1; i < argc; ++i) filtered = filtered || std::strncmp(argv[i], "--benchmark_filter", 18) == 0;
-    std::string default_filter = "--benchmark_filter=-^long/";
+    std::string default_filter = "--benchmark_filter=-^(long|sight_long)/";
     if (!filtered) args.push_back(default_filter.data());
     // Short runs by default (0.1 s per benchmark, at least one iteration) keep the suite near 3 minutes.
     bool timed = false;

@@ -1,9 +1,12 @@
 #include <doctest/doctest.h>
 #include <attn/core/attention.hpp>
+#include <attn/core/weights_on_demand.hpp>
 
 #include <cmath>
 #include <tuple>
+#include <vector>
 
+#include "allocation_counter.hpp"
 #include "support.hpp"
 
 using attn::Index;
@@ -190,4 +193,64 @@ TEST_CASE("attention: invalid shapes raise a clear attn:: exception naming the a
                          doctest::Contains("weight has 8 rows, expected 7"), attn::shape_error);
     const attn::HeadStack<float> two(2, 4, 4), three(3, 4, 4);
     CHECK_THROWS_AS(attn::attend_heads(two, three, two), attn::shape_error);
+}
+
+// ---- Reused storage: allocations counted during a repeated call (allocation_counter.hpp) -----
+
+TEST_CASE("reused storage and a workspace: a repeated call allocates nothing, on kept worker threads too") {
+    const Index heads = 4, n = 600, d = 64;
+    attn::HeadStack<float> q(heads, n, d), k(heads, n, d), v(heads, n, d);
+    for (Index h = 0; h < heads; ++h) {
+        q.head(h) = random_matrix<float>(n, d, 1 + unsigned(h));
+        k.head(h) = random_matrix<float>(n, d, 11 + unsigned(h));
+        v.head(h) = random_matrix<float>(n, d, 21 + unsigned(h));
+    }
+    attn::Workers workers(2);
+    for (bool kept_threads : {false, true})
+        for (bool weights : {true, false}) {
+            CAPTURE(kept_threads);
+            CAPTURE(weights);
+            attn::AttentionWorkspace<float> workspace;
+            attn::AttentionOptions<float> options;
+            options.keep_weights = weights;
+            options.keep_log_sum_exp = true;
+            options.workspace = &workspace;
+            if (kept_threads) options.workers = &workers;
+            attn::HeadsAttention<float> result;
+            attn::attend_heads_into(q, k, v, options, result);  // the first call allocates
+            const float* weights_storage = result.weights.data();
+            const float* output_storage = result.outputs.data();
+            const attn::HeadsAttention<float> fresh = attn::attend_heads(q, k, v, options);
+            CHECK(attn::test::allocations_in([&] { attn::attend_heads_into(q, k, v, options, result); }) == 0);
+            CHECK(result.weights.data() == weights_storage);
+            CHECK(result.outputs.data() == output_storage);
+            CHECK(result.outputs == fresh.outputs);
+            CHECK(result.weights == fresh.weights);
+            CHECK(result.log_sum_exp == fresh.log_sum_exp);
+
+            attn::HeadStack<float> rows;
+            const std::vector<Index> chosen_heads = {0, 3}, chosen_rows = {5, 599, 300};
+            attn::attention_weights_rows_into(q, k, result.log_sum_exp, chosen_heads, chosen_rows, {}, options, rows);
+            CHECK(attn::test::allocations_in([&] {
+                      attn::attention_weights_rows_into(q, k, result.log_sum_exp, chosen_heads, chosen_rows, {},
+                                                        options, rows);
+                  }) == 0);
+        }
+    // the counter counts: a fresh result allocates
+    CHECK(attn::test::allocations_in([&] { attn::attend_heads(q, k, v); }) > 0);
+}
+
+TEST_CASE("attention_into: storage of the wrong size is a shape_error naming it") {
+    const attn::Matrix<float> x = random_matrix<float>(6, 8, 1);
+    attn::HeadAttention<float> result;
+    result.output.resize(5, 8);
+    CHECK_THROWS_WITH_AS(attn::attention_into(x, x, x, {}, result),
+                         doctest::Contains("attention: output storage is 5 × 8, expected 6 × 8"), attn::shape_error);
+    attn::HeadsAttention<float> heads;
+    heads.weights = attn::HeadStack<float>(2, 6, 5);
+    attn::AttentionOptions<float> options;
+    options.keep_weights = true;
+    const attn::HeadStack<float> stack = attn::split_heads(x, 2);
+    CHECK_THROWS_WITH_AS(attn::attend_heads_into(stack, stack, stack, options, heads),
+                         doctest::Contains("weights storage is 2 × (6 × 5), expected 2 × (6 × 6)"), attn::shape_error);
 }

@@ -1,5 +1,9 @@
 #include <doctest/doctest.h>
 #include <attn/analysis/head_scores.hpp>
+#include <attn/core/attention.hpp>
+
+#include <utility>
+#include <vector>
 
 using attn::Index;
 
@@ -90,4 +94,46 @@ TEST_CASE("HeadAverage: per-text and per-query weighting, without keeping attent
     CHECK_THROWS_AS(attn::measure(attn::ModelAttention<double>(), {0}, attn::KeyPattern::current_token()),
                     attn::argument_error);
     CHECK_THROWS_AS(attn::measure(short_text, {3}, attn::KeyPattern::current_token()), attn::argument_error);
+}
+
+TEST_CASE_TEMPLATE("the fast route: measure() on the kernel's statistics equals measure() on the full weights", T,
+                   float, double) {
+    // two layers of random heads: queries, keys and values 3 × (70 × 32)
+    std::vector<attn::HeadStatistics<T>> statistics;
+    std::vector<attn::AttentionWeights<T>> layers;
+    attn::HeadStatisticsRequest request;
+    request.back = 4;
+    request.markers = {0, 9};
+    request.back_excludes_markers = true;
+    for (unsigned layer = 0; layer < 2; ++layer) {
+        attn::HeadStack<T> q(3, 70, 32), k(3, 70, 32), v(3, 70, 32);
+        for (Index h = 0; h < 3; ++h) {
+            q.head(h) = attn::Matrix<T>::Random(70, 32);
+            k.head(h) = attn::Matrix<T>::Random(70, 32);
+            v.head(h) = attn::Matrix<T>::Random(70, 32);
+        }
+        attn::AttentionOptions<T> options;
+        options.keep_weights = true;
+        options.statistics = &request;
+        auto result = attn::attend_heads(q, k, v, options);
+        statistics.push_back(std::move(result.statistics));
+        layers.push_back(std::move(result.weights));
+    }
+    const attn::ModelAttention<T> attention(layers);
+    const std::vector<Index> queries = attn::query_range(10, 70);
+    const std::vector<std::pair<attn::HeadStatistic, attn::KeyPattern>> pairs = {
+        {attn::HeadStatistic::previous, attn::KeyPattern::previous_token()},
+        {attn::HeadStatistic::self, attn::KeyPattern::current_token()},
+        {attn::HeadStatistic::markers, attn::KeyPattern::positions({0, 9})},
+        {attn::HeadStatistic::back, attn::KeyPattern::at_least_back(4, {0, 9})}};
+    for (const auto& [which, pattern] : pairs) {
+        const attn::HeadScores fast = attn::measure(statistics, queries, which);
+        const attn::HeadScores full = attn::measure(attention, queries, pattern);
+        CHECK(fast.queries == full.queries);
+        CHECK(fast.even == doctest::Approx(full.even));
+        for (Index l = 0; l < 2; ++l)
+            for (Index h = 0; h < 3; ++h) CHECK(fast.weight(l, h) == doctest::Approx(full.weight(l, h)).epsilon(1e-5));
+    }
+    CHECK_THROWS_AS(attn::measure(std::vector<attn::HeadStatistics<T>>{}, queries, attn::HeadStatistic::first),
+                    attn::argument_error);
 }

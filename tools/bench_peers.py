@@ -76,6 +76,64 @@ def numpy_chapter(q, k, v, keep_weights):
     return (output, weights) if keep_weights else output
 
 
+def statistics_marks(n, back=4, markers=(0, 1)):
+    """The masks the statistics need, (n x n) float32: keys >= back before the query, markers,
+    and the distance query - key (0 above the diagonal)."""
+    i = np.arange(n)[:, None]
+    j = np.arange(n)[None, :]
+    far = (j <= i - back).astype(np.float32)
+    marked = np.zeros((n, n), dtype=np.float32)
+    marked[:, list(markers)] = 1.0
+    distance = np.where(j <= i, i - j, 0).astype(np.float32)
+    return far, marked, distance
+
+
+def torch_statistics(torch, heads, size):
+    """Head statistics the way a PyTorch user computes them: materialise the weights (the fastest
+    formulation returning them: baddbmm + additive mask under inference_mode), then reduce."""
+    scale = 1.0 / math.sqrt(size)
+
+    def setup(q, k, v):
+        n = q.shape[1]
+        additive = torch.zeros(n, n).masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
+        bias = additive.expand(heads, n, n)
+        far, marked, distance = (torch.from_numpy(m) for m in statistics_marks(n))
+
+        def run():
+            with torch.inference_mode():
+                weights = torch.softmax(torch.baddbmm(bias, q, k.transpose(-2, -1), alpha=scale), dim=-1)
+                out = torch.bmm(weights, v)
+                stats = {
+                    "previous": torch.diagonal(weights, offset=-1, dim1=-2, dim2=-1),
+                    "first": weights[..., 0],
+                    "self": torch.diagonal(weights, dim1=-2, dim2=-1),
+                    "back": (weights * far).sum(-1),
+                    "markers": (weights * marked).sum(-1),
+                    "largest": weights.max(-1),
+                    "entropy": -torch.special.xlogy(weights, weights).sum(-1),
+                    "distance": (weights * distance).sum(-1),
+                }
+                return out, stats
+        return run
+    return setup
+
+
+def numpy_statistics(q, k, v):
+    """The chapter's NumPy listing, then the same reductions on its weights."""
+    out, weights = numpy_chapter(q, k, v, True)
+    n = q.shape[1]
+    far, marked, distance = statistics_marks(n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        plogp = np.where(weights > 0, weights * np.log(weights), 0.0)
+    return out, {
+        "previous": np.diagonal(weights, offset=-1, axis1=-2, axis2=-1),
+        "first": weights[..., 0], "self": np.diagonal(weights, axis1=-2, axis2=-1),
+        "back": (weights * far).sum(-1), "markers": (weights * marked).sum(-1),
+        "largest": weights.max(-1), "argmax": weights.argmax(-1), "entropy": -plogp.sum(-1),
+        "distance": (weights * distance).sum(-1),
+    }
+
+
 def torch_formulations(torch, heads, size):
     """name -> (setup(q, k, v) -> callable(keep_weights)). Each returns the output (and weights)."""
     F = torch.nn.functional
@@ -164,6 +222,8 @@ def main():
     parser.add_argument("--min-seconds", type=float, default=1.0, help="keep repeating until this long (per case)")
     parser.add_argument("--no-weights", action="store_true", help="skip the runs that return the weights")
     parser.add_argument("--json", help="write the results here (default: stdout)")
+    parser.add_argument("--statistics", action="store_true",
+                        help="time head statistics by materialising the weights (PyTorch, NumPy) instead")
     args = parser.parse_args()
 
     try:
@@ -185,6 +245,24 @@ def main():
     }
     forms = torch_formulations(torch, args.heads, args.size)
     rng = np.random.default_rng(0)
+    if args.statistics:
+        import resource
+        for n in args.positions:
+            q, k, v = (rng.standard_normal((args.heads, n, args.size)).astype(np.float32) for _ in range(3))
+            tq, tk, tv = (torch.from_numpy(t.copy()) for t in (q, k, v))
+            run = torch_statistics(torch, args.heads, args.size)(tq, tk, tv)
+            ms, runs = median_time(run, args.min_runs, args.min_seconds)
+            report["results"].append({"library": "pytorch", "formulation": "statistics from materialised weights "
+                                      "(baddbmm + additive mask, softmax, reductions; inference_mode)",
+                                      "positions": n, "statistics": True, "median_ms": ms, "runs": runs})
+            print(f"pytorch  {n:6d} statistics {ms:10.3f} ms", file=sys.stderr)
+            ms, runs = median_time(lambda: numpy_statistics(q, k, v), args.min_runs, args.min_seconds)
+            report["results"].append({"library": "numpy", "formulation": "statistics from the chapter's weights",
+                                      "positions": n, "statistics": True, "median_ms": ms, "runs": runs})
+            print(f"numpy    {n:6d} statistics {ms:10.3f} ms", file=sys.stderr)
+        report["maxrss_MB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+        write_report(report, args.json)
+        return
     for n in args.positions:
         q, k, v = (rng.standard_normal((args.heads, n, args.size)).astype(np.float32) for _ in range(3))
         tq, tk, tv = (torch.from_numpy(t.copy()) for t in (q, k, v))
@@ -208,9 +286,14 @@ def main():
                                       "exp, sum; float32)", "positions": n, "weights": keep, "median_ms": ms,
                                       "runs": runs})
             print(f"numpy    {n:6d} weights={keep!s:5} {ms:10.3f} ms", file=sys.stderr)
+    write_report(report, args.json)
+
+
+def write_report(report, path):
+    """The report as JSON, to path or (None) stdout."""
     text = json.dumps(report, indent=1, default=str)
-    if args.json:
-        with open(args.json, "w") as out:
+    if path:
+        with open(path, "w") as out:
             out.write(text + "\n")
     else:
         print(text)

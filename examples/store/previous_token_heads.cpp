@@ -1,5 +1,7 @@
 // previous_token_heads: each head's average weight on the previous token over the first
-// 300 validation products, against an even spread over the visible tokens.
+// 300 validation products (--products all: the whole split), against an even spread over the
+// visible tokens. The weight is measured inside the attention kernel (ForwardOptions::statistics):
+// no attention matrix is kept.
 #include <attn/analysis/head_scores.hpp>
 
 #include <iostream>
@@ -7,21 +9,23 @@
 #include "store_model.hpp"
 
 int main(int argc, char** argv) {
-    const auto flag = store::model_flag(argc, argv, "previous_token_heads",
-                                        "The layers × heads table of average weight on the previous token over the\n"
-                                        "first 300 validation products, the strongest head, and the even spread.");
+    const auto flags =
+        store::analysis_flags(argc, argv, "previous_token_heads",
+                              "The layers × heads table of average weight on the previous token over the\n"
+                              "first 300 validation products, the strongest head, and the even spread.");
     return store::report_errors("previous_token_heads", [&] {
-        const auto directory = store::model_directory(flag);
+        const auto directory = store::model_directory(flags.model);
         const auto model = attn::Model<float>::load(directory);
-        const auto products = store::read_split(directory / "validation.tsv", 300);
+        const auto products = store::read_split(directory / "validation.tsv", flags.products);
         attn::HeadAverage on_previous(attn::HeadAverage::Weighting::per_text);
+        const attn::HeadStatisticsRequest request;  // the previous token needs no parameter
         attn::ForwardOptions options;
-        options.keep_attention = true;
+        options.statistics = &request;
         for (std::size_t k = 0; k < products.size(); ++k) {
             const std::vector<int> ids = model.product_ids(products[k].name, products[k].description);
-            const auto attention = model.forward(ids, options).attention;
-            on_previous.add(attn::measure(attention, attn::query_range(1, attn::Index(ids.size())),
-                                          attn::KeyPattern::previous_token()));
+            const auto statistics = model.forward(ids, options).statistics;  // per layer, heads × positions
+            on_previous.add(attn::measure(statistics, attn::query_range(1, attn::Index(ids.size())),
+                                          attn::HeadStatistic::previous));
             store::progress(k + 1, products.size());
         }
         const attn::Matrix<double> table = on_previous.mean();  // (layers × heads)

@@ -1,6 +1,7 @@
 // reach_past_window: how much of a description token's attention lands 4 or more tokens
 // back (what a four-token window can't see) and on the markers <s> and <sep>, over the
-// first 300 validation products, against an even spread.
+// first 300 validation products (--products all: the whole split), against an even spread.
+// Measured inside the attention kernel (ForwardOptions::statistics): no attention matrix is kept.
 #include <attn/analysis/head_scores.hpp>
 
 #include <algorithm>
@@ -18,19 +19,22 @@ std::string thousands(attn::Index n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const auto flag =
-        store::model_flag(argc, argv, "reach_past_window",
-                          "Weight of description tokens 4 or more tokens back and on <s>/<sep>, per layer\n"
-                          "and overall, over the first 300 validation products, against an even spread.");
+    const auto flags =
+        store::analysis_flags(argc, argv, "reach_past_window",
+                              "Weight of description tokens 4 or more tokens back and on <s>/<sep>, per layer\n"
+                              "and overall, over the first 300 validation products, against an even spread.");
     return store::report_errors("reach_past_window", [&] {
-        const auto directory = store::model_directory(flag);
+        const auto directory = store::model_directory(flags.model);
         const auto model = attn::Model<float>::load(directory);
         const attn::Tokenizer& vocabulary = model.tokenizer();
-        const auto products = store::read_split(directory / "validation.tsv", 300);
+        const auto products = store::read_split(directory / "validation.tsv", flags.products);
         attn::HeadAverage far(attn::HeadAverage::Weighting::per_query);
         attn::HeadAverage markers(attn::HeadAverage::Weighting::per_query);
+        attn::HeadStatisticsRequest request;
+        request.back = 4;
+        request.back_excludes_markers = true;
         attn::ForwardOptions options;
-        options.keep_attention = true;
+        options.statistics = &request;
         std::size_t described = 0, repeating = 0;
         for (std::size_t k = 0; k < products.size(); ++k) {
             store::progress(k + 1, products.size());
@@ -44,10 +48,10 @@ int main(int argc, char** argv) {
             const std::set<int> name(ids.begin() + 1, ids.begin() + std::ptrdiff_t(sep));
             repeating += std::any_of(ids.begin() + std::ptrdiff_t(sep) + 1, ids.end(),
                                      [&](int id) { return name.count(id) > 0; });
-            const std::vector<attn::Index> marker_positions = {0, attn::Index(sep)};
-            const auto attention = model.forward(ids, options).attention;
-            far.add(attn::measure(attention, queries, attn::KeyPattern::at_least_back(4, marker_positions)));
-            markers.add(attn::measure(attention, queries, attn::KeyPattern::positions(marker_positions)));
+            request.markers = {0, attn::Index(sep)};                         // <s> and <sep>
+            const auto statistics = model.forward(ids, options).statistics;  // per layer, heads × positions
+            far.add(attn::measure(statistics, queries, attn::HeadStatistic::back));
+            markers.add(attn::measure(statistics, queries, attn::HeadStatistic::markers));
         }
         const attn::Matrix<double> far_table = far.mean(), marker_table = markers.mean();  // (layers × heads)
         std::cout << "description tokens measured: " << thousands(far.queries()) << "\n";

@@ -126,6 +126,38 @@ inline std::optional<std::string> model_flag(int argc, char** argv, const char* 
     return model;
 }
 
+/// Arguments of the head analyses: --model DIR, --products N|all (default 300), --help.
+struct AnalysisFlags {
+    std::optional<std::string> model;
+    std::size_t products = 300;
+};
+
+inline AnalysisFlags analysis_flags(int argc, char** argv, const char* name, const char* summary) {
+    AnalysisFlags flags;
+    std::vector<char*> rest{argv[0]};
+    for (int i = 1; i < argc; ++i) {
+        if (std::string_view(argv[i]) != "--products") {
+            rest.push_back(argv[i]);
+            continue;
+        }
+        const std::string value = i + 1 < argc ? argv[++i] : "";
+        char* end = nullptr;
+        const unsigned long long count = std::strtoull(value.c_str(), &end, 10);
+        if (value == "all") {
+            flags.products = SIZE_MAX;
+        } else if (!value.empty() && *end == '\0' && count > 0) {
+            flags.products = std::size_t(count);
+        } else {
+            std::cerr << name << ": --products needs a positive number or 'all'\n";
+            std::exit(2);
+        }
+    }
+    flags.model =
+        model_flag(int(rest.size()), rest.data(), name,
+                   (std::string(summary) + "\n--products N|all: how many validation products (default 300)").c_str());
+    return flags;
+}
+
 /// Runs `body` and turns an attn::error into a message on stderr and exit status 1.
 template <class Body>
 int report_errors(const char* name, Body body) {

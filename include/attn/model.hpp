@@ -4,6 +4,7 @@
 // reference forward it is tested against. Includes the core layer (<attn/attn.hpp>).
 
 #include "attn/attn.hpp"
+#include "attn/model/attention_rows.hpp"
 #include "attn/model/model.hpp"
 #include "attn/model/reference_forward.hpp"
 #include "attn/model/safetensors.hpp"

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "attn/core/head_statistics.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/model/types.hpp"
@@ -104,6 +105,27 @@ HeadScores measure(const ModelAttention<T>& attention, const std::vector<Index>&
                 for (Index key : keys) sum += double(weights(query, key));
                 scores.weight(l, h) += sum;
             }
+    }
+    return scores;
+}
+
+/// The fast route: measures every head on `queries` from the statistics the attention kernel
+/// measured during a forward pass (ForwardOptions::statistics; one HeadStatistics per layer),
+/// with no attention weights kept. `which` is the statistic (previous, first, self, back or
+/// markers, as the request set them); the even spread is that statistic's.
+template <class T>
+HeadScores measure(const std::vector<HeadStatistics<T>>& layers, const std::vector<Index>& queries,
+                   HeadStatistic which) {
+    if (layers.empty()) throw argument_error("measure: no statistics (forward with ForwardOptions::statistics)");
+    const Index heads = layers.front().heads();
+    HeadScores scores{Matrix<double>::Zero(Index(layers.size()), heads), 0.0, static_cast<Index>(queries.size())};
+    for (Index query : queries) {
+        detail::check_index("measure", "query", query, layers.front().queries());
+        scores.even += layers.front().even_spread(query).of(which);
+        for (std::size_t l = 0; l < layers.size(); ++l) {
+            const Matrix<T>& plane = layers[l].of(which);
+            for (Index h = 0; h < heads; ++h) scores.weight(Index(l), h) += double(plane(h, query));
+        }
     }
     return scores;
 }

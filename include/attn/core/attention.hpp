@@ -15,7 +15,9 @@
 
 #include <optional>
 #include <type_traits>
+#include <vector>
 
+#include "attn/core/head_statistics.hpp"
 #include "attn/core/heads.hpp"
 #include "attn/core/mask.hpp"
 #include "attn/core/projection.hpp"
@@ -28,6 +30,15 @@
 #include "attn/detail/check.hpp"
 
 namespace attn {
+
+/// Working memory kept across calls: with the same shapes, a call that gets one (and keeps
+/// its results in storage it reuses, see attention_into) allocates nothing. Use one per
+/// concurrent call; its contents are internal.
+template <class T>
+struct AttentionWorkspace {
+    detail::KernelMemory<T> kernel;                       ///< the fused kernel's
+    detail::AlignedBuffer<T> queries, keys, panel, tile;  ///< weights on demand's (weights_on_demand.hpp)
+};
 
 /// How attention is computed. The defaults are the chapter's: causal, scaled by
 /// 1/√(head size), no positions, weights not kept.
@@ -52,17 +63,41 @@ struct AttentionOptions {
     /// Use the fused kernel where it applies (no `mask`). false forces the plain
     /// step-by-step path: full scores matrix, masks, softmax, weights · values.
     bool fused = true;
+    /// Return each query row's log Σ exp(score) over its visible keys, (heads × queries):
+    /// O(positions), and what attention_weights_rows (weights_on_demand.hpp) needs to give
+    /// any rows' exact weights afterwards.
+    bool keep_log_sum_exp = false;
+    /// If set, measure every head's rows (head_statistics.hpp); on the streaming path
+    /// without any (queries × keys) storage.
+    const HeadStatisticsRequest* statistics = nullptr;
+    /// Working memory kept across calls (see AttentionWorkspace), or null.
+    AttentionWorkspace<T>* workspace = nullptr;
 };
 
 /// One head's result. output: (queries × value size); weights: (queries × keys), or empty
-/// unless keep_weights was set.
+/// unless keep_weights was set; log_sum_exp (1 × queries) and statistics (1 head), if asked.
 template <class T>
 struct HeadAttention {
     Matrix<T> output;
     Matrix<T> weights;
+    Matrix<T> log_sum_exp;
+    HeadStatistics<T> statistics;
 };
 
 namespace detail {
+
+/// Each row's log Σ exp(s) of masked scores (queries × keys) → (queries); −∞ for a fully masked row.
+template <class T>
+Vector<T> log_sum_exp_rows(const Matrix<T>& scores) {
+    Vector<T> out(scores.rows());
+    for (Index i = 0; i < scores.rows(); ++i) {
+        const T largest = scores.row(i).maxCoeff();
+        out(i) = largest == -std::numeric_limits<T>::infinity()
+                     ? largest
+                     : largest + std::log((scores.row(i).array() - largest).exp().sum());
+    }
+    return out;
+}
 
 /// The plain path: every step of the chapter in turn, on the full (queries × keys) scores.
 template <class DQ, class DK, class DV>
@@ -88,13 +123,77 @@ HeadAttention<typename DQ::Scalar> plain_attention(const Eigen::MatrixBase<DQ>& 
     }
     if (options.causal) apply_causal_mask(weights, options.first_position);
     if (options.mask) apply_mask(weights, *options.mask);
+    HeadAttention<T> result;
+    if (options.keep_log_sum_exp) result.log_sum_exp = log_sum_exp_rows(weights).transpose();
     softmax_rows_in_place(weights);
 
-    HeadAttention<T> result;
     result.output.noalias() = weights * values;
+    if (options.statistics) {
+        const std::vector<Index> markers = checked_markers("attention", *options.statistics);
+        const StatisticsTarget<T> target =
+            statistics_target(result.statistics, *options.statistics, markers, 1, weights.rows(), weights.cols(),
+                              options.first_position, options.causal);
+        for (Index i = 0; i < weights.rows(); ++i)
+            row_statistics(weights.row(i).data(), weights.cols(), options.first_position + i, target, 0, i);
+    }
     if (options.keep_weights) result.weights = std::move(weights);
     return result;
 }
+
+/// Sizes caller storage for `rows` × `cols`: empty storage is allocated, storage of that size
+/// reused, any other size refused (it is the caller's and may be viewed elsewhere).
+template <class T>
+void reuse_storage(const char* function, const char* what, Matrix<T>& storage, Index rows, Index cols) {
+    if (storage.size() == 0) storage.resize(rows, cols);
+    if (storage.rows() != rows || storage.cols() != cols)
+        throw shape_error(message(function, ": ", what, " storage is ", storage.rows(), " × ", storage.cols(),
+                                  ", expected ", rows, " × ", cols, " (or empty, to be allocated)"));
+}
+
+template <class T>
+void reuse_storage(const char* function, const char* what, HeadStack<T>& storage, Index heads, Index rows, Index cols) {
+    if (storage.empty()) storage = HeadStack<T>(heads, rows, cols);
+    if (storage.heads() != heads || storage.rows() != rows || storage.cols() != cols)
+        throw shape_error(message(function, ": ", what, " storage is ", storage.heads(), " × (", storage.rows(), " × ",
+                                  storage.cols(), "), expected ", heads, " × (", rows, " × ", cols,
+                                  ") (or empty, to be allocated)"));
+}
+
+/// Runs the fused kernel on the inputs add_inputs(inputs) appends, working in options.workspace
+/// if there is one: its memory, and the capacity of its inputs, lent for the call, so that a
+/// repeated call allocates nothing.
+template <class T, class AddInputs>
+void run_fused(FusedProblem<T>& problem, const AttentionOptions<T>& options, AddInputs add_inputs) {
+    KernelMemory<T>* memory = options.workspace ? &options.workspace->kernel : nullptr;
+    problem.memory = memory;
+    if (memory) problem.inputs.swap(memory->inputs);
+    problem.inputs.clear();
+    add_inputs(problem.inputs);
+    fused_attention(problem);
+    if (memory) problem.inputs.swap(memory->inputs);
+}
+
+/// What the fused kernel needs to measure statistics and keep log-sum-exps, held for a call.
+template <class T>
+struct SightOutputs {
+    std::vector<Index> markers;
+    StatisticsTarget<T> target;
+
+    /// Points `problem` at lse (heads × queries) and statistics as `options` ask.
+    void attach(const char* function, const AttentionOptions<T>& options, FusedProblem<T>& problem, Matrix<T>& lse,
+                HeadStatistics<T>& statistics) {
+        if (options.keep_log_sum_exp) {
+            lse.resize(problem.heads, problem.queries);
+            problem.log_sum_exp = lse.data();
+        }
+        if (options.statistics) {
+            markers = checked_markers(function, *options.statistics);
+            target = statistics_target(statistics, *options.statistics, markers, problem.heads, problem.queries,
+                                       problem.keys, problem.first_position, problem.causal);
+            problem.statistics = &target;
+        }
+    }
+};
 
 /// Whether the fused kernel computes this call (see the header comment).
 template <class T>
@@ -139,54 +238,81 @@ FusedProblem<T> fused_problem(Index heads, Index queries, Index keys, Index dept
 
 }  // namespace detail
 
-/// Single-head attention. queries: (queries × d), keys: (keys × d), values: (keys × dv)
-/// → output (queries × dv) and, if asked, weights (queries × keys).
+/// Single-head attention into `result`, whose storage is reused: queries: (queries × d),
+/// keys: (keys × d), values: (keys × dv) → result.output (queries × dv) and, if asked,
+/// result.weights (queries × keys), result.log_sum_exp (1 × queries), result.statistics.
+/// output and weights must be empty (then they are allocated) or of those shapes
+/// (shape_error otherwise). With options.workspace set, and threads = 1 or options.workers,
+/// a call of a shape seen before allocates nothing on the fused path.
 template <class DQ, class DK, class DV>
-HeadAttention<typename DQ::Scalar> attention(const Eigen::MatrixBase<DQ>& queries, const Eigen::MatrixBase<DK>& keys,
-                                             const Eigen::MatrixBase<DV>& values,
-                                             const AttentionOptions<typename DQ::Scalar>& options = {}) {
+void attention_into(const Eigen::MatrixBase<DQ>& queries, const Eigen::MatrixBase<DK>& keys,
+                    const Eigen::MatrixBase<DV>& values, const AttentionOptions<typename DQ::Scalar>& options,
+                    HeadAttention<typename DQ::Scalar>& result) {
     using T = typename DQ::Scalar;
     static_assert(std::is_same_v<T, typename DV::Scalar>, "attention: queries and values scalar types differ");
     static_assert(std::is_same_v<T, typename DK::Scalar>, "attention: queries and keys scalar types differ");
-    if (!detail::fused_applies(options)) return detail::plain_attention(queries, keys, values, options);
+    if (!detail::fused_applies(options)) {
+        result = detail::plain_attention(queries, keys, values, options);
+        return;
+    }
     detail::check_fused_inputs("attention", queries, keys, values, options);
 
     detail::FusedProblem<T> problem =
         detail::fused_problem(1, queries.rows(), keys.rows(), queries.cols(), values.cols(), options);
-    HeadAttention<T> result;
-    result.output.resize(queries.rows(), values.cols());
+    detail::reuse_storage("attention", "output", result.output, queries.rows(), values.cols());
     problem.outputs = result.output.data();
     if (options.keep_weights) {
-        result.weights.resize(queries.rows(), keys.rows());
+        detail::reuse_storage("attention", "weights", result.weights, queries.rows(), keys.rows());
         problem.weights = result.weights.data();
     }
+    detail::SightOutputs<T> sight;
+    sight.attach("attention", options, problem, result.log_sum_exp, result.statistics);
     // Row-major views of the inputs where they allow it, else row-major copies.
     using View = Eigen::Ref<const Matrix<T>, 0, Eigen::OuterStride<>>;
     const View q(queries.derived()), k(keys.derived()), v(values.derived());
-    problem.inputs = {{{q.data(), q.outerStride()}, {k.data(), k.outerStride()}, {v.data(), v.outerStride()}}};
-    detail::fused_attention(problem);
+    detail::run_fused(problem, options, [&](std::vector<detail::HeadInputs<T>>& inputs) {
+        inputs.push_back({{q.data(), q.outerStride()}, {k.data(), k.outerStride()}, {v.data(), v.outerStride()}});
+    });
+}
+
+/// Single-head attention. queries: (queries × d), keys: (keys × d), values: (keys × dv)
+/// → output (queries × dv) and, if asked, weights (queries × keys), log_sum_exp
+/// (1 × queries), statistics.
+template <class DQ, class DK, class DV>
+HeadAttention<typename DQ::Scalar> attention(const Eigen::MatrixBase<DQ>& queries, const Eigen::MatrixBase<DK>& keys,
+                                             const Eigen::MatrixBase<DV>& values,
+                                             const AttentionOptions<typename DQ::Scalar>& options = {}) {
+    HeadAttention<typename DQ::Scalar> result;
+    attention_into(queries, keys, values, options, result);
     return result;
 }
 
 /// Every head's result. outputs: heads × (queries × value size); weights: heads ×
-/// (queries × keys), or empty unless keep_weights was set.
+/// (queries × keys), or empty unless keep_weights was set; log_sum_exp (heads × queries)
+/// and statistics, if asked.
 template <class T>
 struct HeadsAttention {
     HeadStack<T> outputs;
     AttentionWeights<T> weights;
+    Matrix<T> log_sum_exp;
+    HeadStatistics<T> statistics;
 };
 
-/// Attention in every head of already split queries, keys and values.
-/// queries: heads × (queries × d), keys: heads × (keys × d), values: heads × (keys × dv).
+/// attend_heads into `result`, whose storage is reused: outputs and weights must be empty
+/// (then they are allocated) or of the shapes attend_heads returns (shape_error otherwise).
+/// With options.workspace set, and threads = 1 or options.workers, a fused call of a shape
+/// seen before allocates nothing: repeated calls touch no fresh pages.
 template <class T>
-HeadsAttention<T> attend_heads(const HeadStack<T>& queries, const HeadStack<T>& keys, const HeadStack<T>& values,
-                               const AttentionOptions<T>& options = {}) {
+void attend_heads_into(const HeadStack<T>& queries, const HeadStack<T>& keys, const HeadStack<T>& values,
+                       const AttentionOptions<T>& options, HeadsAttention<T>& result) {
     if (keys.heads() != queries.heads() || values.heads() != queries.heads())
         throw shape_error(detail::message("attend_heads: queries, keys and values have ", queries.heads(), ", ",
                                           keys.heads(), " and ", values.heads(), " heads"));
     if (queries.empty()) throw shape_error("attend_heads: queries are empty");
-    HeadsAttention<T> result{HeadStack<T>(queries.heads(), queries.rows(), values.cols()), AttentionWeights<T>()};
-    if (options.keep_weights) result.weights = AttentionWeights<T>(queries.heads(), queries.rows(), keys.rows());
+    detail::reuse_storage("attend_heads", "outputs", result.outputs, queries.heads(), queries.rows(), values.cols());
+    const bool fresh_weights = result.weights.empty();
+    if (options.keep_weights)
+        detail::reuse_storage("attend_heads", "weights", result.weights, queries.heads(), queries.rows(), keys.rows());
     if (detail::fused_applies(options)) {
         // Every head in one parallel region: the tasks are heads × query blocks.
         detail::check_fused_inputs("attend_heads", queries.head(0), keys.head(0), values.head(0), options);
@@ -195,20 +321,35 @@ HeadsAttention<T> attend_heads(const HeadStack<T>& queries, const HeadStack<T>& 
         problem.outputs = result.outputs.data();
         if (options.keep_weights) {
             problem.weights = result.weights.data();
-            problem.weights_zeroed = true;  // HeadStack starts zero-filled
+            problem.weights_zeroed = fresh_weights;  // a new HeadStack starts zero-filled
         }
-        for (Index h = 0; h < queries.heads(); ++h)
-            problem.inputs.push_back({{queries.head(h).data(), queries.cols()},
-                                      {keys.head(h).data(), keys.cols()},
-                                      {values.head(h).data(), values.cols()}});
-        detail::fused_attention(problem);
-        return result;
+        detail::SightOutputs<T> sight;
+        sight.attach("attend_heads", options, problem, result.log_sum_exp, result.statistics);
+        detail::run_fused(problem, options, [&](std::vector<detail::HeadInputs<T>>& inputs) {
+            for (Index h = 0; h < queries.heads(); ++h)
+                inputs.push_back({{queries.head(h).data(), queries.cols()},
+                                  {keys.head(h).data(), keys.cols()},
+                                  {values.head(h).data(), values.cols()}});
+        });
+        return;
     }
+    if (options.keep_log_sum_exp) result.log_sum_exp.resize(queries.heads(), queries.rows());
     for (Index h = 0; h < queries.heads(); ++h) {
         HeadAttention<T> head = attention(queries.head(h), keys.head(h), values.head(h), options);
         result.outputs.head(h) = head.output;
         if (options.keep_weights) result.weights.head(h) = head.weights;
+        if (options.keep_log_sum_exp) result.log_sum_exp.row(h) = head.log_sum_exp;
+        if (options.statistics) detail::copy_head_statistics(head.statistics, h, queries.heads(), result.statistics);
     }
+}
+
+/// Attention in every head of already split queries, keys and values.
+/// queries: heads × (queries × d), keys: heads × (keys × d), values: heads × (keys × dv).
+template <class T>
+HeadsAttention<T> attend_heads(const HeadStack<T>& queries, const HeadStack<T>& keys, const HeadStack<T>& values,
+                               const AttentionOptions<T>& options = {}) {
+    HeadsAttention<T> result;
+    attend_heads_into(queries, keys, values, options, result);
     return result;
 }
 
@@ -229,6 +370,8 @@ template <class T>
 struct MultiHeadAttention {
     Matrix<T> output;
     AttentionWeights<T> weights;
+    Matrix<T> log_sum_exp;         ///< (heads × positions), if keep_log_sum_exp
+    HeadStatistics<T> statistics;  ///< if options.statistics
 };
 
 /// Multi-head self-attention with output projection:
@@ -250,6 +393,8 @@ MultiHeadAttention<typename D::Scalar> multi_head_attention(const Eigen::MatrixB
     MultiHeadAttention<T> result;
     result.output = project(merge_heads(attended.outputs), projections.output);
     result.weights = std::move(attended.weights);
+    result.log_sum_exp = std::move(attended.log_sum_exp);
+    result.statistics = std::move(attended.statistics);
     return result;
 }
 

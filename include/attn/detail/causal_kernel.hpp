@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "attn/core/error.hpp"
+#include "attn/core/head_statistics.hpp"
 #include "attn/core/rope.hpp"
 #include "attn/core/types.hpp"
 #include "attn/core/workers.hpp"
@@ -90,6 +91,9 @@ struct HeadInputs {
     RowMajorView<T> queries, keys, values;
 };
 
+template <class T>
+struct KernelMemory;
+
 /// What the kernel computes; the views stay owned by the caller.
 template <class T>
 struct FusedProblem {
@@ -112,8 +116,12 @@ struct FusedProblem {
     Index weights_row_stride = 0;       ///< between a head's weight rows; 0: keys (contiguous rows)
     Index weights_head_stride = 0;      ///< between heads' weights; 0: queries × the row stride
     bool weights_zeroed = false;        ///< the weights buffer is already all zero
-    Index first_head = 0;               ///< the caller's number for head 0, for error messages
-    Index first_row = 0;                ///< the caller's number for query row 0, for error messages
+    T* log_sum_exp = nullptr;           ///< heads × queries: each row's log Σ exp(score), or null
+    Index log_sum_exp_head_stride = 0;  ///< between heads' rows; 0: queries
+    const StatisticsTarget<T>* statistics = nullptr;  ///< head statistics to measure, or null
+    KernelMemory<T>* memory = nullptr;                ///< working memory kept by the caller, or null
+    Index first_head = 0;                             ///< the caller's number for head 0, for error messages
+    Index first_row = 0;                              ///< the caller's number for query row 0, for error messages
 
     /// Head h's output row i (value_size entries).
     T* output_row(Index h, Index i) const {
@@ -127,6 +135,10 @@ struct FusedProblem {
     T* weights_at(Index h, Index i) const {
         const Index head = weights_head_stride != 0 ? weights_head_stride : queries * weights_row();
         return weights + h * head + i * weights_row();
+    }
+
+    T& log_sum_exp_at(Index h, Index i) const {
+        return log_sum_exp[h * (log_sum_exp_head_stride != 0 ? log_sum_exp_head_stride : queries) + i];
     }
 
     /// Keys 0 … allowed(i) − 1 are visible to query row i.
@@ -157,6 +169,32 @@ struct Scratch {
     AlignedBuffer<T> output;                  ///< kQueryBlock × padded dv
     AlignedBuffer<T> tile;                    ///< exact: kValueRows × kPanel, for stores past a row's end
     AlignedBuffer<T> largest, total, factor;  ///< kQueryBlock each
+    AlignedBuffer<T> sight;                   ///< statistics: kSightSums × kQueryBlock running sums
+};
+
+/// The running sums of the streaming statistics, each kQueryBlock long in Scratch::sight: the
+/// linear ones rescaled like the output, the entropy's Σ p·(s − m) as online_softmax says.
+enum SightSum {
+    kSumPrevious,
+    kSumFirst,
+    kSumSelf,
+    kSumBack,
+    kSumMarkers,
+    kSumDistance,
+    kSumBest,
+    kSumBestKey,
+    kSumEntropy,
+    kSightSums
+};
+
+/// The kernel's working memory: kept by a caller (attn::AttentionWorkspace) so that repeated
+/// calls of the same size allocate nothing, or made for one call.
+template <class T>
+struct KernelMemory {
+    std::vector<PreparedHead<T>> prepared;
+    std::vector<Scratch<T>> scratch;
+    std::vector<Index> cost, order;
+    std::vector<HeadInputs<T>> inputs;  ///< lent to a FusedProblem while a call builds it
 };
 
 namespace kernel {
@@ -274,16 +312,17 @@ void scale_row(T* x, Index count, T factor) {
 /// row stride `stride`) holds scoresᵀ with −∞ where masked and becomes the unnormalised
 /// weights exp(s − m_new); m (running maxima), l (running sums) are updated and factor
 /// receives exp(m_old − m_new), by which the partial outputs must be rescaled. A NaN or +∞
-/// score makes l NaN (reported when the task ends).
-template <class T, int P>
-void online_softmax(T* s, Index stride, Index count, T* m, T* l, T* factor) {
+/// score makes l NaN (reported when the task ends). With Entropy, e (running Σ p·(s − m),
+/// relative to the running maximum) is updated too: e ← factor·(e + (m_old − m_new)·l_old) + Σ p·(s − m_new).
+template <class T, int P, bool Entropy = false>
+void online_softmax(T* s, Index stride, Index count, T* m, T* l, T* factor, T* e = nullptr) {
     using Tiling = KernelTiling<T>;
     using Packet = typename Tiling::Packet;
     constexpr int L = Tiling::kLanes;
     const T minus_infinity = -std::numeric_limits<T>::infinity();
     const Packet zero = ei::pset1<Packet>(T(0)), minus_inf = ei::pset1<Packet>(minus_infinity);
     const Packet cutoff = ei::pset1<Packet>(std::log(std::numeric_limits<T>::min()));
-    Packet largest[P], shift[P], sum[P];
+    Packet largest[P], shift[P], sum[P], moved[P], plogp[P];
     for (int p = 0; p < P; ++p) largest[p] = minus_inf;
     for (Index j = 0; j < count; ++j)
         for (int p = 0; p < P; ++p) largest[p] = ei::pmax(largest[p], ei::ploadu<Packet>(s + j * stride + p * L));
@@ -291,19 +330,24 @@ void online_softmax(T* s, Index stride, Index count, T* m, T* l, T* factor) {
         const Packet old_m = ei::ploadu<Packet>(m + p * L);
         const Packet new_m = ei::pmax(old_m, largest[p]);
         // exp(m_old − m_new): 0 while nothing was seen (m_old = −∞)
-        ei::pstoreu(factor + p * L, exp_nonpositive(ei::psub(old_m, new_m), cutoff, zero));
+        moved[p] = ei::psub(old_m, new_m);
+        ei::pstoreu(factor + p * L, exp_nonpositive(moved[p], cutoff, zero));
         // shift by m_new, or by 0 while every score so far is −∞ (their weights stay 0)
         shift[p] = ei::pselect(ei::pcmp_eq(new_m, minus_inf), zero, new_m);
         ei::pstoreu(m + p * L, new_m);
         sum[p] = zero;
+        plogp[p] = zero;
     }
     if constexpr (std::is_same_v<T, float> && L > 1) {
         for (Index j = 0; j < count; ++j)
             for (int p = 0; p < P; ++p) {
                 T* x = s + j * stride + p * L;
-                const Packet e = exp_nonpositive(ei::psub(ei::ploadu<Packet>(x), shift[p]), cutoff, zero);
-                ei::pstoreu(x, e);
-                sum[p] = ei::padd(sum[p], e);
+                const Packet y = ei::psub(ei::ploadu<Packet>(x), shift[p]);
+                const Packet w = exp_nonpositive(y, cutoff, zero);
+                ei::pstoreu(x, w);
+                sum[p] = ei::padd(sum[p], w);
+                // where w is 0, y may be −∞: clamped, 0·y stays 0
+                if constexpr (Entropy) plogp[p] = ei::pmadd(w, ei::pmax(y, cutoff), plogp[p]);
             }
     } else {  // Eigen's exp may turn NaN into a number: count NaN separately
         Packet bad[P];
@@ -312,32 +356,136 @@ void online_softmax(T* s, Index stride, Index count, T* m, T* l, T* factor) {
             for (int p = 0; p < P; ++p) {
                 T* x = s + j * stride + p * L;
                 const Packet y = ei::psub(ei::ploadu<Packet>(x), shift[p]);
-                const Packet e = exp_nonpositive(y, cutoff, zero);
-                ei::pstoreu(x, e);
-                sum[p] = ei::padd(sum[p], e);
+                const Packet w = exp_nonpositive(y, cutoff, zero);
+                ei::pstoreu(x, w);
+                sum[p] = ei::padd(sum[p], w);
+                if constexpr (Entropy) plogp[p] = ei::pmadd(w, ei::pmax(y, cutoff), plogp[p]);
                 bad[p] = ei::por(bad[p], ei::pandnot(ei::ptrue(y), ei::pcmp_eq(y, y)));
             }
         for (int p = 0; p < P; ++p)
             sum[p] =
                 ei::pselect(ei::pcmp_eq(bad[p], zero), sum[p], ei::pset1<Packet>(std::numeric_limits<T>::quiet_NaN()));
     }
-    for (int p = 0; p < P; ++p)
-        ei::pstoreu(l + p * L,
-                    ei::padd(ei::pmul(ei::ploadu<Packet>(l + p * L), ei::ploadu<Packet>(factor + p * L)), sum[p]));
+    for (int p = 0; p < P; ++p) {
+        const Packet old_l = ei::ploadu<Packet>(l + p * L), f = ei::ploadu<Packet>(factor + p * L);
+        if constexpr (Entropy) {
+            // (m_old − m_new)·l_old, 0 while nothing was seen (m_old = −∞, l_old = 0)
+            const Packet shifted = ei::pselect(ei::pcmp_eq(old_l, zero), zero, ei::pmul(moved[p], old_l));
+            ei::pstoreu(e + p * L, ei::pmadd(f, ei::padd(ei::ploadu<Packet>(e + p * L), shifted), plogp[p]));
+        }
+        ei::pstoreu(l + p * L, ei::padd(ei::pmul(old_l, f), sum[p]));
+    }
 }
 
 /// online_softmax for 1 … kScorePackets packets, chosen at run time.
-template <class T, int P = KernelTiling<T>::kScorePackets>
-void online_softmax_packets(int packets, T* s, Index stride, Index count, T* m, T* l, T* factor) {
+template <class T, bool Entropy = false, int P = KernelTiling<T>::kScorePackets>
+void online_softmax_packets(int packets, T* s, Index stride, Index count, T* m, T* l, T* factor, T* e = nullptr) {
     if constexpr (P > 1) {
-        if (packets < P) return online_softmax_packets<T, P - 1>(packets, s, stride, count, m, l, factor);
+        if (packets < P) return online_softmax_packets<T, Entropy, P - 1>(packets, s, stride, count, m, l, factor, e);
     }
-    online_softmax<T, P>(s, stride, count, m, l, factor);
+    online_softmax<T, P, Entropy>(s, stride, count, m, l, factor, e);
+}
+
+/// The vectorised part of one block's streaming statistics for P packets of queries: w
+/// (count keys × the packets, row stride `stride`) holds the block's weights exp(s − m) of
+/// keys at positions key0 …, the queries' positions start at position0; sums (row stride
+/// sums_row, one row per SightSum) gain Σ w·(position − key), Σ w over keys ≥ back before
+/// the query, and the largest w with its key (the first of equals).
+template <class T, int P>
+void block_statistics(const T* w, Index stride, Index count, T key0, T position0, T back, T* sums, Index sums_row) {
+    using Packet = typename KernelTiling<T>::Packet;
+    constexpr int L = KernelTiling<T>::kLanes;
+    Packet distance[P], far[P], best[P], best_key[P], position[P];
+    for (int p = 0; p < P; ++p) {
+        distance[p] = ei::ploadu<Packet>(sums + kSumDistance * sums_row + p * L);
+        far[p] = ei::ploadu<Packet>(sums + kSumBack * sums_row + p * L);
+        best[p] = ei::ploadu<Packet>(sums + kSumBest * sums_row + p * L);
+        best_key[p] = ei::ploadu<Packet>(sums + kSumBestKey * sums_row + p * L);
+        position[p] = ei::plset<Packet>(position0 + T(p * L));
+    }
+    for (Index j = 0; j < count; ++j) {
+        const Packet key = ei::pset1<Packet>(key0 + T(j)), reach = ei::pset1<Packet>(key0 + T(j) + back);
+        for (int p = 0; p < P; ++p) {
+            const Packet x = ei::ploadu<Packet>(w + j * stride + p * L);
+            distance[p] = ei::pmadd(x, ei::psub(position[p], key), distance[p]);
+            far[p] = ei::padd(far[p], ei::pand(ei::pcmp_le(reach, position[p]), x));
+            const Packet larger = ei::pcmp_lt(best[p], x);
+            best[p] = ei::pselect(larger, x, best[p]);
+            best_key[p] = ei::pselect(larger, key, best_key[p]);
+        }
+    }
+    for (int p = 0; p < P; ++p) {
+        ei::pstoreu(sums + kSumDistance * sums_row + p * L, distance[p]);
+        ei::pstoreu(sums + kSumBack * sums_row + p * L, far[p]);
+        ei::pstoreu(sums + kSumBest * sums_row + p * L, best[p]);
+        ei::pstoreu(sums + kSumBestKey * sums_row + p * L, best_key[p]);
+    }
+}
+
+template <class T, int P = KernelTiling<T>::kScorePackets>
+void block_statistics_packets(int packets, const T* w, Index stride, Index count, T key0, T position0, T back, T* sums,
+                              Index sums_row) {
+    if constexpr (P > 1) {
+        if (packets < P)
+            return block_statistics_packets<T, P - 1>(packets, w, stride, count, key0, position0, back, sums, sums_row);
+    }
+    block_statistics<T, P>(w, stride, count, key0, position0, back, sums, sums_row);
+}
+
+/// m + log l rounded once (in double: each lse is a row's only record of its sum, which weights on
+/// demand divide by); −∞ if l = 0.
+template <class T>
+T log_sum_exp(T m, T l) {
+    return T(double(m) + std::log(double(l)));
 }
 
 [[noreturn]] inline void throw_bad_scores(Index head, Index row) {
     throw numeric_error(
         message("attention: the scores of query row ", row, " (head ", head, ") contain NaN or +infinity"));
+}
+
+/// One block's streaming statistics for the c_rows queries of the chunk at column c0 (row i0 + c0
+/// of the task first): the running sums are rescaled by alpha (as the output is), then gain the
+/// block's weights w (scoresᵀ after online_softmax, row stride `width`, keys j0 … j0 + count − 1).
+template <class T>
+void sight_block(const FusedProblem<T>& problem, const StatisticsTarget<T>& target, const T* w, Index width,
+                 Index count, Index j0, Index i0, Index c0, Index c_rows, int packets, const T* alpha, T* sums) {
+    for (Index c = c0; c < c0 + c_rows; ++c)
+        if (alpha[c] != T(1))
+            for (int sum : {kSumPrevious, kSumFirst, kSumSelf, kSumBack, kSumMarkers, kSumDistance, kSumBest})
+                sums[sum * width + c] *= alpha[c];
+    const Index position0 = problem.first_position + i0 + c0;
+    block_statistics_packets(packets, w + c0, width, count, T(j0), T(position0), T(target.back), sums + c0, width);
+    const Index* markers_begin = std::lower_bound(target.markers, target.markers + target.marker_count, j0);
+    const Index* markers_end = std::lower_bound(markers_begin, target.markers + target.marker_count, j0 + count);
+    for (Index c = c0; c < c0 + c_rows; ++c) {
+        const Index position = position0 + c - c0;
+        const auto weight = [&](Index key) { return key >= j0 && key < j0 + count ? w[(key - j0) * width + c] : T(0); };
+        sums[kSumPrevious * width + c] += weight(position - 1);
+        sums[kSumFirst * width + c] += weight(0);
+        sums[kSumSelf * width + c] += weight(position);
+        for (const Index* marker = markers_begin; marker != markers_end; ++marker) {
+            const T x = w[(*marker - j0) * width + c];  // 0 where the marker is hidden
+            sums[kSumMarkers * width + c] += x;
+            if (target.back_excludes_markers && *marker <= position - target.back) sums[kSumBack * width + c] -= x;
+        }
+    }
+}
+
+/// Row i of the task's statistics from its running sums (column i) and sum l, into row `row` of head h.
+template <class T>
+void finish_sight(const StatisticsTarget<T>& target, const T* sums, Index width, Index i, T l, Index h, Index row) {
+    const T inverse = l > T(0) ? T(1) / l : T(0);  // l = 0: every visible score −∞, all zero
+    const auto mean = [&](SightSum sum) { return sums[sum * width + i] * inverse; };
+    target.at(kPrevious, h, row) = mean(kSumPrevious);
+    target.at(kFirst, h, row) = mean(kSumFirst);
+    target.at(kSelf, h, row) = mean(kSumSelf);
+    target.at(kBack, h, row) = mean(kSumBack);
+    target.at(kMarkers, h, row) = mean(kSumMarkers);
+    target.at(kLargest, h, row) = mean(kSumBest);
+    target.at(kEntropy, h, row) = l > T(0) ? std::log(l) - mean(kSumEntropy) : T(0);
+    target.at(kDistance, h, row) = mean(kSumDistance);
+    target.argmax_at(h, row) = Index(sums[kSumBestKey * width + i]);
 }
 
 /// Rows [i0, i1) of head h's queries, rotated and scaled, into dst (row-major, row stride d).
@@ -417,6 +565,9 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
     std::fill(m, m + width, minus_infinity);
     std::fill(l, l + width, T(0));
     std::fill(o, o + rows * padded, T(0));
+    const StatisticsTarget<T>* statistics = problem.statistics;
+    T* sums = scratch.sight.data();  // (kSightSums × width), statistics only
+    if (statistics) std::fill(sums, sums + kSightSums * width, T(0));
 
     using ScoreTiles = kernel::Tiles<T, Tiling::kScoreKeys, Tiling::kScorePackets>;
     const Index end = problem.allowed(i1 - 1);
@@ -442,9 +593,15 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
                 }
             }
             // online softmax down the columns, a packet of queries at a time
-            kernel::online_softmax_packets(packets, st + c0, width, count, m + c0, l + c0, alpha + c0);
+            if (statistics)
+                kernel::online_softmax_packets<T, true>(packets, st + c0, width, count, m + c0, l + c0, alpha + c0,
+                                                        sums + kSumEntropy * width + c0);
+            else
+                kernel::online_softmax_packets(packets, st + c0, width, count, m + c0, l + c0, alpha + c0);
             for (Index i = c0; i < c0 + c_rows; ++i)
                 if (alpha[i] != T(1)) kernel::scale_row(o + i * padded, padded, alpha[i]);
+            if (statistics)
+                kernel::sight_block(problem, *statistics, st, width, count, j0, i0, c0, c_rows, packets, alpha, sums);
             // output += weights · values: weights(i, j) = st[j·width + i]
             kernel::weights_times_values(c_rows, st + c0, 1, width, count, head.values.data + j0 * head.values.stride,
                                          head.values.stride, padded, o + c0 * padded, padded, true);
@@ -453,6 +610,8 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
 
     for (Index i = 0; i < rows; ++i) {
         if (!std::isfinite(l[i])) kernel::throw_bad_scores(problem.first_head + h, problem.first_row + i0 + i);
+        if (problem.log_sum_exp) problem.log_sum_exp_at(h, i0 + i) = kernel::log_sum_exp(m[i], l[i]);
+        if (statistics) kernel::finish_sight(*statistics, sums, width, i, l[i], h, i0 + i);
         T* out = problem.output_row(h, i0 + i);
         if (l[i] == T(0)) {  // every visible score was −∞: a zero output, as softmax_rows gives
             std::fill(out, out + dv, T(0));
@@ -512,13 +671,17 @@ void weights_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, I
                 kernel::throw_bad_scores(problem.first_head + h, problem.first_row + i0 + r);
             if (largest == minus_infinity) {  // every visible score −∞: a zero row, as softmax_rows gives
                 std::fill(row, row + own, T(0));
-                continue;
+            } else {
+                T sum = kernel::exp_shifted(row, whole, largest);
+                for (Index j = whole; j < own; ++j) sum += (row[j] = kernel::flushed_exp(row[j] - largest));
+                const T inverse = T(1) / sum;
+                kernel::scale_row(row, whole, inverse);
+                for (Index j = whole; j < own; ++j) row[j] *= inverse;
+                largest = kernel::log_sum_exp(largest, sum);
             }
-            T sum = kernel::exp_shifted(row, whole, largest);
-            for (Index j = whole; j < own; ++j) sum += (row[j] = kernel::flushed_exp(row[j] - largest));
-            const T inverse = T(1) / sum;
-            kernel::scale_row(row, whole, inverse);
-            for (Index j = whole; j < own; ++j) row[j] *= inverse;
+            if (problem.log_sum_exp) problem.log_sum_exp_at(h, i0 + r) = largest;
+            if (problem.statistics)
+                row_statistics(row, own, problem.first_position + i0 + r, *problem.statistics, h, i0 + r);
         }
     }
 
@@ -545,30 +708,42 @@ void fused_attention(const FusedProblem<T>& problem) {
     const Index blocks_per_head = (nq + width - 1) / width;
     const Index tasks = heads * blocks_per_head;
 
+    // Working memory: the caller's, reused (nothing is allocated once it has grown to the
+    // size), or this call's.
+    KernelMemory<T> local;
+    KernelMemory<T>& memory = problem.memory ? *problem.memory : local;
+
     // Longest tasks first; the useful work decides how many threads are worth starting.
-    std::vector<Index> cost(static_cast<std::size_t>(blocks_per_head), 0);
+    std::vector<Index>& cost = memory.cost;
+    cost.assign(static_cast<std::size_t>(blocks_per_head), 0);
     double flops = 0;
     for (Index b = 0; b < blocks_per_head; ++b) {
         for (Index i = b * width; i < std::min(nq, (b + 1) * width); ++i) cost[std::size_t(b)] += problem.allowed(i);
         flops += 2.0 * double(cost[std::size_t(b)]) * double(problem.depth + problem.value_size);
     }
     flops *= double(heads);
-    std::vector<Index> order(static_cast<std::size_t>(tasks));
+    std::vector<Index>& order = memory.order;
+    order.resize(static_cast<std::size_t>(tasks));
     std::iota(order.begin(), order.end(), Index(0));
-    std::stable_sort(order.begin(), order.end(), [&](Index a, Index b) {
-        return cost[std::size_t(a % blocks_per_head)] > cost[std::size_t(b % blocks_per_head)];
+    // ties in task order (what a stable sort gives, without its temporary buffer)
+    std::sort(order.begin(), order.end(), [&](Index a, Index b) {
+        const Index cost_a = cost[std::size_t(a % blocks_per_head)], cost_b = cost[std::size_t(b % blocks_per_head)];
+        return cost_a != cost_b ? cost_a > cost_b : a < b;
     });
     const Index worth = std::max<Index>(1, Index(flops / kFlopsPerExtraThread));
     const Index asked = problem.workers ? problem.workers->size() : problem.threads;
     const int workers = int(std::min<Index>({asked, tasks, worth}));
 
-    std::vector<PreparedHead<T>> prepared(static_cast<std::size_t>(heads));
+    std::vector<PreparedHead<T>>& prepared = memory.prepared;
+    if (prepared.size() < std::size_t(heads)) prepared.resize(std::size_t(heads));
     // Every worker's scratch is allocated here, by the caller: memory a new thread
     // allocates comes from a fresh malloc arena, and first-touch page faults would
     // cost more than small problems take.
-    std::vector<Scratch<T>> scratch(static_cast<std::size_t>(workers));
+    std::vector<Scratch<T>>& scratch = memory.scratch;
+    if (scratch.size() < std::size_t(workers)) scratch.resize(std::size_t(workers));
     const Index padded = kernel::round_up(problem.value_size, Tiling::kLanes);
-    for (Scratch<T>& mine : scratch) {
+    for (int w = 0; w < workers; ++w) {
+        Scratch<T>& mine = scratch[std::size_t(w)];
         mine.queries.resize(problem.depth * width);
         mine.output.resize(width * std::max(padded, problem.depth));  // also stages the queries
         mine.largest.resize(width);
@@ -578,6 +753,7 @@ void fused_attention(const FusedProblem<T>& problem) {
             mine.tile.resize(Tiling::kValueRows * Tiling::kPanel);
         else
             mine.scores.resize(Tiling::kKeyBlock * width);
+        if (problem.statistics) mine.sight.resize(kSightSums * width);
     }
 
     // Phase 1 prepares every head (rotation, key/value panels); phase 2 runs the query

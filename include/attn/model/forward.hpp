@@ -55,10 +55,23 @@ public:
           qkv_{Matrix<T>(n_, 3 * settings_.dimensions), Matrix<T>(n_, 3 * settings_.dimensions)},
           attended_(n_, settings_.dimensions),
           hidden_(n_, settings_.mlp_width),
-          logits_(result.logits) {
+          logits_(result.logits),
+          log_sum_exp_(result.log_sum_exp),
+          queries_keys_(result.queries_keys) {
         logits_.resize(n_, settings_.vocabulary_size);
         if (options.keep_attention)
             kept_.assign(std::size_t(settings_.layers), AttentionWeights<T>(settings_.heads, n_, n_));
+        if (options.keep_log_sum_exp) {
+            result.log_sum_exp.assign(std::size_t(settings_.layers), Matrix<T>(settings_.heads, n_));
+            result.queries_keys.assign(std::size_t(settings_.layers), Matrix<T>(n_, 2 * settings_.dimensions));
+        }
+        if (options.statistics) {
+            markers_ = checked_markers("Model::forward", *options.statistics);
+            result.statistics.resize(std::size_t(settings_.layers));
+            for (HeadStatistics<T>& layer : result.statistics)
+                targets_.push_back(
+                    statistics_target(layer, *options.statistics, markers_, settings_.heads, n_, n_, Index(0), true));
+        }
     }
 
     /// The whole pass as worker `worker` of `team`: its positions through every layer, then
@@ -155,6 +168,18 @@ private:
             problem.weights_head_stride = n_ * n_;
             problem.weights_zeroed = true;  // AttentionWeights start zero-filled
         }
+        if (!log_sum_exp_.empty()) {  // this share's rows, for attention_rows afterwards
+            problem.log_sum_exp = log_sum_exp_[l].data() + rows.first;
+            problem.log_sum_exp_head_stride = n_;
+            queries_keys_[l].middleRows(rows.first, rows.count()) = qkv.block(rows.first, 0, rows.count(), 2 * c);
+        }
+        StatisticsTarget<T> statistics;  // this share's rows of layer l's statistics
+        if (!targets_.empty()) {
+            statistics = targets_[l];
+            for (T*& plane : statistics.planes) plane += rows.first;
+            statistics.argmax += rows.first;
+            problem.statistics = &statistics;
+        }
         fused_attention(problem);
         for (Index h = 0; h < settings_.heads; ++h)
             if (silenced_[l][std::size_t(h)]) attended_.block(rows.first, h * d, rows.count(), d).setZero();
@@ -222,6 +247,10 @@ private:
     Matrix<T> hidden_;                               // (n × mlp width)
     Matrix<T>& logits_;                              // (n × vocabulary)
     std::vector<AttentionWeights<T>> kept_;          // per layer, heads × (n × n), if kept
+    std::vector<Matrix<T>>& log_sum_exp_;            // per layer (heads × n), if kept
+    std::vector<Matrix<T>>& queries_keys_;           // per layer (n × 2C), if kept
+    std::vector<Index> markers_;                     // the statistics' markers, sorted
+    std::vector<StatisticsTarget<T>> targets_;       // per layer, if statistics are asked
 };
 
 }  // namespace detail

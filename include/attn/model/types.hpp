@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "attn/core/head_statistics.hpp"
 #include "attn/core/rope.hpp"
 #include "attn/core/types.hpp"
 #include "attn/core/workers.hpp"
@@ -85,12 +86,21 @@ struct ForwardOptions {
     /// many as workers->size() (at least 16 positions each), and `threads` is not used.
     /// Saves starting and joining threads in every call; the results are the same bits.
     Workers* workers = nullptr;
+    /// Keep, per layer, each row's log-sum-exp and the rotated queries and keys: O(layers ×
+    /// positions × C), from which attention_rows (model/attention_rows.hpp) gives any heads'
+    /// rows of exact weights afterwards.
+    bool keep_log_sum_exp = false;
+    /// If set, measure every head of every layer in the attention kernel (head_statistics.hpp).
+    const HeadStatisticsRequest* statistics = nullptr;
 };
 
 template <class T>
 struct ForwardResult {
-    Matrix<T> logits;             ///< (positions × vocabulary): next-token scores at every position
-    ModelAttention<T> attention;  ///< layers × heads × (positions × positions), if kept
+    Matrix<T> logits;                           ///< (positions × vocabulary): next-token scores at every position
+    ModelAttention<T> attention;                ///< layers × heads × (positions × positions), if kept
+    std::vector<Matrix<T>> log_sum_exp;         ///< per layer (heads × positions), if keep_log_sum_exp
+    std::vector<Matrix<T>> queries_keys;        ///< per layer (positions × 2C): rotated queries | keys, if kept
+    std::vector<HeadStatistics<T>> statistics;  ///< per layer, heads × positions, if asked
 };
 
 namespace detail {

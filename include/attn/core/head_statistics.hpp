@@ -1,0 +1,256 @@
+#pragma once
+// What a head does, measured per query row inside the fused kernel's streaming pass, with
+// no (queries × keys) storage: the weight on the previous token, the first token, the
+// query's own position, keys k or more back, a set of marked keys; the largest weight and
+// its key; the entropy; the mean distance attended. Ask for them with
+// AttentionOptions::statistics (attention.hpp) or ForwardOptions::statistics.
+//
+// The streaming pass holds, per row, a running maximum m and sum l = Σ exp(s − m); every
+// measurement that is linear in the weights is a running sum Σ exp(s − m)·f(key) rescaled
+// with the output whenever m grows, then divided by l. The entropy is log l − Σ p·(s − m) / l,
+// the largest weight exp(m − lse) = 1 / l. The weights path and the plain path compute the
+// same numbers from each finished weights row.
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <vector>
+
+#include "attn/core/types.hpp"
+#include "attn/detail/check.hpp"
+
+namespace attn {
+
+/// Which statistics parameters to use. Every statistic is computed; these set the two that
+/// take a parameter.
+struct HeadStatisticsRequest {
+    Index back = 4;                      ///< "back" is the weight on keys at least this far before the query (≥ 1)
+    std::vector<Index> markers;          ///< key positions (e.g. <s>, <sep>) whose weights "markers" sums
+    bool back_excludes_markers = false;  ///< leave the markers out of "back" (the chapter's reach-past-window)
+};
+
+/// One of the statistics, to pick it by name (HeadStatistics::of, HeadStatisticsSummary::Values::of).
+enum class HeadStatistic { previous, first, self, back, markers, largest, entropy, distance };
+
+/// Per-head means over query rows of every statistic, and what an even spread over each
+/// row's visible keys would give (the chapter's baseline; the same for every head).
+struct HeadStatisticsSummary {
+    struct Values {
+        double previous = 0, first = 0, self = 0, back = 0, markers = 0, largest = 0, entropy = 0, distance = 0;
+        double of(HeadStatistic which) const {
+            const double* all[] = {&previous, &first, &self, &back, &markers, &largest, &entropy, &distance};
+            return *all[static_cast<int>(which)];
+        }
+    };
+    std::vector<Values> heads;  ///< one per head
+    Values even;                ///< an even spread, averaged over the same rows
+    Index rows = 0;             ///< how many rows were averaged
+};
+
+/// Every head's statistics; each matrix is (heads × queries): entry (h, i) describes query
+/// row i of head h, at position first_position + i.
+template <class T>
+struct HeadStatistics {
+    Matrix<T> previous;  ///< weight on the key just before the query's position (0 at position 0)
+    Matrix<T> first;     ///< weight on key 0
+    Matrix<T> self;      ///< weight on the key at the query's own position
+    Matrix<T> back;      ///< weight on keys ≥ request.back positions before the query
+    Matrix<T> markers;   ///< weight on request.markers
+    Matrix<T> largest;   ///< the largest weight of the row
+    Eigen::Matrix<Index, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> argmax;  ///< its key (the first if tied)
+    Matrix<T> entropy;                                                             ///< −Σ w log w, in nats
+    Matrix<T> distance;  ///< Σ w·(query position − key position)
+    // What they were computed for (the even-spread baselines need it).
+    HeadStatisticsRequest request;
+    Index first_position = 0;  ///< position of query row 0
+    Index keys = 0;            ///< keys per head
+    bool causal = true;
+
+    Index heads() const { return previous.rows(); }
+    Index queries() const { return previous.cols(); }
+
+    /// Sized for heads × queries (kept storage is reused when the size is unchanged).
+    void resize(Index heads, Index queries) {
+        for (Matrix<T>* plane : planes()) plane->resize(heads, queries);
+        argmax.resize(heads, queries);
+    }
+
+    /// The statistics as planes in a fixed order (the kernel's): previous, first, self,
+    /// back, markers, largest, entropy, distance.
+    std::array<Matrix<T>*, 8> planes() {
+        return {&previous, &first, &self, &back, &markers, &largest, &entropy, &distance};
+    }
+
+    /// The statistic `which`, (heads × queries).
+    const Matrix<T>& of(HeadStatistic which) const {
+        return *const_cast<HeadStatistics*>(this)->planes()[std::size_t(static_cast<int>(which))];
+    }
+
+    /// What an even spread over the keys row i sees would give, every statistic.
+    HeadStatisticsSummary::Values even_spread(Index i) const {
+        HeadStatisticsSummary::Values even;
+        add_even(first_position + i, even);
+        return even;
+    }
+
+    /// Per-head means over `rows` (row indices; all rows if empty) and the even spread's.
+    HeadStatisticsSummary summary(const std::vector<Index>& rows = {}) const {
+        HeadStatisticsSummary out;
+        out.heads.resize(std::size_t(heads()));
+        std::vector<Index> chosen = rows;
+        if (chosen.empty())
+            for (Index i = 0; i < queries(); ++i) chosen.push_back(i);
+        for (Index i : chosen) {
+            detail::check_index("HeadStatistics::summary", "row", i, queries());
+            for (Index h = 0; h < heads(); ++h) {
+                HeadStatisticsSummary::Values& v = out.heads[std::size_t(h)];
+                v.previous += double(previous(h, i));
+                v.first += double(first(h, i));
+                v.self += double(self(h, i));
+                v.back += double(back(h, i));
+                v.markers += double(markers(h, i));
+                v.largest += double(largest(h, i));
+                v.entropy += double(entropy(h, i));
+                v.distance += double(distance(h, i));
+            }
+            add_even(first_position + i, out.even);
+        }
+        out.rows = Index(chosen.size());
+        const double n = out.rows ? double(out.rows) : 1.0;
+        divide(out.even, n);
+        for (HeadStatisticsSummary::Values& head : out.heads) divide(head, n);
+        return out;
+    }
+
+private:
+    static void divide(HeadStatisticsSummary::Values& v, double n) {
+        for (double* x : {&v.previous, &v.first, &v.self, &v.back, &v.markers, &v.largest, &v.entropy, &v.distance})
+            *x /= n;
+    }
+
+    /// Adds what an even spread over the keys visible at `position` gives.
+    void add_even(Index position, HeadStatisticsSummary::Values& even) const {
+        const Index visible = causal ? std::min(keys, position + 1) : keys;
+        if (visible <= 0) return;
+        const double share = 1.0 / double(visible);
+        if (position >= 1 && position - 1 < visible) even.previous += share;
+        even.first += share;
+        if (position < visible) even.self += share;
+        Index far = std::max<Index>(0, std::min(visible, position - request.back + 1));
+        Index marked = 0;
+        for (Index j : request.markers)
+            if (j >= 0 && j < visible) {
+                ++marked;
+                if (request.back_excludes_markers && j <= position - request.back) --far;
+            }
+        even.back += double(far) * share;
+        even.markers += double(marked) * share;
+        even.largest += share;
+        even.entropy += std::log(double(visible));
+        even.distance += double(position) - double(visible - 1) / 2.0;
+    }
+};
+
+namespace detail {
+
+/// The planes' order in StatisticsTarget (HeadStatistics::planes()).
+enum StatisticPlane { kPrevious, kFirst, kSelf, kBack, kMarkers, kLargest, kEntropy, kDistance, kStatisticPlanes };
+
+/// Where a kernel writes statistics: plane p of head h, row i at planes[p][h·head_stride + i].
+template <class T>
+struct StatisticsTarget {
+    Index back = 4;
+    const Index* markers = nullptr;  ///< sorted, no repeats
+    Index marker_count = 0;
+    bool back_excludes_markers = false;
+    T* planes[kStatisticPlanes] = {};
+    Index* argmax = nullptr;
+    Index head_stride = 0;
+
+    T& at(StatisticPlane plane, Index h, Index i) const { return planes[plane][h * head_stride + i]; }
+    Index& argmax_at(Index h, Index i) const { return argmax[h * head_stride + i]; }
+};
+
+/// Checks a request (`function` names the caller) and returns its markers sorted, unique.
+inline std::vector<Index> checked_markers(const char* function, const HeadStatisticsRequest& request) {
+    if (request.back < 1)
+        throw argument_error(message(function, ": statistics back distance must be ≥ 1, got ", request.back));
+    std::vector<Index> markers = request.markers;
+    for (Index j : markers)
+        if (j < 0) throw argument_error(message(function, ": statistics marker ", j, " is negative"));
+    std::sort(markers.begin(), markers.end());
+    markers.erase(std::unique(markers.begin(), markers.end()), markers.end());
+    return markers;
+}
+
+/// Sizes `out` (heads × queries) and returns a target writing into it.
+template <class T>
+StatisticsTarget<T> statistics_target(HeadStatistics<T>& out, const HeadStatisticsRequest& request,
+                                      const std::vector<Index>& sorted_markers, Index heads, Index queries, Index keys,
+                                      Index first_position, bool causal) {
+    out.resize(heads, queries);
+    out.request = request;
+    out.request.markers = sorted_markers;
+    out.keys = keys;
+    out.first_position = first_position;
+    out.causal = causal;
+    StatisticsTarget<T> target;
+    target.back = request.back;
+    target.markers = sorted_markers.data();
+    target.marker_count = Index(sorted_markers.size());
+    target.back_excludes_markers = request.back_excludes_markers;
+    const std::array<Matrix<T>*, 8> planes = out.planes();
+    for (int p = 0; p < kStatisticPlanes; ++p) target.planes[p] = planes[std::size_t(p)]->data();
+    target.argmax = out.argmax.data();
+    target.head_stride = queries;
+    return target;
+}
+
+/// Statistics of one finished weights row w[0 … count) (zeros where masked) of the query at
+/// `position`, written to row i of head h.
+template <class T>
+void row_statistics(const T* w, Index count, Index position, const StatisticsTarget<T>& target, Index h, Index i) {
+    const auto weight = [&](Index j) { return j >= 0 && j < count ? w[j] : T(0); };
+    T back = 0, marked = 0, entropy = 0, distance = 0, largest = -1;
+    Index argmax = 0;
+    for (Index j = 0; j < count; ++j) {
+        if (j <= position - target.back) back += w[j];
+        if (w[j] > T(0)) entropy -= w[j] * std::log(w[j]);
+        distance += w[j] * T(position - j);
+        if (w[j] > largest) largest = w[j], argmax = j;
+    }
+    for (Index m = 0; m < target.marker_count; ++m) {
+        const Index j = target.markers[m];
+        marked += weight(j);
+        if (target.back_excludes_markers && j <= position - target.back) back -= weight(j);
+    }
+    target.at(kPrevious, h, i) = weight(position - 1);
+    target.at(kFirst, h, i) = weight(0);
+    target.at(kSelf, h, i) = weight(position);
+    target.at(kBack, h, i) = back;
+    target.at(kMarkers, h, i) = marked;
+    target.at(kLargest, h, i) = std::max(largest, T(0));
+    target.at(kEntropy, h, i) = entropy;
+    target.at(kDistance, h, i) = distance;
+    target.argmax_at(h, i) = argmax;
+}
+
+/// Copies one head's statistics (from a single-head result) into head h of `out` (heads × queries).
+template <class T>
+void copy_head_statistics(HeadStatistics<T>& one, Index h, Index heads, HeadStatistics<T>& out) {
+    if (out.heads() != heads || out.queries() != one.queries()) out.resize(heads, one.queries());
+    const auto from = one.planes();
+    const auto to = out.planes();
+    for (std::size_t p = 0; p < from.size(); ++p) to[p]->row(h) = from[p]->row(0);
+    out.argmax.row(h) = one.argmax.row(0);
+    out.request = one.request;
+    out.first_position = one.first_position;
+    out.keys = one.keys;
+    out.causal = one.causal;
+}
+
+}  // namespace detail
+
+}  // namespace attn

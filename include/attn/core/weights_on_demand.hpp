@@ -1,0 +1,246 @@
+#pragma once
+// Exact attention weights of chosen heads × query rows (and a range of keys), recomputed
+// after a streaming pass from the queries, the keys and each row's log-sum-exp, which the
+// pass keeps on request (AttentionOptions::keep_log_sum_exp):
+//
+//   weight(i, j) = exp(score(i, j) − lse(i))
+//
+// The scores are computed as the fused kernel computes them (the same register tiles, the
+// same order of operations, so the same bits), and for float exp(s − lse) is taken in
+// double, so the weights equal the weights path's to the rounding of lse and of the row
+// sums (relative ≤ 1e-6 in float for |lse| < 16, tested). Only the chosen rows' scores are
+// formed: rows × range × d work, no (queries × keys) storage.
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "attn/core/attention.hpp"
+#include "attn/core/types.hpp"
+#include "attn/detail/causal_kernel.hpp"
+#include "attn/detail/check.hpp"
+
+namespace attn {
+
+/// Keys first … last − 1 of every chosen row; last = −1 means up to the last key.
+struct KeyRange {
+    Index first = 0;
+    Index last = -1;
+};
+
+namespace detail {
+
+/// One head's inputs to weights on demand: queries (nq × d) and keys (nk × d) row-major
+/// views, already rotated or not as `rope` says, and its log-sum-exps (nq entries).
+template <class T>
+struct DemandHead {
+    RowMajorView<T> queries, keys;
+    const T* log_sum_exp = nullptr;
+};
+
+/// What every head of a request shares.
+template <class T>
+struct DemandShape {
+    Index queries = 0, keys = 0, depth = 0;
+    Index first = 0, last = 0;  ///< the key range
+    T scale = T(1);
+    const Rope<T>* rope = nullptr;
+    const AllowedMask* mask = nullptr;
+    bool causal = true;
+    Index first_position = 0;
+};
+
+/// `chosen`, or 0 … count − 1 (kept in `all`) if it is empty.
+inline const std::vector<Index>& all_if_empty(const std::vector<Index>& chosen, Index count, std::vector<Index>& all) {
+    if (!chosen.empty()) return chosen;
+    for (Index i = 0; i < count; ++i) all.push_back(i);
+    return all;
+}
+
+/// Checks rows and the key range against the shape; resolves last = −1.
+inline void check_demand(const char* function, const std::vector<Index>& rows, KeyRange& range, Index queries,
+                         Index keys) {
+    for (Index i : rows) check_index(function, "row", i, queries);
+    if (range.last == -1) range.last = keys;
+    if (range.first < 0 || range.first >= range.last || range.last > keys)
+        throw argument_error(message(function, ": key range [", range.first, ", ", range.last,
+                                     ") is not a non-empty part of [0, ", keys, ")"));
+}
+
+/// The chosen rows' weights over keys [first, last) of one head into out
+/// (rows × (last − first), row stride out_row).
+template <class T>
+void demand_head(const char* function, const DemandShape<T>& shape, const DemandHead<T>& head,
+                 const std::vector<Index>& rows, T* out, Index out_row, AttentionWorkspace<T>& memory) {
+    using Tiling = KernelTiling<T>;
+    using PanelTiles = kernel::Tiles<T, Tiling::kValueRows, Tiling::kValuePackets>;
+    constexpr Index panel = Tiling::kPanel, group = Tiling::kValueRows;
+    const Index d = shape.depth, count = Index(rows.size());
+    for (Index r = 0; r < count; ++r) {
+        const T lse = head.log_sum_exp[rows[std::size_t(r)]];
+        if (std::isnan(lse) || lse == std::numeric_limits<T>::infinity())
+            throw argument_error(message(function, ": log_sum_exp of row ", rows[std::size_t(r)], " is ", lse));
+    }
+    // the chosen queries, rotated and scaled as the kernel's load_queries does
+    if (memory.queries.size() < count * d) memory.queries.resize(count * d);
+    for (Index r = 0; r < count; ++r) {
+        const Index i = rows[std::size_t(r)];
+        Eigen::Map<Matrix<T>> query(memory.queries.data() + r * d, 1, d);
+        query = Eigen::Map<const Matrix<T>>(head.queries.data + i * head.queries.stride, 1, d);
+        if (shape.rope) shape.rope->apply(query, shape.first_position + i);
+        query *= shape.scale;
+    }
+    if (memory.keys.size() < panel * d) memory.keys.resize(panel * d);
+    if (memory.panel.size() < panel * d) memory.panel.resize(panel * d);
+    if (memory.tile.size() < group * panel) memory.tile.resize(group * panel);
+    T* tile = memory.tile.data();
+    for (Index p0 = shape.first; p0 < shape.last; p0 += panel) {
+        const Index width = std::min(panel, shape.last - p0);
+        // keys p0 … p0 + width − 1, rotated as prepare_head rotates them, as a (d × panel) panel
+        Eigen::Map<Matrix<T>> keys(memory.keys.data(), width, d);
+        keys = Eigen::Map<const Matrix<T>, 0, Eigen::OuterStride<>>(head.keys.data + p0 * head.keys.stride, width, d,
+                                                                    Eigen::OuterStride<>(head.keys.stride));
+        if (shape.rope) shape.rope->apply(keys, p0);
+        Eigen::Map<Matrix<T>> packed(memory.panel.data(), d, panel);
+        packed.leftCols(width) = keys.transpose();
+        packed.rightCols(panel - width).setZero();
+        for (Index g = 0; g < count; g += group) {
+            const Index group_rows = std::min(group, count - g);
+            PanelTiles::run(int(group_rows), Tiling::kValuePackets, memory.queries.data() + g * d, d, 1,
+                            memory.panel.data(), panel, d, tile, panel, false);
+            for (Index r = g; r < g + group_rows; ++r) {
+                const Index i = rows[std::size_t(r)];
+                T* row = tile + (r - g) * panel;
+                const T lse = head.log_sum_exp[i];
+                T* dst = out + r * out_row + (p0 - shape.first);
+                const Index visible =
+                    shape.causal ? std::min(shape.keys, shape.first_position + i + 1) : shape.keys;  // keys < visible
+                if (lse == -std::numeric_limits<T>::infinity()) {  // a fully masked row: zeros, as softmax_rows gives
+                    std::fill(dst, dst + width, T(0));
+                    continue;
+                }
+                if constexpr (std::is_same_v<T, float>) {
+                    // s − lse and its exponential in double: lse carries the whole row's sum,
+                    // and float rounding of s − lse would add |s − lse|·2⁻²⁴ to every weight
+                    Eigen::Map<Eigen::Array<float, Eigen::Dynamic, 1>> x(row, width);
+                    x = (x.template cast<double>() - double(lse)).exp().template cast<float>();
+                } else {
+                    kernel::exp_shifted(row, panel, lse);
+                }
+                for (Index j = 0; j < width; ++j) {
+                    const Index key = p0 + j;
+                    const bool shown = key < visible && (!shape.mask || (*shape.mask)(i, key));
+                    dst[j] = shown ? row[j] : T(0);
+                }
+            }
+        }
+    }
+}
+
+template <class T>
+DemandShape<T> demand_shape(const char* function, Index queries, Index keys, Index depth, KeyRange range,
+                            const AttentionOptions<T>& options) {
+    if (options.first_position < 0) throw argument_error(message(function, ": first_position must be ≥ 0"));
+    if (options.rope && options.rope->head_size() != depth)
+        throw shape_error(
+            message(function, ": RoPE rotates ", options.rope->head_size(), " numbers per head, queries have ", depth));
+    if (options.mask && (options.mask->rows() != queries || options.mask->cols() != keys))
+        throw shape_error(message(function, ": mask is ", options.mask->rows(), " × ", options.mask->cols(),
+                                  ", expected ", queries, " × ", keys));
+    DemandShape<T> shape;
+    shape.queries = queries;
+    shape.keys = keys;
+    shape.depth = depth;
+    shape.first = range.first;
+    shape.last = range.last;
+    shape.scale = options.scale.value_or(default_scale<T>(depth));
+    shape.rope = options.rope;
+    shape.mask = options.mask;
+    shape.causal = options.causal;
+    shape.first_position = options.first_position;
+    return shape;
+}
+
+}  // namespace detail
+
+/// Exact weights of chosen heads and query rows over a range of keys, into `out`:
+/// queries: heads × (queries × d), keys: heads × (keys × d), log_sum_exp: (heads × queries)
+/// as a pass with keep_log_sum_exp returned it with the same options (causal, scale, rope,
+/// first_position, mask) → out: heads.size() × (rows.size() × range width); out(a, b, c) is
+/// the weight of query rows[b] of head heads[a] on key range.first + c. Empty heads or rows
+/// mean all of them. out must be empty (then it is allocated) or of that shape; with
+/// options.workspace set, a call of a shape seen before allocates nothing.
+template <class T>
+void attention_weights_rows_into(const HeadStack<T>& queries, const HeadStack<T>& keys, const Matrix<T>& log_sum_exp,
+                                 const std::vector<Index>& chosen_heads, const std::vector<Index>& chosen_rows,
+                                 KeyRange range, const AttentionOptions<T>& options, HeadStack<T>& out) {
+    const char* function = "attention_weights_rows";
+    if (queries.empty() || keys.empty())
+        throw shape_error(detail::message(function, ": queries and keys must not be empty"));
+    if (keys.heads() != queries.heads() || keys.cols() != queries.cols())
+        throw shape_error(detail::message(function, ": keys are ", keys.heads(), " × (", keys.rows(), " × ",
+                                          keys.cols(), "), queries ", queries.heads(), " × (", queries.rows(), " × ",
+                                          queries.cols(), "): heads and widths must match"));
+    if (log_sum_exp.rows() != queries.heads() || log_sum_exp.cols() != queries.rows())
+        throw shape_error(detail::message(function, ": log_sum_exp is ", log_sum_exp.rows(), " × ", log_sum_exp.cols(),
+                                          ", expected heads × queries = ", queries.heads(), " × ", queries.rows()));
+    std::vector<Index> all_heads, all_rows;
+    const std::vector<Index>& heads = detail::all_if_empty(chosen_heads, queries.heads(), all_heads);
+    const std::vector<Index>& rows = detail::all_if_empty(chosen_rows, queries.rows(), all_rows);
+    for (Index h : heads) detail::check_index(function, "head", h, queries.heads());
+    detail::check_demand(function, rows, range, queries.rows(), keys.rows());
+    const detail::DemandShape<T> shape =
+        detail::demand_shape(function, queries.rows(), keys.rows(), queries.cols(), range, options);
+    detail::reuse_storage(function, "out", out, Index(heads.size()), Index(rows.size()), range.last - range.first);
+    AttentionWorkspace<T> local;
+    AttentionWorkspace<T>& memory = options.workspace ? *options.workspace : local;
+    for (std::size_t a = 0; a < heads.size(); ++a) {
+        const Index h = heads[a];
+        const detail::DemandHead<T> head{{queries.head(h).data(), queries.cols()},
+                                         {keys.head(h).data(), keys.cols()},
+                                         log_sum_exp.data() + h * log_sum_exp.cols()};
+        detail::demand_head(function, shape, head, rows, out.head(Index(a)).data(), out.cols(), memory);
+    }
+}
+
+/// attention_weights_rows_into with out allocated: heads.size() × (rows.size() × range width).
+template <class T>
+HeadStack<T> attention_weights_rows(const HeadStack<T>& queries, const HeadStack<T>& keys, const Matrix<T>& log_sum_exp,
+                                    const std::vector<Index>& heads, const std::vector<Index>& rows,
+                                    KeyRange range = {}, const AttentionOptions<T>& options = {}) {
+    HeadStack<T> out;
+    attention_weights_rows_into(queries, keys, log_sum_exp, heads, rows, range, options, out);
+    return out;
+}
+
+/// One head: queries (queries × d), keys (keys × d), log_sum_exp (1 × queries) as attention()
+/// returned it → (rows.size() × range width); empty rows mean all of them.
+template <class T>
+Matrix<T> attention_weights_rows(const Matrix<T>& queries, const Matrix<T>& keys, const Matrix<T>& log_sum_exp,
+                                 const std::vector<Index>& chosen_rows, KeyRange range = {},
+                                 const AttentionOptions<T>& options = {}) {
+    const char* function = "attention_weights_rows";
+    detail::check_not_empty(function, "queries", queries);
+    detail::check_not_empty(function, "keys", keys);
+    detail::check_cols(function, "keys", keys, queries.cols(), "keys must be as wide as queries");
+    if (log_sum_exp.rows() != 1 || log_sum_exp.cols() != queries.rows())
+        throw shape_error(detail::message(function, ": log_sum_exp is ", log_sum_exp.rows(), " × ", log_sum_exp.cols(),
+                                          ", expected 1 × ", queries.rows()));
+    std::vector<Index> all_rows;
+    const std::vector<Index>& rows = detail::all_if_empty(chosen_rows, queries.rows(), all_rows);
+    detail::check_demand(function, rows, range, queries.rows(), keys.rows());
+    const detail::DemandShape<T> shape =
+        detail::demand_shape(function, queries.rows(), keys.rows(), queries.cols(), range, options);
+    Matrix<T> out(Index(rows.size()), range.last - range.first);
+    AttentionWorkspace<T> local;
+    detail::demand_head(
+        function, shape,
+        detail::DemandHead<T>{{queries.data(), queries.cols()}, {keys.data(), keys.cols()}, log_sum_exp.data()}, rows,
+        out.data(), out.cols(), options.workspace ? *options.workspace : local);
+    return out;
+}
+
+}  // namespace attn

@@ -1,0 +1,20 @@
+#pragma once
+// Counts heap allocations made on any thread while a function runs (allocation_counter.cpp).
+
+#include <functional>
+
+namespace attn::test {
+
+/// Starts or stops counting; returns the count so far.
+long count_allocations(bool on);
+
+/// Allocations f() makes, on any thread: operator new everywhere, and on Linux also malloc,
+/// calloc and realloc from the test binary's own code (Eigen's buffers), linked with --wrap.
+template <class F>
+long allocations_in(F&& f) {
+    count_allocations(true);
+    f();
+    return count_allocations(false);
+}
+
+}  // namespace attn::test
