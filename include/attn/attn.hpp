@@ -10,6 +10,7 @@
 #include "attn/core/error.hpp"
 #include "attn/core/head_statistics.hpp"
 #include "attn/core/heads.hpp"
+#include "attn/core/kv_cache.hpp"
 #include "attn/core/mask.hpp"
 #include "attn/core/norm.hpp"
 #include "attn/core/numpy_random.hpp"
