@@ -16,6 +16,7 @@
 #include "attn/core/numpy_random.hpp"
 #include "attn/core/projection.hpp"
 #include "attn/core/rope.hpp"
+#include "attn/core/sampling.hpp"
 #include "attn/core/scoring.hpp"
 #include "attn/core/softmax.hpp"
 #include "attn/core/types.hpp"

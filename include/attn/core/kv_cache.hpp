@@ -67,8 +67,8 @@ public:
                                               values.cols(), " wide; the cache holds keys of ", head_size_,
                                               " and values of ", value_size_));
         if (keys.rows() != values.rows())
-            throw shape_error(detail::message("KeyValueCache::append: ", keys.rows(), " keys but ", values.rows(),
-                                              " values"));
+            throw shape_error(
+                detail::message("KeyValueCache::append: ", keys.rows(), " keys but ", values.rows(), " values"));
         const Index n = keys.rows();
         check_append("KeyValueCache::append", n, rope);
         for (Index h = 0; h < heads_; ++h) {
@@ -82,8 +82,7 @@ public:
     /// Appends n positions given with the heads side by side, as project_qkv returns them:
     /// keys (n × heads·head size), values (n × heads·value size).
     template <class DK, class DV>
-    void append(const Eigen::MatrixBase<DK>& keys, const Eigen::MatrixBase<DV>& values,
-                const Rope<T>* rope = nullptr) {
+    void append(const Eigen::MatrixBase<DK>& keys, const Eigen::MatrixBase<DV>& values, const Rope<T>* rope = nullptr) {
         detail::check_cols("KeyValueCache::append", "keys", keys, heads_ * head_size_,
                            "keys are (positions × heads·head size)");
         detail::check_cols("KeyValueCache::append", "values", values, heads_ * value_size_,
@@ -103,8 +102,8 @@ public:
     /// same prefix). 0 ≤ positions ≤ size().
     void truncate(Index positions) {
         if (positions < 0 || positions > size_)
-            throw argument_error(detail::message("KeyValueCache::truncate: positions = ", positions,
-                                                 " is outside 0 … ", size_, " (the positions held)"));
+            throw argument_error(detail::message("KeyValueCache::truncate: positions = ", positions, " is outside 0 … ",
+                                                 size_, " (the positions held)"));
         size_ = positions;
     }
     void clear() { size_ = 0; }
@@ -125,8 +124,8 @@ private:
         if (heads_ == 0) throw argument_error(detail::message(function, ": the cache has no storage (made empty)"));
         if (n <= 0) throw argument_error(detail::message(function, ": nothing to append (", n, " positions)"));
         if (n > room())
-            throw argument_error(detail::message(function, ": ", n, " positions do not fit: ", size_, " of ",
-                                                 capacity_, " are held, room for ", room()));
+            throw argument_error(detail::message(function, ": ", n, " positions do not fit: ", size_, " of ", capacity_,
+                                                 " are held, room for ", room()));
         if (rope && rope->head_size() != head_size_)
             throw shape_error(detail::message(function, ": RoPE rotates heads of ", rope->head_size(),
                                               " numbers; the keys have ", head_size_));

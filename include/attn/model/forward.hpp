@@ -18,6 +18,7 @@
 
 #include "attn/core/activation.hpp"
 #include "attn/core/attention.hpp"
+#include "attn/core/kv_cache.hpp"
 #include "attn/core/norm.hpp"
 #include "attn/core/types.hpp"
 #include "attn/core/workers.hpp"
@@ -43,12 +44,21 @@ struct Rows {
 template <class T>
 class FastForward {
 public:
+    /// A pass over ids at positions 0 … n − 1, or, with `caches` (one per layer, holding
+    /// first_position positions each), over ids at positions first_position … first_position
+    /// + n − 1 that attends to the cached ones too and writes its own keys and values into the
+    /// caches (after positions first_position …; the caller extends them once the pass is done).
+    /// With caches, `logits` may be limited to the last position (last_logits_only).
     FastForward(const Model<T>& model, const std::vector<int>& ids, const ForwardOptions& options,
-                ForwardResult<T>& result)
+                ForwardResult<T>& result, std::vector<KeyValueCache<T>>* caches = nullptr, Index first_position = 0,
+                bool last_logits_only = false)
         : model_(model),
           settings_(model.settings_),
           ids_(ids),
           n_(static_cast<Index>(ids.size())),
+          p0_(first_position),
+          caches_(caches),
+          first_logit_(last_logits_only ? n_ - 1 : 0),
           silenced_(silenced_heads("Model::forward", settings_, options.ablate)),
           x_(n_, settings_.dimensions),
           normed_(n_, settings_.dimensions),
@@ -58,9 +68,9 @@ public:
           logits_(result.logits),
           log_sum_exp_(result.log_sum_exp),
           queries_keys_(result.queries_keys) {
-        logits_.resize(n_, settings_.vocabulary_size);
+        logits_.resize(n_ - first_logit_, settings_.vocabulary_size);
         if (options.keep_attention)
-            kept_.assign(std::size_t(settings_.layers), AttentionWeights<T>(settings_.heads, n_, n_));
+            kept_.assign(std::size_t(settings_.layers), AttentionWeights<T>(settings_.heads, n_, p0_ + n_));
         if (options.keep_log_sum_exp) {
             result.log_sum_exp.assign(std::size_t(settings_.layers), Matrix<T>(settings_.heads, n_));
             result.queries_keys.assign(std::size_t(settings_.layers), Matrix<T>(n_, 2 * settings_.dimensions));
@@ -83,12 +93,14 @@ public:
                 look_up_first_layer_qkv(mine);
             else
                 project_qkv(l, mine);
+            store_keys_values(l, mine);
             team.sync();  // every position's keys and values of layer l are ready
             attend(l, mine);
             project_output_and_mlp(l, mine);
         }
         team.sync();  // every position's residual stream is final
-        unembed(Rows{n_ * worker / team.size(), n_ * (worker + 1) / team.size()});
+        const Index first = first_logit_, count = n_ - first_logit_;
+        unembed(Rows{first + count * worker / team.size(), first + count * (worker + 1) / team.size()});
     }
 
     /// How many workers are worth their start: at least kPositionsPerThread positions each.
@@ -138,8 +150,22 @@ private:
     void rotate(Matrix<T>& qkv, Rows rows) const {
         const Index c = settings_.dimensions, d = settings_.head_size;
         for (Index h = 0; h < settings_.heads; ++h) {
-            model_.rope_.apply(qkv.block(rows.first, h * d, rows.count(), d), rows.first);
-            model_.rope_.apply(qkv.block(rows.first, c + h * d, rows.count(), d), rows.first);
+            model_.rope_.apply(qkv.block(rows.first, h * d, rows.count(), d), p0_ + rows.first);
+            model_.rope_.apply(qkv.block(rows.first, c + h * d, rows.count(), d), p0_ + rows.first);
+        }
+    }
+
+    /// With caches: these rows' keys and values of layer l, copied to their positions in the cache.
+    void store_keys_values(std::size_t l, Rows rows) {
+        if (!caches_) return;
+        const Matrix<T>& qkv = qkv_of(l);
+        const Index c = settings_.dimensions, d = settings_.head_size;
+        KeyValueCache<T>& cache = (*caches_)[l];
+        for (Index h = 0; h < settings_.heads; ++h) {
+            cache.key_rows(h).middleRows(p0_ + rows.first, rows.count()) =
+                qkv.block(rows.first, c + h * d, rows.count(), d);
+            cache.value_rows(h).middleRows(p0_ + rows.first, rows.count()) =
+                qkv.block(rows.first, 2 * c + h * d, rows.count(), d);
         }
     }
 
@@ -150,22 +176,30 @@ private:
         if (rows.count() == 0) return;
         const Matrix<T>& qkv = qkv_of(l);
         const Index c = settings_.dimensions, d = settings_.head_size;
-        const AttentionOptions<T> options;  // causal; queries and keys are already rotated
-        FusedProblem<T> problem = fused_problem(settings_.heads, rows.count(), rows.last, d, d, options);
-        problem.first_position = rows.first;
-        problem.first_row = rows.first;  // errors name the position, whichever thread finds them
+        const AttentionOptions<T> options;   // causal; queries and keys are already rotated
+        const Index keys = p0_ + rows.last;  // what the last of these rows sees
+        FusedProblem<T> problem = fused_problem(settings_.heads, rows.count(), keys, d, d, options);
+        problem.first_position = p0_ + rows.first;
+        problem.first_row = p0_ + rows.first;  // errors name the position, whichever thread finds them
         for (Index h = 0; h < settings_.heads; ++h) {
-            const T* keys = qkv.data() + c + h * d;  // row stride 3C
-            problem.inputs.push_back(
-                {{qkv.data() + rows.first * 3 * c + h * d, 3 * c}, {keys, 3 * c}, {keys + c, 3 * c}});
+            const T* queries = qkv.data() + rows.first * 3 * c + h * d;  // row stride 3C
+            if (caches_) {
+                KeyValueCache<T>& cache = (*caches_)[l];
+                problem.inputs.push_back(
+                    {{queries, 3 * c}, {cache.key_rows(h).data(), d}, {cache.value_rows(h).data(), d}});
+            } else {
+                const T* head_keys = qkv.data() + c + h * d;
+                problem.inputs.push_back({{queries, 3 * c}, {head_keys, 3 * c}, {head_keys + c, 3 * c}});
+            }
         }
         problem.outputs = attended_.data() + rows.first * c;
         problem.output_row_stride = c;
         problem.output_head_stride = d;
         if (!kept_.empty()) {
-            problem.weights = kept_[l].data() + rows.first * n_;
-            problem.weights_row_stride = n_;
-            problem.weights_head_stride = n_ * n_;
+            const Index columns = p0_ + n_;
+            problem.weights = kept_[l].data() + rows.first * columns;
+            problem.weights_row_stride = columns;
+            problem.weights_head_stride = n_ * columns;
             problem.weights_zeroed = true;  // AttentionWeights start zero-filled
         }
         if (!log_sum_exp_.empty()) {  // this share's rows, for attention_rows afterwards
@@ -203,12 +237,12 @@ private:
         multiply_rows(hidden, layer.down, x, true);
     }
 
-    /// logits = layer_norm(x) · Eᵀ.
+    /// logits = layer_norm(x) · Eᵀ, for the positions from first_logit_ on.
     void unembed(Rows rows) {
         auto normed = normed_.middleRows(rows.first, rows.count());
         layer_norm_into(x_.middleRows(rows.first, rows.count()), model_.final_norm_weight_, model_.final_norm_bias_,
                         settings_.norm_epsilon, normed);
-        multiply_rows(normed, model_.unembedding_, logits_.middleRows(rows.first, rows.count()), false);
+        multiply_rows(normed, model_.unembedding_, logits_.middleRows(rows.first - first_logit_, rows.count()), false);
     }
 
     /// Worker `worker`'s positions in the layers, of `workers`, cut so that the work is
@@ -221,8 +255,8 @@ private:
             double(3 * settings_.dimensions);
         // attention's FLOPs per visible key (4C per layer) ÷ 2C, weighted by kAttentionCost
         const double per_key = double(settings_.layers) * 2.0 * kAttentionCost;
-        const auto cost_before = [&](Index i) {
-            return per_position * double(i) + per_key * double(i) * double(i + 1) / 2;
+        const auto cost_before = [&](Index i) {  // positions p0 … p0 + i − 1 see p0 + 1 … p0 + i keys
+            return per_position * double(i) + per_key * (double(p0_) * double(i) + double(i) * double(i + 1) / 2);
         };
         const auto boundary = [&](int w) {  // the first position of worker w's share
             if (w <= 0) return Index(0);
@@ -239,6 +273,9 @@ private:
     const ModelSettings& settings_;
     const std::vector<int>& ids_;
     const Index n_;
+    const Index p0_;                                 // the position of ids[0]
+    std::vector<KeyValueCache<T>>* const caches_;    // per layer, or null (a whole text)
+    const Index first_logit_;                        // logits_ row 0's row of x: 0, or n − 1 (last only)
     const std::vector<std::vector<bool>> silenced_;  // (layers × heads): ablated heads
     Matrix<T> x_;                                    // (n × C) the residual stream
     Matrix<T> normed_;                               // (n × C) layer_norm(x)
@@ -246,7 +283,7 @@ private:
     Matrix<T> attended_;                             // (n × C) every head's output, side by side
     Matrix<T> hidden_;                               // (n × mlp width)
     Matrix<T>& logits_;                              // (n × vocabulary)
-    std::vector<AttentionWeights<T>> kept_;          // per layer, heads × (n × n), if kept
+    std::vector<AttentionWeights<T>> kept_;          // per layer, heads × (n × (p0 + n)), if kept
     std::vector<Matrix<T>>& log_sum_exp_;            // per layer (heads × n), if kept
     std::vector<Matrix<T>>& queries_keys_;           // per layer (n × 2C), if kept
     std::vector<Index> markers_;                     // the statistics' markers, sorted

@@ -134,13 +134,16 @@ public:
     /// [<s>] + encode(name) + [<sep>] + encode(description) + [</s>], cut to the
     /// first `longest` ids (longest ≥ 1, else argument_error).
     std::vector<int> product_ids(std::string_view name, std::string_view description, std::ptrdiff_t longest) const {
-        if (longest < 1)
-            throw argument_error(detail::message("Tokenizer::product_ids: longest must be at least 1, got ", longest));
-        std::vector<int> ids{start_id()};
-        encode_into(name, "Tokenizer::product_ids (name)", ids);
-        ids.push_back(separator_id());
-        encode_into(description, "Tokenizer::product_ids (description)", ids);
+        std::vector<int> ids = name_and_description("Tokenizer::product_ids", name, description, longest);
         ids.push_back(end_id());
+        if (static_cast<std::size_t>(longest) < ids.size()) ids.resize(static_cast<std::size_t>(longest));
+        return ids;
+    }
+
+    /// [<s>] + encode(name) + [<sep>] + encode(description), without </s>: a prompt for a
+    /// model to continue (model/generate.hpp), cut to the first `longest` ids (longest ≥ 1).
+    std::vector<int> prompt_ids(std::string_view name, std::string_view description, std::ptrdiff_t longest) const {
+        std::vector<int> ids = name_and_description("Tokenizer::prompt_ids", name, description, longest);
         if (static_cast<std::size_t>(longest) < ids.size()) ids.resize(static_cast<std::size_t>(longest));
         return ids;
     }
@@ -181,6 +184,17 @@ public:
     }
 
 private:
+    /// [<s>] + encode(name) + [<sep>] + encode(description), `function` naming errors.
+    std::vector<int> name_and_description(const char* function, std::string_view name, std::string_view description,
+                                          std::ptrdiff_t longest) const {
+        if (longest < 1) throw argument_error(detail::message(function, ": longest must be at least 1, got ", longest));
+        std::vector<int> ids{start_id()};
+        encode_into(name, detail::message(function, " (name)").c_str(), ids);
+        ids.push_back(separator_id());
+        encode_into(description, detail::message(function, " (description)").c_str(), ids);
+        return ids;
+    }
+
     Tokenizer() = default;
 
     /// A symbol while encoding: its id in symbols_ (vocabulary tokens, then merge

@@ -1,0 +1,126 @@
+#pragma once
+// Incremental decoding: a Model's keys and values of every position so far, kept in one
+// KeyValueCache per layer, so that each new token costs one position's work instead of a
+// forward pass over the whole text.
+//
+//   Decoder decoder(model);
+//   decoder.append(prompt)          // prefill: positions 0 … p − 1, logits (1 × V) of the last
+//   decoder.step(id)                // position p: its logits (1 × V), and if asked its attention
+//                                   // row in every layer and head, heads × (1 × p + 1) per layer
+//
+// Each call runs the fast forward (model/forward.hpp) on its new positions only, reading the
+// earlier ones' keys and values from the caches; the rows it returns are Model::forward's rows
+// for the whole text to rounding (tests/test_decoder.cpp). Memory: layers × context × 2C
+// numbers. A Decoder is one text's state; the Model stays immutable, so any number of
+// Decoders can run on one Model at once, from different threads.
+
+#include <Eigen/Core>
+
+#include <vector>
+
+#include "attn/core/kv_cache.hpp"
+#include "attn/core/types.hpp"
+#include "attn/core/workers.hpp"
+#include "attn/detail/check.hpp"
+#include "attn/detail/parallel.hpp"
+#include "attn/model/model.hpp"
+#include "attn/model/types.hpp"
+
+namespace attn {
+
+/// How Decoder::append computes its positions.
+struct DecodeOptions {
+    /// Return every new position's logits; false: only the last one's (what generation needs,
+    /// and it saves a (positions × C) · (C × V) product when prefilling).
+    bool all_logits = false;
+    /// Return the new positions' attention rows in every layer and head.
+    bool keep_attention = false;
+    /// Threads: 1 runs on the calling thread; 0 uses one per hardware thread; at least 16
+    /// new positions each (a single step always runs on the caller). Bit-identical for every count.
+    int threads = 1;
+    Workers* workers = nullptr;  ///< kept threads to run on instead (see ForwardOptions::workers)
+};
+
+/// What Decoder::append returns for n new positions, the last at position `positions − 1`.
+template <class T>
+struct DecodeResult {
+    /// (n × V), or (1 × V) the last new position's unless all_logits: scores of the token after each
+    Matrix<T> logits;
+    /// Per layer, heads × (n × positions): row i is what new position i attends to among all
+    /// positions so far (zero beyond itself), if keep_attention.
+    std::vector<AttentionWeights<T>> attention;
+};
+
+/// One text being decoded by a Model: its keys and values so far.
+template <class T>
+class Decoder {
+public:
+    /// A decoder for `model` with nothing decoded yet, room for the model's whole context.
+    /// ablate: heads whose output is zeroed at every position (as ForwardOptions::ablate).
+    /// The model must outlive the decoder.
+    explicit Decoder(const Model<T>& model, std::vector<HeadId> ablate = {})
+        : model_(&model), ablate_(std::move(ablate)) {
+        const ModelSettings& s = model.settings();
+        detail::silenced_heads("Decoder", s, ablate_);  // checks them now, not at the first append
+        caches_.reserve(std::size_t(s.layers));
+        for (Index l = 0; l < s.layers; ++l) caches_.emplace_back(s.heads, s.longest, s.head_size);
+    }
+
+    const Model<T>& model() const { return *model_; }
+    /// Positions decoded so far: the next token goes to this position.
+    Index positions() const { return caches_.front().size(); }
+    /// Positions that can still be appended before the context is full.
+    Index room() const { return caches_.front().room(); }
+    /// Layer l's cache: its keys (rotated) and values, heads × (positions × head size).
+    const KeyValueCache<T>& cache(Index l) const {
+        detail::check_index("Decoder::cache", "layer", l, Index(caches_.size()));
+        return caches_[std::size_t(l)];
+    }
+
+    /// Appends ids at positions positions() … positions() + n − 1 (a prompt, or any number of
+    /// tokens at once): runs them through the model, attending to every earlier position, and
+    /// keeps their keys and values. Throws argument_error, with nothing changed, for an empty
+    /// ids, an id outside the vocabulary, or positions past the model's context.
+    DecodeResult<T> append(const std::vector<int>& ids, const DecodeOptions& options = {}) {
+        const ModelSettings& s = model_->settings();
+        if (ids.empty()) throw argument_error("Decoder::append: ids is empty; append at least one token");
+        if (static_cast<Index>(ids.size()) > room())
+            throw argument_error(detail::message("Decoder::append: ", ids.size(), " more positions after the ",
+                                                 positions(), " decoded would pass the model's context of ", s.longest,
+                                                 " positions"));
+        detail::check_token_ids("Decoder::append", s, ids);
+        const int available =
+            options.workers ? options.workers->size() : detail::resolve_threads("Decoder::append", options.threads);
+
+        ForwardOptions forward;
+        forward.keep_attention = options.keep_attention;
+        forward.ablate = ablate_;
+        ForwardResult<T> result;
+        detail::FastForward<T> pass(*model_, ids, forward, result, &caches_, positions(), !options.all_logits);
+        const int workers = detail::FastForward<T>::useful_workers(static_cast<Index>(ids.size()), available);
+        detail::run_team(options.workers, workers, [&](int worker, detail::Team& team) { pass.run(worker, team); });
+        for (KeyValueCache<T>& cache : caches_) cache.extend(static_cast<Index>(ids.size()));
+
+        DecodeResult<T> out;
+        out.logits = std::move(result.logits);
+        if (options.keep_attention) out.attention = std::move(pass.kept_attention());
+        return out;
+    }
+
+    /// Appends one token: its logits (1 × V), the scores of the token after it, and if asked
+    /// its attention row, heads × (1 × positions) per layer.
+    DecodeResult<T> step(int id, const DecodeOptions& options = {}) { return append(std::vector<int>{id}, options); }
+
+    /// Forgets positions `positions` … (to continue the same prefix differently).
+    void truncate(Index positions) {
+        for (KeyValueCache<T>& cache : caches_) cache.truncate(positions);
+    }
+    void reset() { truncate(0); }
+
+private:
+    const Model<T>* model_;
+    std::vector<HeadId> ablate_;
+    std::vector<KeyValueCache<T>> caches_;  // per layer
+};
+
+}  // namespace attn

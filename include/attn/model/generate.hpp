@@ -1,0 +1,130 @@
+#pragma once
+// Generation: a Model continues a prompt token by token on a Decoder (model/decoder.hpp),
+// choosing each token with a TokenSampler (core/sampling.hpp), and can keep, for every token
+// it writes, the attention row of the position that chose it: where each head looked.
+//
+//   prompt = <s> name <sep> [description so far]          (Model::prompt_ids)
+//   prefill the prompt → logits of the next token → pick → step → … until </s>, the context's
+//   end or max_tokens.
+
+#include <Eigen/Core>
+
+#include <vector>
+
+#include "attn/core/sampling.hpp"
+#include "attn/core/types.hpp"
+#include "attn/core/workers.hpp"
+#include "attn/detail/check.hpp"
+#include "attn/model/decoder.hpp"
+#include "attn/model/model.hpp"
+#include "attn/model/types.hpp"
+
+namespace attn {
+
+struct GenerationOptions {
+    SamplingOptions sampling;      ///< greedy by default
+    Index max_tokens = 0;          ///< the most tokens to write (0: until </s> or the context's end)
+    bool stop_at_end = true;       ///< stop after writing </s>
+    bool keep_attention = false;   ///< keep each written token's attention rows (Generation::attention)
+    std::vector<HeadId> ablate{};  ///< heads silenced at every position (as ForwardOptions::ablate)
+    int threads = 1;               ///< for the prompt's prefill (steps run on the caller)
+    Workers* workers = nullptr;    ///< kept threads for the prefill instead
+};
+
+/// Why generation stopped.
+enum class StopReason {
+    end,         ///< it wrote </s>
+    context,     ///< the text filled the model's context
+    max_tokens,  ///< it wrote max_tokens tokens
+};
+
+inline const char* to_string(StopReason reason) {
+    switch (reason) {
+        case StopReason::end:
+            return "end";
+        case StopReason::context:
+            return "context";
+        case StopReason::max_tokens:
+            return "max_tokens";
+    }
+    return "?";
+}
+
+template <class T>
+struct Generation {
+    std::vector<int> prompt;            ///< the ids it continued
+    std::vector<int> ids;               ///< the ids it wrote (</s> included if it wrote it)
+    std::vector<double> probabilities;  ///< the model's probability of each written id (softmax of its logits)
+    /// Per written token k, per layer, heads × (1 × (prompt + k)): the attention row of the
+    /// position whose logits chose it (the prompt's last for the first token), if kept.
+    std::vector<std::vector<AttentionWeights<T>>> attention;
+    StopReason stop = StopReason::end;
+};
+
+namespace detail {
+
+/// The last row of each layer's heads × (rows × positions), as heads × (1 × positions).
+template <class T>
+std::vector<AttentionWeights<T>> last_attention_row(const std::vector<AttentionWeights<T>>& layers) {
+    std::vector<AttentionWeights<T>> out;
+    for (const AttentionWeights<T>& layer : layers) {
+        AttentionWeights<T> one(layer.heads(), 1, layer.cols());
+        for (Index h = 0; h < layer.heads(); ++h) one.head(h) = layer.head(h).bottomRows(1);
+        out.push_back(std::move(one));
+    }
+    return out;
+}
+
+}  // namespace detail
+
+/// Continues prompt (1 … context ids) with `model`, as options say. Reproducible: the same
+/// model, prompt and options write the same ids (on every machine in double; in float, where
+/// the same instructions run). Throws argument_error for a bad prompt or options.
+template <class T>
+Generation<T> generate(const Model<T>& model, const std::vector<int>& prompt, const GenerationOptions& options = {}) {
+    const ModelSettings& s = model.settings();
+    detail::check_token_ids("generate", s, prompt);
+    if (options.max_tokens < 0)
+        throw argument_error(
+            detail::message("generate: max_tokens must be ≥ 0 (0: no limit), got ", options.max_tokens));
+    TokenSampler sampler(options.sampling);
+    Decoder<T> decoder(model, options.ablate);
+    DecodeOptions decode;
+    decode.keep_attention = options.keep_attention;
+    decode.threads = options.threads;
+    decode.workers = options.workers;
+
+    Generation<T> out;
+    out.prompt = prompt;
+    DecodeResult<T> next = decoder.append(prompt, decode);
+    decode.threads = 1;
+    decode.workers = nullptr;
+    // The text (prompt and written ids) never grows past the context.
+    if (Index(prompt.size()) == s.longest) {
+        out.stop = StopReason::context;
+        return out;
+    }
+    for (;;) {
+        const auto logits = next.logits.row(next.logits.rows() - 1);  // (1 × V)
+        const int id = sampler.next(logits);
+        out.ids.push_back(id);
+        out.probabilities.push_back(token_probability(logits, id));
+        if (options.keep_attention) out.attention.push_back(detail::last_attention_row(next.attention));
+        if (options.stop_at_end && id == model.tokenizer().end_id()) {
+            out.stop = StopReason::end;
+            break;
+        }
+        if (options.max_tokens > 0 && Index(out.ids.size()) == options.max_tokens) {
+            out.stop = StopReason::max_tokens;
+            break;
+        }
+        if (decoder.positions() + 1 == s.longest) {  // the written id fills the context
+            out.stop = StopReason::context;
+            break;
+        }
+        next = decoder.step(id, decode);
+    }
+    return out;
+}
+
+}  // namespace attn
