@@ -54,7 +54,7 @@ TEST_CASE("run_team threads: an exception in one worker is rethrown once the oth
 
 TEST_CASE_TEMPLATE("multiply_rows: c (+)= a · b matches the naive product for tile-sized and odd shapes", T, float,
                    double) {
-    for (Index rows : {1, 5, 6, 7, 13, 24})
+    for (Index rows : {1, 2, 3, 5, 6, 7, 13, 24})
         for (Index depth : {1, 3, 32, 129})
             for (Index cols : {1, 7, 16, 33, 64, 100, 130}) {
                 CAPTURE(rows);
@@ -86,6 +86,15 @@ TEST_CASE_TEMPLATE("multiply_rows: blocks of rows and columns give the whole pro
                                         false);
         }
     CHECK(pieces == whole);
+    // one or two rows (a decoding step) stream b row by row: still the whole product's bits
+    for (Index row : {0, 5, 159}) {
+        attn::Matrix<T> one(1, 384), two(2, 384);
+        attn::detail::multiply_rows(a.middleRows(row, 1), b, one, false);
+        CHECK(one == whole.middleRows(row, 1));
+        if (row + 2 > 160) continue;
+        attn::detail::multiply_rows(a.middleRows(row, 2), b, two, false);
+        CHECK(two == whole.middleRows(row, 2));
+    }
 }
 
 TEST_CASE_TEMPLATE("multiply_rows: empty shares (no rows, no columns, no depth) are accepted", T, float, double) {

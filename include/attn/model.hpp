@@ -1,7 +1,8 @@
 #pragma once
 // The umbrella of the model layer (include/attn/model/): loading a saved transformer
 // (manifest, safetensors weights, BPE tokenizer), its fast forward pass and the readable
-// reference forward it is tested against, incremental decoding and generation. Includes the core layer (<attn/attn.hpp>).
+// reference forward it is tested against, incremental decoding and generation. Includes
+// the core layer (<attn/attn.hpp>).
 
 #include "attn/attn.hpp"
 #include "attn/model/attention_rows.hpp"

@@ -98,6 +98,40 @@ inline void prefetch(const void* p) {
 #endif
 }
 
+/// Up to this many rows, multiply_rows streams b once, row by row (a decoding step's products).
+inline constexpr Index kStreamedRows = 2;
+
+/// multiply_rows for 1 … kStreamedRows rows: each row of b is read once, contiguously, and
+/// added into every row of c, which stays in L1. With one row the tiles would walk b a column
+/// panel at a time, one cache line per row of b, waiting on each (b comes from L3: a decoding
+/// step's weights). Each entry of c is the same fused multiply-add chain over the depth in
+/// order, so the bits are those of the tiles.
+template <class T>
+void multiply_few_rows(Index rows, Index depth, Index cols, const T* a, Index a_row, const T* b, Index b_row, T* c,
+                       Index c_row, bool accumulate) {
+    using Packet = typename RegisterTile<T>::Packet;
+    constexpr Index L = RegisterTile<T>::kLanes;
+    namespace ei = Eigen::internal;
+    const Index whole = cols / L * L;
+    for (Index r = 0; r < rows; ++r)
+        if (!accumulate) std::fill(c + r * c_row, c + r * c_row + cols, T(0));
+    for (Index t = 0; t < depth; ++t) {
+        const T* b_t = b + t * b_row;
+        for (Index r = 0; r < rows; ++r) {
+            const Packet y = ei::pset1<Packet>(a[r * a_row + t]);
+            T* c_r = c + r * c_row;
+            for (Index j = 0; j < whole; j += L)
+                ei::pstoreu(c_r + j, ei::pmadd(y, ei::ploadu<Packet>(b_t + j), ei::ploadu<Packet>(c_r + j)));
+        }
+    }
+    for (Index r = 0; r < rows; ++r)
+        for (Index col = whole; col < cols; ++col) {
+            T sum = accumulate ? c[r * c_row + col] : T(0);
+            for (Index t = 0; t < depth; ++t) sum += a[r * a_row + t] * b[t * b_row + col];
+            c[r * c_row + col] = sum;
+        }
+}
+
 /// c (+)= a · b for row-major operands with unit inner stride: a (rows × depth, row
 /// stride a_row), b (depth × cols, row stride b_row), c (rows × cols, row stride c_row);
 /// with `accumulate` the product is added to c, else c is overwritten. Columns past the
@@ -108,6 +142,10 @@ void multiply_rows(Index rows, Index depth, Index cols, const T* a, Index a_row,
                    Index c_row, bool accumulate) {
     if (rows == 0 || cols == 0) return;  // an empty share: nothing to write
     using Tile = RegisterTile<T>;
+    if (rows <= kStreamedRows) {
+        multiply_few_rows(rows, depth, cols, a, a_row, b, b_row, c, c_row, accumulate);
+        return;
+    }
     using Run = kernel::Tiles<T, Tile::kRows, Tile::kPackets>;
     const Index whole = cols / Tile::kLanes * Tile::kLanes;
     // column panels outermost: a panel of b (depth × kColumns) stays in cache for every row

@@ -1,0 +1,152 @@
+// Decoding the store model (Google Benchmark; JSON with --benchmark_format=json).
+//
+// Families:
+//   decode/step/cache:N              Decoder::step after N cached positions: one token's logits
+//                                    (it attends to N + 1 keys); N = 16 … 159
+//   decode/step_attention/cache:N    the same, also returning its attention row in every layer and head
+//   decode/recompute/positions:N     Model::forward over N + 1 positions, logits only: what a step
+//                                    costs without a cache (our own full recompute)
+//   decode/prefill/threads:t         Decoder::append of 16 … 160 prompt positions, last logits only
+//   generate/cached/tokens:128       attn::generate, greedy, 128 tokens from `<s> name <sep>` (tokens/s)
+//   generate/recompute/tokens:128    the same 128 tokens by a full forward per token (tokens/s)
+// Steps run on the calling thread (a single position is not worth a second one).
+#include <benchmark/benchmark.h>
+#include <attn/model.hpp>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+using attn::Index;
+
+const attn::Model<float>& store_model() {
+    static const attn::Model<float> model = attn::Model<float>::load(ATTN_SOURCE_MODEL_DIR);
+    return model;
+}
+
+/// n ordinary tokens (no markers), the same for every benchmark.
+std::vector<int> text_of(Index n) {
+    const attn::Model<float>& model = store_model();
+    std::vector<int> ids{0};
+    for (int i = 0; Index(ids.size()) < n; ++i) ids.push_back(4 + (i * 37) % int(model.tokenizer().size() - 4));
+    return ids;
+}
+
+void step(benchmark::State& state, bool keep_attention) {
+    const Index cached = state.range(0);
+    attn::Decoder<float> decoder(store_model());
+    decoder.append(text_of(cached));
+    attn::DecodeOptions options;
+    options.keep_attention = keep_attention;
+    for (auto _ : state) {
+        auto result = decoder.step(42, options);
+        benchmark::DoNotOptimize(result.logits.data());
+        decoder.truncate(cached);
+    }
+    state.counters["cache"] = double(cached);
+}
+
+void recompute(benchmark::State& state) {
+    const std::vector<int> ids = text_of(state.range(0) + 1);
+    for (auto _ : state) {
+        auto result = store_model().forward(ids);
+        benchmark::DoNotOptimize(result.logits.data());
+    }
+}
+
+void prefill(benchmark::State& state, int threads) {
+    const std::vector<int> ids = text_of(state.range(0));
+    attn::Decoder<float> decoder(store_model());
+    attn::DecodeOptions options;
+    options.threads = threads;
+    for (auto _ : state) {
+        auto result = decoder.append(ids, options);
+        benchmark::DoNotOptimize(result.logits.data());
+        decoder.reset();
+    }
+}
+
+const std::vector<int>& generation_prompt() {
+    static const std::vector<int> prompt = store_model().prompt_ids("double chaise patio furniture cover");
+    return prompt;
+}
+
+void generate_cached(benchmark::State& state) {
+    attn::GenerationOptions options;
+    options.max_tokens = state.range(0);
+    options.stop_at_end = false;
+    for (auto _ : state) {
+        auto written = attn::generate(store_model(), generation_prompt(), options);
+        if (Index(written.ids.size()) != state.range(0)) state.SkipWithError("wrote fewer tokens than asked");
+        benchmark::DoNotOptimize(written.ids.data());
+    }
+    state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+
+/// Greedy generation the way a model without a cache does it: a whole forward per token.
+void generate_recompute(benchmark::State& state) {
+    for (auto _ : state) {
+        std::vector<int> text = generation_prompt();
+        for (Index k = 0; k < state.range(0); ++k) {
+            const auto result = store_model().forward(text);
+            Index best = 0;
+            result.logits.row(result.logits.rows() - 1).maxCoeff(&best);
+            text.push_back(int(best));
+        }
+        benchmark::DoNotOptimize(text.data());
+    }
+    state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+
+void register_benchmarks() {
+    const std::vector<Index> caches{16, 32, 64, 128, 150, 159};
+    for (bool kept : {false, true}) {
+        auto* family =
+            benchmark::RegisterBenchmark(kept ? "decode/step_attention" : "decode/step", step, kept)->ArgName("cache");
+        for (Index n : caches) family->Arg(n);
+        family->Unit(benchmark::kMicrosecond)->UseRealTime();
+    }
+    auto* full = benchmark::RegisterBenchmark("decode/recompute", recompute)->ArgName("positions");
+    for (Index n : caches) full->Arg(n);
+    full->Unit(benchmark::kMicrosecond)->UseRealTime();
+    for (int threads : {1, 2})
+        benchmark::RegisterBenchmark(("decode/prefill/threads:" + std::to_string(threads)).c_str(), prefill, threads)
+            ->Arg(16)
+            ->Arg(32)
+            ->Arg(64)
+            ->Arg(128)
+            ->Arg(160)
+            ->ArgName("positions")
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
+    benchmark::RegisterBenchmark("generate/cached", generate_cached)
+        ->Arg(128)
+        ->ArgName("tokens")
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark("generate/recompute", generate_recompute)
+        ->Arg(128)
+        ->ArgName("tokens")
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Eigen::setNbThreads(1);
+    register_benchmarks();
+    std::vector<char*> args(argv, argv + argc);
+    bool timed = false;
+    for (int i = 1; i < argc; ++i) timed = timed || std::strncmp(argv[i], "--benchmark_min_time", 20) == 0;
+    std::string default_min_time = "--benchmark_min_time=0.2";
+    if (!timed) args.push_back(default_min_time.data());
+    int count = int(args.size());
+    benchmark::Initialize(&count, args.data());
+    if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}
