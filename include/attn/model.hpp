@@ -1,13 +1,16 @@
 #pragma once
 // The umbrella of the model layer (include/attn/model/): loading a saved transformer
 // (manifest, safetensors weights, BPE tokenizer), its fast forward pass and the readable
-// reference forward it is tested against, incremental decoding and generation. Includes
-// the core layer (<attn/attn.hpp>).
+// reference forward it is tested against, incremental decoding and generation, and
+// activations to keep and change (attribution, logit lens, patching). Includes the core
+// layer (<attn/attn.hpp>).
 
 #include "attn/attn.hpp"
+#include "attn/model/activations.hpp"
 #include "attn/model/attention_rows.hpp"
 #include "attn/model/decoder.hpp"
 #include "attn/model/generate.hpp"
+#include "attn/model/interventions.hpp"
 #include "attn/model/model.hpp"
 #include "attn/model/reference_forward.hpp"
 #include "attn/model/safetensors.hpp"

@@ -96,7 +96,11 @@ public:
         forward.keep_attention = options.keep_attention;
         forward.ablate = ablate_;
         ForwardResult<T> result;
-        detail::FastForward<T> pass(*model_, ids, forward, result, &caches_, positions(), !options.all_logits);
+        detail::PassSetup<T> setup;
+        setup.caches = &caches_;
+        setup.first_position = positions();
+        setup.last_logits_only = !options.all_logits;
+        detail::FastForward<T> pass(*model_, ids, forward, result, setup);
         const int workers = detail::FastForward<T>::useful_workers(static_cast<Index>(ids.size()), available);
         detail::run_team(options.workers, workers, [&](int worker, detail::Team& team) { pass.run(worker, team); });
         for (KeyValueCache<T>& cache : caches_) cache.extend(static_cast<Index>(ids.size()));

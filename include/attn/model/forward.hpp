@@ -25,6 +25,7 @@
 #include "attn/detail/causal_kernel.hpp"
 #include "attn/detail/parallel.hpp"
 #include "attn/detail/tiles.hpp"
+#include "attn/model/activations.hpp"
 #include "attn/model/model.hpp"
 #include "attn/model/types.hpp"
 
@@ -39,31 +40,54 @@ struct Rows {
     Index count() const { return last - first; }
 };
 
+/// A pass that resumes at layer `layer` from its residual stream (n × C) and, if z is
+/// given, with that layer's head outputs (n × C) instead of its attention: what an
+/// activation-patching run shares with the run it patches is not computed again.
+template <class T>
+struct Resume {
+    Index layer = 0;
+    const Matrix<T>* resid_pre = nullptr;
+    const Matrix<T>* z = nullptr;
+};
+
+/// What a pass does beyond Model::forward over a whole text.
+template <class T>
+struct PassSetup {
+    /// Per layer, holding first_position positions each: the pass is over positions
+    /// first_position … first_position + n − 1, attends to the cached ones too and writes its own
+    /// keys and values into the caches (the caller extends them once the pass is done).
+    std::vector<KeyValueCache<T>>* caches = nullptr;
+    Index first_position = 0;
+    bool last_logits_only = false;  ///< logits of the last position only
+    Hooks<T>* hooks = nullptr;      ///< activations to keep and change
+    const Resume<T>* resume = nullptr;
+};
+
 /// One forward pass of a Model on the fast path: its working memory and its steps, each on
 /// one worker's share of the rows.
 template <class T>
 class FastForward {
 public:
-    /// A pass over ids at positions 0 … n − 1, or, with `caches` (one per layer, holding
-    /// first_position positions each), over ids at positions first_position … first_position
-    /// + n − 1 that attends to the cached ones too and writes its own keys and values into the
-    /// caches (after positions first_position …; the caller extends them once the pass is done).
-    /// With caches, `logits` may be limited to the last position (last_logits_only).
     FastForward(const Model<T>& model, const std::vector<int>& ids, const ForwardOptions& options,
-                ForwardResult<T>& result, std::vector<KeyValueCache<T>>* caches = nullptr, Index first_position = 0,
-                bool last_logits_only = false)
+                ForwardResult<T>& result, const PassSetup<T>& setup = {})
         : model_(model),
           settings_(model.settings_),
           ids_(ids),
           n_(static_cast<Index>(ids.size())),
-          p0_(first_position),
-          caches_(caches),
-          first_logit_(last_logits_only ? n_ - 1 : 0),
+          p0_(setup.first_position),
+          caches_(setup.caches),
+          first_logit_(setup.last_logits_only ? n_ - 1 : 0),
+          hooks_(setup.hooks),
+          resume_(setup.resume),
+          first_layer_(resume_ ? std::size_t(resume_->layer) : 0),
+          look_up_first_layer_(
+              !resume_ && !(hooks_ && (hooks_->changes({Point::embed, 0}) || hooks_->changes({Point::resid_pre, 0})))),
           silenced_(silenced_heads("Model::forward", settings_, options.ablate)),
           x_(n_, settings_.dimensions),
           normed_(n_, settings_.dimensions),
           qkv_{Matrix<T>(n_, 3 * settings_.dimensions), Matrix<T>(n_, 3 * settings_.dimensions)},
           attended_(n_, settings_.dimensions),
+          written_(n_, settings_.dimensions),
           hidden_(n_, settings_.mlp_width),
           logits_(result.logits),
           log_sum_exp_(result.log_sum_exp),
@@ -88,14 +112,19 @@ public:
     /// its share of the unembedding.
     void run(int worker, Team& team) {
         const Rows mine = share_of_layers(worker, team.size());
-        for (std::size_t l = 0; l < std::size_t(settings_.layers); ++l) {
-            if (l == 0)
-                look_up_first_layer_qkv(mine);
-            else
-                project_qkv(l, mine);
-            store_keys_values(l, mine);
-            team.sync();  // every position's keys and values of layer l are ready
-            attend(l, mine);
+        for (std::size_t l = first_layer_; l < std::size_t(settings_.layers); ++l) {
+            if (l == first_layer_) enter(l, mine);
+            if (l == first_layer_ && resume_ && resume_->z) {
+                take_head_outputs(l, mine);
+            } else {
+                if (l == 0 && look_up_first_layer_)
+                    look_up_first_layer_qkv(mine);
+                else
+                    project_qkv(l, mine);
+                store_keys_values(l, mine);
+                team.sync();  // every position's keys and values of layer l are ready
+                attend(l, mine);
+            }
             project_output_and_mlp(l, mine);
         }
         team.sync();  // every position's residual stream is final
@@ -123,21 +152,60 @@ private:
     // overwrites keys another worker is still reading in layer l.
     Matrix<T>& qkv_of(std::size_t l) { return qkv_[l % 2]; }
 
-    /// x = the tokens' embeddings, and layer 0's q, k, v looked up in first_layer_qkv_ (what
-    /// project_qkv would compute for each token), then rotated.
-    void look_up_first_layer_qkv(Rows rows) {
-        Matrix<T>& qkv = qkv_of(0);
-        for (Index i = rows.first; i < rows.last; ++i) {
-            const Index id = ids_[std::size_t(i)];
-            x_.row(i) = model_.embedding_.row(id);
-            qkv.row(i) = model_.first_layer_qkv_.row(id);
-        }
-        rotate(qkv, rows);
+    /// Hands these rows of activation (point, l) to the hooks, if they want it.
+    template <class Block>
+    void hook(Point point, std::size_t l, Rows rows, Block&& block) {
+        if (hooks_ && rows.count() > 0 && hooks_->wants({point, Index(l)}))
+            hooks_->at({point, Index(l)}, rows.first, block);
     }
 
-    /// q, k, v = layer_norm(x) · [Wq Wk Wv] of layer l, queries and keys rotated.
+    /// A LayerNorm's √(variance + ε) of these rows of x, for the hooks that keep it.
+    void hook_scale(Point point, std::size_t l, Rows rows) {
+        if (!hooks_ || rows.count() == 0 || !hooks_->keeps({point, Index(l)})) return;
+        Matrix<T> scale(rows.count(), 1);  // (rows × 1)
+        const T width = T(settings_.dimensions);
+        for (Index i = 0; i < rows.count(); ++i) {
+            const auto row = x_.row(rows.first + i).array();
+            const T mean = row.sum() / width;
+            scale(i, 0) = std::sqrt((row - mean).square().sum() / width + T(settings_.norm_epsilon));
+        }
+        hooks_->at({point, Index(l)}, rows.first, scale);
+    }
+
+    /// x at the first layer: the tokens' embeddings, or the resumed pass's residual stream.
+    void enter(std::size_t l, Rows rows) {
+        if (resume_) {
+            x_.middleRows(rows.first, rows.count()) = resume_->resid_pre->middleRows(rows.first, rows.count());
+        } else {
+            for (Index i = rows.first; i < rows.last; ++i) x_.row(i) = model_.embedding_.row(ids_[std::size_t(i)]);
+            hook(Point::embed, 0, rows, x_.middleRows(rows.first, rows.count()));
+        }
+        hook(Point::resid_pre, l, rows, x_.middleRows(rows.first, rows.count()));
+    }
+
+    /// Layer 0's q, k, v looked up in first_layer_qkv_ (what project_qkv computes for each
+    /// token's embedding, the same bits), then rotated.
+    void look_up_first_layer_qkv(Rows rows) {
+        Matrix<T>& qkv = qkv_of(0);
+        for (Index i = rows.first; i < rows.last; ++i) qkv.row(i) = model_.first_layer_qkv_.row(ids_[std::size_t(i)]);
+        rotate(qkv, rows);
+        hook_scale(Point::ln1_scale, 0, rows);
+    }
+
+    /// A resumed layer's head outputs, given: attention is not run again.
+    void take_head_outputs(std::size_t l, Rows rows) {
+        hook_scale(Point::ln1_scale, l, rows);
+        attended_.middleRows(rows.first, rows.count()) = resume_->z->middleRows(rows.first, rows.count());
+        hook(Point::z, l, rows, attended_.middleRows(rows.first, rows.count()));
+        hook_results(l, rows);
+    }
+
+    /// q, k, v = layer_norm(x) · [Wq Wk Wv] of layer l, queries and keys rotated; x enters layer
+    /// l here (resid_pre).
     void project_qkv(std::size_t l, Rows rows) {
         const auto& layer = model_.layers_[l];
+        if (l != first_layer_) hook(Point::resid_pre, l, rows, x_.middleRows(rows.first, rows.count()));
+        hook_scale(Point::ln1_scale, l, rows);
         auto normed = normed_.middleRows(rows.first, rows.count());  // (rows × C)
         layer_norm_into(x_.middleRows(rows.first, rows.count()), layer.attention_norm_weight, layer.attention_norm_bias,
                         settings_.norm_epsilon, normed);
@@ -217,28 +285,53 @@ private:
         fused_attention(problem);
         for (Index h = 0; h < settings_.heads; ++h)
             if (silenced_[l][std::size_t(h)]) attended_.block(rows.first, h * d, rows.count(), d).setZero();
+        hook(Point::z, l, rows, attended_.middleRows(rows.first, rows.count()));
+        hook_results(l, rows);
     }
 
-    /// x += attended · Wo, then x += gelu(layer_norm(x) · W1 + b1) · W2 + b2.
+    /// What each head writes into the residual stream, z_h · Wo_h, for the hooks that keep it.
+    void hook_results(std::size_t l, Rows rows) {
+        if (!hooks_ || rows.count() == 0 || !hooks_->keeps({Point::result, Index(l)})) return;
+        const Index c = settings_.dimensions, d = settings_.head_size;
+        Matrix<T> results(rows.count(), settings_.heads * c);  // (rows × H·C)
+        for (Index h = 0; h < settings_.heads; ++h)
+            multiply_rows(attended_.block(rows.first, h * d, rows.count(), d),
+                          model_.layers_[l].output.middleRows(h * d, d), results.middleCols(h * c, c), false);
+        hooks_->at({Point::result, Index(l)}, rows.first, results);
+    }
+
+    /// x += attended · Wo, then x += gelu(layer_norm(x) · W1 + b1) · W2 + b2. Each block's
+    /// output is computed whole before it is added (`written`), so that hooks can keep or replace it.
     void project_output_and_mlp(std::size_t l, Rows rows) {
         const auto& layer = model_.layers_[l];
-        auto x = x_.middleRows(rows.first, rows.count());            // (rows × C)
-        auto normed = normed_.middleRows(rows.first, rows.count());  // (rows × C)
-        auto hidden = hidden_.middleRows(rows.first, rows.count());  // (rows × mlp width)
-        multiply_rows(attended_.middleRows(rows.first, rows.count()), layer.output, x, true);
+        auto x = x_.middleRows(rows.first, rows.count());              // (rows × C)
+        auto normed = normed_.middleRows(rows.first, rows.count());    // (rows × C)
+        auto written = written_.middleRows(rows.first, rows.count());  // (rows × C)
+        auto hidden = hidden_.middleRows(rows.first, rows.count());    // (rows × mlp width)
+        multiply_rows(attended_.middleRows(rows.first, rows.count()), layer.output, written, false);
+        hook(Point::attn_out, l, rows, written);
+        x += written;
+        hook(Point::resid_mid, l, rows, x);
+        hook_scale(Point::ln2_scale, l, rows);
         layer_norm_into(x, layer.mlp_norm_weight, layer.mlp_norm_bias, settings_.norm_epsilon, normed);
         hidden.rowwise() = layer.up_bias.transpose();
         multiply_rows(normed, layer.up, hidden, true);
+        hook(Point::mlp_pre, l, rows, hidden);
         if (settings_.activation == Activation::gelu_tanh)
             gelu_tanh_in_place(hidden);
         else
             gelu_in_place(hidden);
-        x.rowwise() += layer.down_bias.transpose();
-        multiply_rows(hidden, layer.down, x, true);
+        hook(Point::mlp_post, l, rows, hidden);
+        written.rowwise() = layer.down_bias.transpose();
+        multiply_rows(hidden, layer.down, written, true);
+        hook(Point::mlp_out, l, rows, written);
+        x += written;
+        hook(Point::resid_post, l, rows, x);
     }
 
     /// logits = layer_norm(x) · Eᵀ, for the positions from first_logit_ on.
     void unembed(Rows rows) {
+        hook_scale(Point::final_scale, 0, rows);
         auto normed = normed_.middleRows(rows.first, rows.count());
         layer_norm_into(x_.middleRows(rows.first, rows.count()), model_.final_norm_weight_, model_.final_norm_bias_,
                         settings_.norm_epsilon, normed);
@@ -276,11 +369,16 @@ private:
     const Index p0_;                                 // the position of ids[0]
     std::vector<KeyValueCache<T>>* const caches_;    // per layer, or null (a whole text)
     const Index first_logit_;                        // logits_ row 0's row of x: 0, or n − 1 (last only)
+    Hooks<T>* const hooks_;                          // activations kept and changed, or null
+    const Resume<T>* const resume_;                  // where a resumed pass starts, or null
+    const std::size_t first_layer_;                  // the first layer the pass runs
+    const bool look_up_first_layer_;                 // layer 0's q, k, v by token (its input is unchanged)
     const std::vector<std::vector<bool>> silenced_;  // (layers × heads): ablated heads
     Matrix<T> x_;                                    // (n × C) the residual stream
     Matrix<T> normed_;                               // (n × C) layer_norm(x)
     Matrix<T> qkv_[2];                               // (n × 3C) queries | keys | values, heads side by side
     Matrix<T> attended_;                             // (n × C) every head's output, side by side
+    Matrix<T> written_;                              // (n × C) what attention, then the MLP, add to x
     Matrix<T> hidden_;                               // (n × mlp width)
     Matrix<T>& logits_;                              // (n × vocabulary)
     std::vector<AttentionWeights<T>> kept_;          // per layer, heads × (n × (p0 + n)), if kept

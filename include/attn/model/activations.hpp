@@ -1,0 +1,354 @@
+#pragma once
+// The forward pass's activations by name, as TransformerLens names them, to keep
+// (ActivationCache) and to replace (Intervention). Every activation is a matrix with one row
+// per position; per-head ones hold the heads side by side, as TransformerLens's
+// [pos, head, d] flattened row-major.
+//
+//   name                          shape            what
+//   hook_embed                    (n × C)          the token embeddings
+//   blocks.L.hook_resid_pre       (n × C)          the residual stream entering layer L
+//   blocks.L.ln1.hook_scale       (n × 1)          √(variance + ε) of the attention's LayerNorm
+//   blocks.L.attn.hook_z          (n × H·d)        each head's output, before the output projection
+//   blocks.L.attn.hook_result     (n × H·C)        what each head writes into the residual: z_h · Wo_h
+//   blocks.L.hook_attn_out        (n × C)          z · Wo, the attention's output (Σ over heads of result)
+//   blocks.L.hook_resid_mid       (n × C)          resid_pre + attn_out
+//   blocks.L.ln2.hook_scale       (n × 1)          √(variance + ε) of the MLP's LayerNorm
+//   blocks.L.mlp.hook_pre         (n × M)          the MLP's hidden layer before the GELU
+//   blocks.L.mlp.hook_post        (n × M)          after the GELU
+//   blocks.L.hook_mlp_out         (n × C)          the MLP's output (its bias included)
+//   blocks.L.hook_resid_post      (n × C)          resid_mid + mlp_out
+//   ln_final.hook_scale           (n × 1)          √(variance + ε) of the final LayerNorm
+//
+// (Attention weights, TransformerLens's hook_pattern, come from ForwardOptions::keep_attention.)
+// Layers count from 0, as in TransformerLens; the chapter's "layer 4" is blocks.3.
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attn/core/error.hpp"
+#include "attn/core/types.hpp"
+#include "attn/detail/check.hpp"
+#include "attn/model/types.hpp"
+
+namespace attn {
+
+/// A place in the forward pass (see the table above); per layer except embed and final_scale.
+enum class Point {
+    embed,
+    resid_pre,
+    ln1_scale,
+    z,
+    result,
+    attn_out,
+    resid_mid,
+    ln2_scale,
+    mlp_pre,
+    mlp_post,
+    mlp_out,
+    resid_post,
+    final_scale,
+};
+
+/// A point of one layer (layer is 0 for embed and final_scale).
+struct ActivationId {
+    Point point = Point::embed;
+    Index layer = 0;
+    friend bool operator<(const ActivationId& a, const ActivationId& b) {
+        return a.layer != b.layer ? a.layer < b.layer : a.point < b.point;
+    }
+    friend bool operator==(const ActivationId& a, const ActivationId& b) {
+        return a.point == b.point && a.layer == b.layer;
+    }
+};
+
+namespace detail {
+
+struct PointName {
+    Point point;
+    const char* suffix;  // after "blocks.L.", or the whole name for embed and final_scale
+};
+
+inline constexpr PointName kPointNames[] = {
+    {Point::embed, "hook_embed"},
+    {Point::resid_pre, "hook_resid_pre"},
+    {Point::ln1_scale, "ln1.hook_scale"},
+    {Point::z, "attn.hook_z"},
+    {Point::result, "attn.hook_result"},
+    {Point::attn_out, "hook_attn_out"},
+    {Point::resid_mid, "hook_resid_mid"},
+    {Point::ln2_scale, "ln2.hook_scale"},
+    {Point::mlp_pre, "mlp.hook_pre"},
+    {Point::mlp_post, "mlp.hook_post"},
+    {Point::mlp_out, "hook_mlp_out"},
+    {Point::resid_post, "hook_resid_post"},
+    {Point::final_scale, "ln_final.hook_scale"},
+};
+
+inline bool per_layer(Point point) {
+    return point != Point::embed && point != Point::final_scale;
+}
+
+}  // namespace detail
+
+/// TransformerLens's name of a point: "hook_embed", "blocks.2.attn.hook_z", "ln_final.hook_scale".
+inline std::string activation_name(ActivationId id) {
+    for (const detail::PointName& name : detail::kPointNames)
+        if (name.point == id.point)
+            return detail::per_layer(id.point) ? detail::message("blocks.", id.layer, ".", name.suffix) : name.suffix;
+    return "?";
+}
+
+/// The point a name denotes, checked against the model's layers; argument_error naming it otherwise.
+inline ActivationId parse_activation(std::string_view name, const ModelSettings& settings) {
+    const auto unknown = [&](const char* why) {
+        return argument_error(detail::message("activation '", name, "': ", why,
+                                              " (names: hook_embed, blocks.L.hook_resid_pre, blocks.L.attn.hook_z, "
+                                              "…, ln_final.hook_scale; see attn/model/activations.hpp)"));
+    };
+    for (const detail::PointName& point : detail::kPointNames)
+        if (!detail::per_layer(point.point) && name == point.suffix) return {point.point, 0};
+    constexpr std::string_view prefix = "blocks.";
+    if (name.substr(0, prefix.size()) != prefix) throw unknown("unknown name");
+    const std::string_view rest = name.substr(prefix.size());
+    const std::size_t dot = rest.find('.');
+    if (dot == std::string_view::npos || dot == 0 || dot > 9) throw unknown("unknown name");
+    Index layer = 0;
+    for (char c : rest.substr(0, dot)) {
+        if (c < '0' || c > '9') throw unknown("the layer is not a number");
+        layer = layer * 10 + (c - '0');
+    }
+    if (layer >= settings.layers)
+        throw argument_error(detail::message("activation '", name, "': layer ", layer,
+                                             " is out of range (the model has ", settings.layers, " layers, 0 … ",
+                                             settings.layers - 1, ")"));
+    const std::string_view suffix = rest.substr(dot + 1);
+    for (const detail::PointName& point : detail::kPointNames)
+        if (detail::per_layer(point.point) && suffix == point.suffix) return {point.point, layer};
+    throw unknown("unknown name");
+}
+
+/// Columns of a point's matrix for a model: C, H·d, H·C, M or 1.
+inline Index activation_width(Point point, const ModelSettings& s) {
+    switch (point) {
+        case Point::ln1_scale:
+        case Point::ln2_scale:
+        case Point::final_scale:
+            return 1;
+        case Point::z:
+            return s.heads * s.head_size;
+        case Point::result:
+            return s.heads * s.dimensions;
+        case Point::mlp_pre:
+        case Point::mlp_post:
+            return s.mlp_width;
+        default:
+            return s.dimensions;
+    }
+}
+
+/// The activations a run kept, by name: each (positions kept × width), rows in the order of
+/// the positions asked for (all positions if none were named).
+template <class T>
+class ActivationCache {
+public:
+    /// The activation called `name`; argument_error if the run did not keep it.
+    const Matrix<T>& operator[](const std::string& name) const {
+        const auto found = values_.find(name);
+        if (found == values_.end())
+            throw argument_error(detail::message("ActivationCache: '", name, "' was not kept (kept: ", values_.size(),
+                                                 " activations", values_.empty() ? "" : ", e.g. '",
+                                                 values_.empty() ? "" : values_.begin()->first,
+                                                 values_.empty() ? "" : "'", ")"));
+        return found->second;
+    }
+    bool contains(const std::string& name) const { return values_.count(name) != 0; }
+    std::vector<std::string> names() const {
+        std::vector<std::string> out;
+        for (const auto& entry : values_) out.push_back(entry.first);
+        return out;
+    }
+    std::size_t size() const { return values_.size(); }
+    /// The positions each activation's rows are (0 … n − 1 unless the run named some).
+    const std::vector<Index>& positions() const { return positions_; }
+
+    // For the forward pass that fills it.
+    Matrix<T>& slot(const std::string& name) { return values_[name]; }
+    void set_positions(std::vector<Index> positions) { positions_ = std::move(positions); }
+
+private:
+    std::map<std::string, Matrix<T>> values_;
+    std::vector<Index> positions_;
+};
+
+/// A change to one activation during a forward pass: its rows at `positions` (all if empty),
+/// and, for the per-head points (hook_z), only head `head`'s columns, become
+///   values (positions × width, one row per position), zero, or mean (1 × width, every row).
+template <class T>
+struct Intervention {
+    enum class Kind { values, zero, mean };
+    std::string activation;        ///< a name from the table above; not hook_result, attn_out or a scale
+    Kind kind = Kind::zero;        ///<
+    std::vector<Index> positions;  ///< rows to change; empty: every position
+    std::optional<Index> head;     ///< hook_z only: change this head's d columns; unset: all columns
+    Matrix<T> values;              ///< kind values: (positions × width); kind mean: (1 × width)
+
+    static Intervention zero(std::string activation, std::optional<Index> head = {},
+                             std::vector<Index> positions = {}) {
+        return {std::move(activation), Kind::zero, std::move(positions), head, {}};
+    }
+    static Intervention replace(std::string activation, Matrix<T> values, std::optional<Index> head = {},
+                                std::vector<Index> positions = {}) {
+        return {std::move(activation), Kind::values, std::move(positions), head, std::move(values)};
+    }
+    static Intervention mean(std::string activation, Matrix<T> mean, std::optional<Index> head = {},
+                             std::vector<Index> positions = {}) {
+        return {std::move(activation), Kind::mean, std::move(positions), head, std::move(mean)};
+    }
+};
+
+namespace detail {
+
+/// Every activation name of a model, in forward order.
+inline std::vector<std::string> every_activation(const ModelSettings& s) {
+    std::vector<std::string> names{activation_name({Point::embed, 0})};
+    for (Index l = 0; l < s.layers; ++l)
+        for (const PointName& point : kPointNames)
+            if (per_layer(point.point)) names.push_back(activation_name({point.point, l}));
+    names.push_back(activation_name({Point::final_scale, 0}));
+    return names;
+}
+
+/// What a forward pass keeps and changes, by point, checked before the pass starts; the pass
+/// calls at() with each worker's rows of every point it wants.
+template <class T>
+class Hooks {
+public:
+    /// keep: names to keep ("*": every one), rows `keep_positions` (all if empty) of each, into
+    /// cache; interventions applied as they come. n: the pass's positions.
+    Hooks(const char* function, const ModelSettings& s, Index n, const std::vector<std::string>& keep,
+          const std::vector<Index>& keep_positions, const std::vector<Intervention<T>>& interventions,
+          ActivationCache<T>& cache)
+        : cache_(cache), n_(n), keep_positions_(keep_positions) {
+        for (Index p : keep_positions_) check_index(function, "kept position", p, n);
+        std::vector<std::string> names;
+        for (const std::string& name : keep) {
+            if (name == "*") {
+                const std::vector<std::string> all = every_activation(s);
+                names.insert(names.end(), all.begin(), all.end());
+            } else {
+                names.push_back(name);
+            }
+        }
+        for (const std::string& name : names) {
+            const ActivationId id = parse_activation(name, s);
+            Matrix<T>& slot = cache_.slot(name);
+            slot.setZero(n, activation_width(id.point, s));
+            kept_[id] = &slot;
+        }
+        for (const Intervention<T>& change : interventions) changes_.push_back(checked(function, s, change));
+    }
+
+    bool keeps(ActivationId id) const { return kept_.count(id) != 0; }
+    bool changes(ActivationId id) const {
+        return std::any_of(changes_.begin(), changes_.end(), [&](const Change& c) { return c.id == id; });
+    }
+    bool wants(ActivationId id) const { return keeps(id) || changes(id); }
+
+    /// Rows first_row … first_row + block.rows() − 1 of activation id: changed, then kept.
+    void at(ActivationId id, Index first_row, Eigen::Ref<Matrix<T>> block) {
+        for (const Change& change : changes_) {
+            if (!(change.id == id)) continue;
+            const Intervention<T>& what = *change.intervention;
+            for (std::size_t k = 0; k < change.positions.size(); ++k) {
+                const Index row = change.positions[k] - first_row;
+                if (row < 0 || row >= block.rows()) continue;
+                auto target = block.row(row).segment(change.first_column, change.columns);
+                switch (what.kind) {
+                    case Intervention<T>::Kind::zero:
+                        target.setZero();
+                        break;
+                    case Intervention<T>::Kind::mean:
+                        target = what.values.row(0);
+                        break;
+                    case Intervention<T>::Kind::values:
+                        target = what.values.row(Index(k));
+                        break;
+                }
+            }
+        }
+        const auto kept = kept_.find(id);
+        if (kept != kept_.end()) kept->second->middleRows(first_row, block.rows()) = block;
+    }
+
+    /// After the pass: each kept activation cut to the kept positions.
+    void finish() {
+        std::vector<Index> positions = keep_positions_;
+        if (positions.empty())
+            for (Index i = 0; i < n_; ++i) positions.push_back(i);
+        else
+            for (auto& entry : kept_) *entry.second = Matrix<T>((*entry.second)(positions, Eigen::all));
+        cache_.set_positions(std::move(positions));
+    }
+
+private:
+    struct Change {
+        ActivationId id;
+        const Intervention<T>* intervention;
+        std::vector<Index> positions;  // resolved: every position if the intervention names none
+        Index first_column = 0, columns = 0;
+    };
+
+    Change checked(const char* function, const ModelSettings& s, const Intervention<T>& what) const {
+        Change change{parse_activation(what.activation, s), &what, what.positions, 0, 0};
+        const Point point = change.id.point;
+        if (point == Point::result || point == Point::ln1_scale || point == Point::ln2_scale ||
+            point == Point::final_scale)
+            throw argument_error(message(function, ": ", what.activation,
+                                         " is derived for reading, not used by the pass: it cannot be changed (change "
+                                         "hook_z or a residual stream instead)"));
+        change.columns = activation_width(point, s);
+        if (what.head) {
+            if (point != Point::z)
+                throw argument_error(message(function, ": a head is given for ", what.activation,
+                                             ", which is not per head (only attn.hook_z is)"));
+            check_index(function, "intervention head", *what.head, s.heads);
+            change.first_column = *what.head * s.head_size;
+            change.columns = s.head_size;
+        }
+        if (change.positions.empty())
+            for (Index i = 0; i < n_; ++i) change.positions.push_back(i);
+        std::vector<Index> sorted = change.positions;
+        std::sort(sorted.begin(), sorted.end());
+        if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+            throw argument_error(message(function, ": intervention on ", what.activation, " names a position twice"));
+        for (Index p : change.positions) check_index(function, "intervention position", p, n_);
+        const Index rows = Index(change.positions.size());
+        const auto expect = [&](Index r, const char* what_rows) {
+            if (what.values.rows() != r || what.values.cols() != change.columns)
+                throw shape_error(message(function, ": intervention on ", what.activation, " has values of ",
+                                          what.values.rows(), " × ", what.values.cols(), ", expected ", r, " × ",
+                                          change.columns, " (", what_rows, ")"));
+        };
+        if (what.kind == Intervention<T>::Kind::values) expect(rows, "one row per position");
+        if (what.kind == Intervention<T>::Kind::mean) expect(1, "one mean row");
+        if (what.kind != Intervention<T>::Kind::zero && !what.values.allFinite())
+            throw argument_error(message(function, ": intervention on ", what.activation, " holds NaN or infinity"));
+        return change;
+    }
+
+    ActivationCache<T>& cache_;
+    Index n_;
+    std::vector<Index> keep_positions_;
+    std::map<ActivationId, Matrix<T>*> kept_;
+    std::vector<Change> changes_;
+};
+
+}  // namespace detail
+
+}  // namespace attn

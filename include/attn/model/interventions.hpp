@@ -1,0 +1,311 @@
+#pragma once
+// Looking inside a forward pass and changing it, as TransformerLens does in Python:
+//   run_with_hooks            a forward pass that keeps the named activations (only those) and
+//                             applies interventions (activations.hpp has the names)
+//   logit_attribution         direct logit attribution: each head's, each MLP's and the
+//                             embedding's share of a logit (difference), through the final
+//                             LayerNorm with its scale frozen
+//   logit_lens                the final LayerNorm and the unembedding applied after every layer
+//   patch_heads, patch_residual   activation patching from a clean run into a corrupted one,
+//                             normalised so that 0 is the corrupted run and 1 the clean one
+//
+// All run on the fast forward (model/forward.hpp), on any number of threads with the same
+// bits. A run with hooks computes exactly what Model::forward computes: keeping activations
+// changes no bit, and replacing one with its own value changes no bit either.
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attn/core/error.hpp"
+#include "attn/core/norm.hpp"
+#include "attn/core/softmax.hpp"
+#include "attn/core/types.hpp"
+#include "attn/detail/check.hpp"
+#include "attn/detail/parallel.hpp"
+#include "attn/model/activations.hpp"
+#include "attn/model/model.hpp"
+#include "attn/model/types.hpp"
+
+namespace attn {
+
+/// What run_with_hooks keeps and changes, besides the forward pass's own options.
+template <class T>
+struct HookOptions {
+    ForwardOptions forward;                      ///< threads, ablation, attention as for Model::forward
+    std::vector<std::string> keep;               ///< activation names to keep; "*" keeps every one
+    std::vector<Index> positions;                ///< the rows kept of each (all if empty)
+    std::vector<Intervention<T>> interventions;  ///< applied in the order given, where they occur
+};
+
+template <class T>
+struct HookedRun {
+    ForwardResult<T> result;   ///< logits (and attention, …) as Model::forward returns them
+    ActivationCache<T> cache;  ///< the kept activations, by name
+};
+
+namespace detail {
+
+/// Runs a pass with `setup` (hooks, resumption) on the options' threads.
+template <class T>
+void run_pass(const Model<T>& model, const std::vector<int>& ids, const ForwardOptions& options,
+              ForwardResult<T>& result, const PassSetup<T>& setup, const char* function) {
+    const int available = options.workers ? options.workers->size() : resolve_threads(function, options.threads);
+    FastForward<T> pass(model, ids, options, result, setup);
+    const int workers = FastForward<T>::useful_workers(static_cast<Index>(ids.size()), available);
+    run_team(options.workers, workers, [&](int worker, Team& team) { pass.run(worker, team); });
+    if (options.keep_attention) result.attention = ModelAttention<T>(std::move(pass.kept_attention()));
+}
+
+}  // namespace detail
+
+/// A forward pass over ids (1 … context token ids) that keeps options.keep's activations
+/// (n × width each, or the rows of options.positions) and applies options.interventions.
+/// Bad names, layers, heads, positions or value shapes are argument_error / shape_error
+/// before anything runs.
+template <class T>
+HookedRun<T> run_with_hooks(const Model<T>& model, const std::vector<int>& ids, const HookOptions<T>& options = {}) {
+    detail::check_token_ids("run_with_hooks", model.settings(), ids);
+    if (options.forward.keep_log_sum_exp || options.forward.statistics)
+        throw argument_error("run_with_hooks: keep_log_sum_exp and statistics are Model::forward's options");
+    HookedRun<T> run;
+    detail::Hooks<T> hooks("run_with_hooks", model.settings(), Index(ids.size()), options.keep, options.positions,
+                           options.interventions, run.cache);
+    detail::PassSetup<T> setup;
+    setup.hooks = &hooks;
+    detail::run_pass(model, ids, options.forward, run.result, setup, "run_with_hooks");
+    hooks.finish();
+    return run;
+}
+
+/// The activations logit_attribution and the patching sweeps read, by name (with "*" all).
+inline std::vector<std::string> attribution_activations(const ModelSettings& s) {
+    std::vector<std::string> names{"hook_embed", "ln_final.hook_scale"};
+    for (Index l = 0; l < s.layers; ++l) {
+        names.push_back(activation_name({Point::result, l}));
+        names.push_back(activation_name({Point::mlp_out, l}));
+    }
+    return names;
+}
+
+/// A logit, or the difference of two (token − other), at one position.
+struct LogitMetric {
+    Index position = 0;
+    int token = 0;
+    int other = -1;  ///< −1: the logit of token alone
+};
+
+/// Direct logit attribution: each component's share of the metric, through the final LayerNorm
+/// with its scale frozen at the run's value σ (as TransformerLens's apply_ln_to_stack):
+///   share(c) = (((c − mean(c)) / σ) ⊙ γ) · u,   u = E[token] − E[other]
+template <class T>
+struct LogitAttribution {
+    std::vector<std::string> components;  ///< "embed", "L0H0" … "L0H3", "mlp0", …, "bias"
+    Vector<T> shares;                     ///< one per component; they sum to the metric
+    T metric = T(0);                      ///< the run's own logit (difference)
+};
+
+/// Attributes the metric over `run` (run_with_hooks keeping attribution_activations, every
+/// position or at least metric.position) of the same model.
+template <class T>
+LogitAttribution<T> logit_attribution(const Model<T>& model, const HookedRun<T>& run, const LogitMetric& metric) {
+    const ModelSettings& s = model.settings();
+    const auto& positions = run.cache.positions();
+    const auto found = std::find(positions.begin(), positions.end(), metric.position);
+    if (found == positions.end())
+        throw argument_error(
+            detail::message("logit_attribution: position ", metric.position, " was not kept by the run"));
+    const Index row = Index(found - positions.begin());
+    detail::check_index("logit_attribution", "token", metric.token, s.vocabulary_size);
+    if (metric.other != -1) detail::check_index("logit_attribution", "other token", metric.other, s.vocabulary_size);
+    Vector<T> direction = model.embedding().row(metric.token).transpose();  // u: C
+    if (metric.other != -1) direction -= model.embedding().row(metric.other).transpose();
+    const T scale = run.cache["ln_final.hook_scale"](row, 0);
+    const Vector<T> read = model.final_norm_weight().cwiseProduct(direction) / scale;  // γ ⊙ u / σ
+    const auto share = [&](const auto& component) {                                    // (1 × C)
+        const T mean = component.sum() / T(s.dimensions);
+        return (component.array() - mean).matrix().dot(read.transpose());
+    };
+    LogitAttribution<T> out;
+    std::vector<T> shares;
+    out.components.push_back("embed");
+    shares.push_back(share(run.cache["hook_embed"].row(row)));
+    for (Index l = 0; l < s.layers; ++l) {
+        const Matrix<T>& results = run.cache[activation_name({Point::result, l})];
+        for (Index h = 0; h < s.heads; ++h) {
+            out.components.push_back(detail::message("L", l, "H", h));
+            shares.push_back(share(results.row(row).segment(h * s.dimensions, s.dimensions)));
+        }
+        out.components.push_back(detail::message("mlp", l));
+        shares.push_back(share(run.cache[activation_name({Point::mlp_out, l})].row(row)));
+    }
+    out.components.push_back("bias");
+    shares.push_back(model.final_norm_bias().dot(direction));
+    out.shares = Eigen::Map<const Vector<T>>(shares.data(), Index(shares.size()));
+    out.metric = run.result.logits(metric.position, metric.token) -
+                 (metric.other == -1 ? T(0) : run.result.logits(metric.position, metric.other));
+    return out;
+}
+
+/// The logit lens at one position: after the embedding and after each layer, the final
+/// LayerNorm (with its own scale) and the unembedding, as probabilities.
+template <class T>
+struct LogitLens {
+    std::vector<std::string> stages;  ///< "embed", "blocks.0", …
+    Matrix<T> probabilities;          ///< (stages × vocabulary)
+};
+
+/// run: run_with_hooks keeping hook_embed and every blocks.L.hook_resid_post, at `position`.
+template <class T>
+LogitLens<T> logit_lens(const Model<T>& model, const HookedRun<T>& run, Index position) {
+    const ModelSettings& s = model.settings();
+    const auto& positions = run.cache.positions();
+    const auto found = std::find(positions.begin(), positions.end(), position);
+    if (found == positions.end())
+        throw argument_error(detail::message("logit_lens: position ", position, " was not kept by the run"));
+    const Index row = Index(found - positions.begin());
+    Matrix<T> stream(s.layers + 1, s.dimensions);  // (stages × C)
+    LogitLens<T> lens;
+    lens.stages.push_back("embed");
+    stream.row(0) = run.cache["hook_embed"].row(row);
+    for (Index l = 0; l < s.layers; ++l) {
+        lens.stages.push_back(detail::message("blocks.", l));
+        stream.row(l + 1) = run.cache[activation_name({Point::resid_post, l})].row(row);
+    }
+    const Matrix<T> normed = layer_norm(stream, model.final_norm_weight(), model.final_norm_bias(), s.norm_epsilon);
+    lens.probabilities = normed * model.embedding().transpose();  // (stages × V) logits
+    softmax_rows_in_place(lens.probabilities);
+    return lens;
+}
+
+namespace detail {
+
+/// The metric of one logits row.
+template <class T>
+T metric_of(const Matrix<T>& logits, Index row, const LogitMetric& metric) {
+    return logits(row, metric.token) - (metric.other == -1 ? T(0) : logits(row, metric.other));
+}
+
+/// The normalisation divides by clean − corrupted: refuse runs the metric cannot tell apart.
+template <class T>
+void check_runs_differ(const char* function, T clean, T corrupted) {
+    if (!(clean != corrupted) || !std::isfinite(clean - corrupted))
+        throw numeric_error(message(function, ": the metric is ", clean, " on the clean text and ", corrupted,
+                                    " on the corrupted one; patching scores (m − corrupted) / (clean − corrupted) "
+                                    "need two different finite values"));
+}
+
+/// Checks a clean/corrupted pair and the metric.
+inline void check_patching(const char* function, const ModelSettings& s, const std::vector<int>& clean,
+                           const std::vector<int>& corrupted, const LogitMetric& metric) {
+    check_token_ids(function, s, clean);
+    check_token_ids(function, s, corrupted);
+    if (clean.size() != corrupted.size())
+        throw argument_error(message(function, ": the clean text has ", clean.size(), " ids and the corrupted one ",
+                                     corrupted.size(), "; patching needs texts of the same length"));
+    check_index(function, "metric position", metric.position, Index(clean.size()));
+    check_index(function, "metric token", metric.token, s.vocabulary_size);
+    if (metric.other != -1) check_index(function, "metric other token", metric.other, s.vocabulary_size);
+}
+
+}  // namespace detail
+
+/// Activation patching results: scores (normalised: 0 = the corrupted run's metric, 1 = the
+/// clean run's) and the two runs' metrics.
+template <class T>
+struct Patching {
+    Matrix<T> scores;  ///< patch_heads: (layers × heads); patch_residual: (layers × positions)
+    T clean = T(0);
+    T corrupted = T(0);
+};
+
+/// For every head, the corrupted run with that head's output (hook_z, every position) taken
+/// from the clean run. Each patched run starts at the head's layer from the corrupted run's
+/// residual stream and that layer's head outputs, and stops after the metric's position:
+/// what the patch cannot change is not computed again.
+template <class T>
+Patching<T> patch_heads(const Model<T>& model, const std::vector<int>& clean, const std::vector<int>& corrupted,
+                        const LogitMetric& metric, const ForwardOptions& options = {}) {
+    const ModelSettings& s = model.settings();
+    detail::check_patching("patch_heads", s, clean, corrupted, metric);
+    // Only positions ≤ the metric's can change it.
+    const std::vector<int> clean_text(clean.begin(), clean.begin() + metric.position + 1);
+    const std::vector<int> corrupted_text(corrupted.begin(), corrupted.begin() + metric.position + 1);
+    HookOptions<T> keep;
+    keep.forward = options;
+    keep.forward.keep_attention = false;
+    for (Index l = 0; l < s.layers; ++l) {
+        keep.keep.push_back(activation_name({Point::z, l}));
+        keep.keep.push_back(activation_name({Point::resid_pre, l}));
+    }
+    const HookedRun<T> clean_run = run_with_hooks(model, clean_text, keep);
+    const HookedRun<T> corrupted_run = run_with_hooks(model, corrupted_text, keep);
+    Patching<T> out;
+    const Index last = metric.position;
+    out.clean = detail::metric_of(clean_run.result.logits, last, metric);
+    out.corrupted = detail::metric_of(corrupted_run.result.logits, last, metric);
+    detail::check_runs_differ("patch_heads", out.clean, out.corrupted);
+    out.scores.resize(s.layers, s.heads);
+    const Index d = s.head_size;
+    for (Index l = 0; l < s.layers; ++l) {
+        const Matrix<T>& resid = corrupted_run.cache[activation_name({Point::resid_pre, l})];
+        for (Index h = 0; h < s.heads; ++h) {
+            Matrix<T> z = corrupted_run.cache[activation_name({Point::z, l})];  // (n × C)
+            z.middleCols(h * d, d) = clean_run.cache[activation_name({Point::z, l})].middleCols(h * d, d);
+            const detail::Resume<T> resume{l, &resid, &z};
+            detail::PassSetup<T> setup;
+            setup.resume = &resume;
+            setup.last_logits_only = true;
+            ForwardResult<T> patched;
+            ForwardOptions forward = keep.forward;
+            detail::run_pass(model, corrupted_text, forward, patched, setup, "patch_heads");
+            out.scores(l, h) =
+                (detail::metric_of(patched.logits, 0, metric) - out.corrupted) / (out.clean - out.corrupted);
+        }
+    }
+    return out;
+}
+
+/// For every layer and position, the corrupted run with that position's residual stream
+/// entering the layer (hook_resid_pre) taken from the clean run; each patched run starts at
+/// that layer. Positions after the metric's cannot change it and score 0.
+template <class T>
+Patching<T> patch_residual(const Model<T>& model, const std::vector<int>& clean, const std::vector<int>& corrupted,
+                           const LogitMetric& metric, const ForwardOptions& options = {}) {
+    const ModelSettings& s = model.settings();
+    detail::check_patching("patch_residual", s, clean, corrupted, metric);
+    const std::vector<int> clean_text(clean.begin(), clean.begin() + metric.position + 1);
+    const std::vector<int> corrupted_text(corrupted.begin(), corrupted.begin() + metric.position + 1);
+    HookOptions<T> keep;
+    keep.forward = options;
+    keep.forward.keep_attention = false;
+    for (Index l = 0; l < s.layers; ++l) keep.keep.push_back(activation_name({Point::resid_pre, l}));
+    const HookedRun<T> clean_run = run_with_hooks(model, clean_text, keep);
+    const HookedRun<T> corrupted_run = run_with_hooks(model, corrupted_text, keep);
+    Patching<T> out;
+    out.clean = detail::metric_of(clean_run.result.logits, metric.position, metric);
+    out.corrupted = detail::metric_of(corrupted_run.result.logits, metric.position, metric);
+    detail::check_runs_differ("patch_residual", out.clean, out.corrupted);
+    out.scores = Matrix<T>::Zero(s.layers, Index(clean.size()));
+    for (Index l = 0; l < s.layers; ++l) {
+        const std::string name = activation_name({Point::resid_pre, l});
+        for (Index i = 0; i <= metric.position; ++i) {
+            Matrix<T> resid = corrupted_run.cache[name];
+            resid.row(i) = clean_run.cache[name].row(i);
+            const detail::Resume<T> resume{l, &resid, nullptr};
+            detail::PassSetup<T> setup;
+            setup.resume = &resume;
+            setup.last_logits_only = true;
+            ForwardResult<T> patched;
+            detail::run_pass(model, corrupted_text, keep.forward, patched, setup, "patch_residual");
+            out.scores(l, i) =
+                (detail::metric_of(patched.logits, 0, metric) - out.corrupted) / (out.clean - out.corrupted);
+        }
+    }
+    return out;
+}
+
+}  // namespace attn

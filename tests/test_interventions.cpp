@@ -1,0 +1,195 @@
+// attn/model/interventions.hpp and activations.hpp: keeping activations changes no bit, patching a
+// run's own activations into itself changes no bit, direct logit attribution sums to the logit
+// difference, the patching sweeps' resumed runs equal whole hooked runs, errors; and agreement with
+// tools/interventions.py's float64 PyTorch hooks (tests/data/store/interventions.*).
+#include <doctest/doctest.h>
+#include <attn/model/interventions.hpp>
+#include <attn/model/model.hpp>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+using attn::Index;
+
+namespace {
+
+template <class T>
+const attn::Model<T>& store_model() {
+    static const attn::Model<T> model =
+        attn::Model<T>::load(std::filesystem::path(ATTN_SOURCE_DIR) / "models" / "store");
+    return model;
+}
+
+const char* kDescription =
+    "protect your outdoor patio furniture from harsh elements with this outdoor patio furniture cover.";
+
+template <class T>
+std::vector<int> exemplar(const char* last_word = "cover") {
+    return store_model<T>().product_ids(std::string("double chaise patio furniture ") + last_word, kDescription);
+}
+
+template <class T>
+attn::LogitMetric cover_minus_set() {
+    const attn::Tokenizer& tokens = store_model<T>().tokenizer();
+    return {22, tokens.encode("cover").at(0), tokens.encode("set").at(0)};
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("run_with_hooks threads: keeping every activation changes no bit of the forward", T, float, double) {
+    const attn::Model<T>& model = store_model<T>();
+    const std::vector<int> ids = exemplar<T>();
+    for (int threads : {1, 2}) {
+        attn::HookOptions<T> options;
+        options.forward.threads = threads;
+        options.keep = {"*"};
+        const attn::HookedRun<T> run = attn::run_with_hooks(model, ids, options);
+        attn::ForwardOptions plain;
+        plain.threads = threads;
+        CHECK(run.result.logits == model.forward(ids, plain).logits);
+        CHECK(run.cache.size() == 2 + 11 * 4);
+        CHECK(run.cache["blocks.2.attn.hook_z"].rows() == Index(ids.size()));
+        CHECK(run.cache["blocks.2.attn.hook_z"].cols() == 128);
+        CHECK(run.cache["blocks.1.attn.hook_result"].cols() == 4 * 128);
+        CHECK(run.cache["blocks.3.mlp.hook_post"].cols() == 512);
+        CHECK(run.cache["ln_final.hook_scale"].cols() == 1);
+        // the residual stream adds up: resid_post = resid_pre + attn_out + mlp_out, attn_out = Σ results
+        for (Index l = 0; l < 4; ++l) {
+            const auto pre = run.cache[attn::activation_name({attn::Point::resid_pre, l})];
+            const auto mid = run.cache[attn::activation_name({attn::Point::resid_mid, l})];
+            const auto attn_out = run.cache[attn::activation_name({attn::Point::attn_out, l})];
+            CHECK(mid == attn::Matrix<T>(pre + attn_out));
+            const auto results = run.cache[attn::activation_name({attn::Point::result, l})];
+            attn::Matrix<T> sum = attn::Matrix<T>::Zero(results.rows(), 128);
+            for (Index h = 0; h < 4; ++h) sum += results.middleCols(h * 128, 128);
+            CHECK(double((sum - attn_out).cwiseAbs().maxCoeff()) < (sizeof(T) == 4 ? 1e-4 : 1e-12));
+            if (l > 0) CHECK(pre == run.cache[attn::activation_name({attn::Point::resid_post, l - 1})]);
+        }
+        CHECK(run.cache["hook_embed"] == run.cache["blocks.0.hook_resid_pre"]);
+    }
+}
+
+TEST_CASE_TEMPLATE("run_with_hooks: patching a run's own activations into itself changes no bit", T, float, double) {
+    const attn::Model<T>& model = store_model<T>();
+    const std::vector<int> ids = exemplar<T>();
+    attn::HookOptions<T> keep;
+    keep.keep = {"*"};
+    const attn::HookedRun<T> clean = attn::run_with_hooks(model, ids, keep);
+    for (const std::string name : {"hook_embed", "blocks.0.hook_resid_pre", "blocks.1.attn.hook_z",
+                                   "blocks.2.hook_attn_out", "blocks.2.hook_resid_mid", "blocks.3.mlp.hook_pre",
+                                   "blocks.0.mlp.hook_post", "blocks.1.hook_mlp_out", "blocks.3.hook_resid_post"}) {
+        CAPTURE(name);
+        attn::HookOptions<T> patch;
+        patch.interventions.push_back(attn::Intervention<T>::replace(name, clean.cache[name]));
+        CHECK(attn::run_with_hooks(model, ids, patch).result.logits == clean.result.logits);
+    }
+    attn::HookOptions<T> head;  // one head, some positions
+    head.interventions.push_back(attn::Intervention<T>::replace(
+        "blocks.3.attn.hook_z", clean.cache["blocks.3.attn.hook_z"](std::vector<Index>{3, 22}, Eigen::seqN(32, 32)), 1,
+        {3, 22}));
+    CHECK(attn::run_with_hooks(model, ids, head).result.logits == clean.result.logits);
+}
+
+TEST_CASE_TEMPLATE("run_with_hooks: zeroing a head's output is ablating it", T, float, double) {
+    const attn::Model<T>& model = store_model<T>();
+    const std::vector<int> ids = exemplar<T>();
+    attn::HookOptions<T> zero;
+    zero.interventions.push_back(attn::Intervention<T>::zero("blocks.3.attn.hook_z", 1));
+    attn::ForwardOptions ablate;
+    ablate.ablate = {{3, 1}};
+    CHECK(attn::run_with_hooks(model, ids, zero).result.logits == model.forward(ids, ablate).logits);
+}
+
+TEST_CASE_TEMPLATE("logit_attribution: the shares sum to the logit difference", T, float, double) {
+    const attn::Model<T>& model = store_model<T>();
+    attn::HookOptions<T> keep;
+    keep.keep = attn::attribution_activations(model.settings());
+    const attn::HookedRun<T> run = attn::run_with_hooks(model, exemplar<T>(), keep);
+    const attn::LogitAttribution<T> dla = attn::logit_attribution(model, run, cover_minus_set<T>());
+    REQUIRE(dla.shares.size() == 22);
+    CHECK(dla.components.front() == "embed");
+    CHECK(dla.components[1] == "L0H0");
+    CHECK(dla.components[5] == "mlp0");
+    CHECK(dla.components.back() == "bias");
+    CHECK(double(std::abs(dla.shares.sum() - dla.metric)) <=
+          (sizeof(T) == 4 ? 1e-5 : 1e-12) * std::max(1.0, double(std::abs(dla.metric))));
+}
+
+TEST_CASE_TEMPLATE("patch_heads threads: resumed runs equal whole runs with the patch as an intervention", T, float,
+                   double) {
+    const attn::Model<T>& model = store_model<T>();
+    const auto clean = exemplar<T>(), corrupted = exemplar<T>("set");
+    const attn::LogitMetric metric = cover_minus_set<T>();
+    const attn::Patching<T> patching = attn::patch_heads(model, clean, corrupted, metric);
+    CHECK(patching.clean > T(0));
+    CHECK(patching.corrupted < T(0));
+    attn::HookOptions<T> keep;
+    keep.keep = {"*"};
+    const auto clean_run = attn::run_with_hooks(model, clean, keep);
+    for (Index l = 0; l < 4; ++l)
+        for (Index h = 0; h < 4; ++h) {
+            attn::HookOptions<T> patch;
+            const std::string name = attn::activation_name({attn::Point::z, l});
+            patch.interventions.push_back(
+                attn::Intervention<T>::replace(name, clean_run.cache[name].middleCols(h * 32, 32), h));
+            const auto logits = attn::run_with_hooks(model, corrupted, patch).result.logits;
+            const T m = logits(22, metric.token) - logits(22, metric.other);
+            CHECK(patching.scores(l, h) == (m - patching.corrupted) / (patching.clean - patching.corrupted));
+        }
+    attn::ForwardOptions two;
+    two.threads = 2;
+    CHECK(attn::patch_heads(model, clean, corrupted, metric, two).scores == patching.scores);
+}
+
+TEST_CASE("patch_residual: patching the name's last token restores the clean run, elsewhere little") {
+    const attn::Model<double>& model = store_model<double>();
+    const attn::Patching<double> patching =
+        attn::patch_residual(model, exemplar<double>(), exemplar<double>("set"), cover_minus_set<double>());
+    REQUIRE(patching.scores.rows() == 4);
+    REQUIRE(patching.scores.cols() == 26);
+    CHECK(patching.scores(0, 6) == doctest::Approx(1.0).epsilon(1e-12));  // layer 0 at the differing token: all of it
+    for (Index i = 0; i < 26; ++i)
+        if (i != 6) CHECK(patching.scores(0, i) == doctest::Approx(0.0).epsilon(1e-12));
+    CHECK(patching.scores.rightCols(3).isZero(0));  // after the metric's position
+}
+
+TEST_CASE("run_with_hooks: bad names, heads, positions and shapes are errors before any work") {
+    const attn::Model<float>& model = store_model<float>();
+    const std::vector<int> ids = exemplar<float>();
+    attn::HookOptions<float> options;
+    options.keep = {"blocks.4.hook_resid_pre"};
+    CHECK_THROWS_WITH_AS(attn::run_with_hooks(model, ids, options), doctest::Contains("layer 4 is out of range"),
+                         attn::argument_error);
+    options.keep = {"blocks.0.hook_nothing"};
+    CHECK_THROWS_WITH_AS(attn::run_with_hooks(model, ids, options), doctest::Contains("unknown name"),
+                         attn::argument_error);
+    options.keep = {};
+    options.positions = {26};
+    options.keep = {"hook_embed"};
+    CHECK_THROWS_WITH_AS(attn::run_with_hooks(model, ids, options), doctest::Contains("kept position"),
+                         attn::argument_error);
+    options = {};
+    options.interventions.push_back(attn::Intervention<float>::zero("blocks.0.attn.hook_z", 4));
+    CHECK_THROWS_WITH_AS(attn::run_with_hooks(model, ids, options), doctest::Contains("intervention head"),
+                         attn::argument_error);
+    options.interventions = {attn::Intervention<float>::zero("blocks.0.hook_resid_pre", 1)};
+    CHECK_THROWS_WITH_AS(attn::run_with_hooks(model, ids, options), doctest::Contains("not per head"),
+                         attn::argument_error);
+    options.interventions = {
+        attn::Intervention<float>::replace("blocks.0.hook_resid_pre", attn::Matrix<float>(2, 128), {}, {1})};
+    CHECK_THROWS_WITH_AS(attn::run_with_hooks(model, ids, options), doctest::Contains("expected 1 × 128"),
+                         attn::shape_error);
+    options.interventions = {attn::Intervention<float>::zero("blocks.0.attn.hook_result")};
+    CHECK_THROWS_WITH_AS(attn::run_with_hooks(model, ids, options), doctest::Contains("cannot be changed"),
+                         attn::argument_error);
+    options.interventions = {attn::Intervention<float>::zero("hook_embed", {}, {30})};
+    CHECK_THROWS_WITH_AS(attn::run_with_hooks(model, ids, options), doctest::Contains("intervention position"),
+                         attn::argument_error);
+    const attn::LogitMetric metric = cover_minus_set<float>();
+    CHECK_THROWS_WITH_AS(attn::patch_heads(model, ids, std::vector<int>(ids.begin(), ids.end() - 1), metric),
+                         doctest::Contains("same length"), attn::argument_error);
+    CHECK_THROWS_AS(attn::patch_heads(model, ids, ids, metric), attn::numeric_error);
+    CHECK_THROWS_WITH_AS(attn::patch_heads(model, ids, ids, attn::LogitMetric{26, 1, 2}),
+                         doctest::Contains("metric position"), attn::argument_error);
+}
