@@ -3,4 +3,5 @@
 // heads do from its attention. Needs the model layer's result types, not its loader:
 // nothing here includes nlohmann_json.
 
+#include "attn/analysis/head_detectors.hpp"
 #include "attn/analysis/head_scores.hpp"

@@ -1,0 +1,72 @@
+// attn/analysis/head_detectors.hpp: TransformerLens's detection patterns and "mul" scores on
+// hand-made weights, the options, errors, and the store model's heads.
+#include <doctest/doctest.h>
+#include <attn/analysis/head_detectors.hpp>
+#include <attn/model/model.hpp>
+
+#include <filesystem>
+#include <vector>
+
+using attn::HeadPattern;
+using attn::Index;
+
+TEST_CASE("detection_pattern: previous, duplicate and induction positions as TransformerLens defines them") {
+    const std::vector<int> ids{0, 5, 6, 7, 5, 6};  // <s> A B C A B
+    CHECK(attn::detection_pattern(HeadPattern::previous_token, ids, 3, 2));
+    CHECK_FALSE(attn::detection_pattern(HeadPattern::previous_token, ids, 3, 1));
+    CHECK(attn::detection_pattern(HeadPattern::duplicate_token, ids, 4, 1));        // the second A sees the first
+    CHECK_FALSE(attn::detection_pattern(HeadPattern::duplicate_token, ids, 4, 4));  // not itself
+    CHECK_FALSE(attn::detection_pattern(HeadPattern::duplicate_token, ids, 1, 4));  // not a later copy
+    CHECK(attn::detection_pattern(HeadPattern::induction, ids, 4, 2));  // second A → the B after the first A
+    CHECK(attn::detection_pattern(HeadPattern::induction, ids, 5, 3));  // second B → C
+    CHECK_FALSE(attn::detection_pattern(HeadPattern::induction, ids, 4, 5));
+}
+
+TEST_CASE("detection_score: the share of the attention on the pattern, with and without exclusions") {
+    const std::vector<int> ids{0, 5, 5};
+    attn::Matrix<double> weights(3, 3);
+    weights << 1.0, 0.0, 0.0,  //
+        0.5, 0.5, 0.0,         //
+        0.2, 0.6, 0.2;
+    // previous token: (1, 0) 0.5 and (2, 1) 0.6 of 3 in all
+    CHECK(attn::detection_score(weights, ids, HeadPattern::previous_token) == doctest::Approx(1.1 / 3.0));
+    // duplicate: (2, 1) = 0.6; induction: (2, 2)? ids[1] = ids[2] → D(2, 2) = 1: 0.2
+    CHECK(attn::detection_score(weights, ids, HeadPattern::duplicate_token) == doctest::Approx(0.6 / 3.0));
+    CHECK(attn::detection_score(weights, ids, HeadPattern::induction) == doctest::Approx(0.2 / 3.0));
+    attn::DetectorOptions options;
+    options.exclude_bos = true;  // column 0 out: 0.5 + 0.6 + 0.2 left
+    CHECK(attn::detection_score(weights, ids, HeadPattern::previous_token, options) == doctest::Approx(0.6 / 1.3));
+    options.exclude_current_token = true;  // and the diagonal: only (2, 1) = 0.6 left
+    CHECK(attn::detection_score(weights, ids, HeadPattern::duplicate_token, options) == doctest::Approx(1.0));
+    CHECK_THROWS_AS(attn::detection_score(weights, std::vector<int>{0, 5}, HeadPattern::induction), attn::shape_error);
+    attn::Matrix<double> only_bos = attn::Matrix<double>::Zero(2, 2);
+    only_bos.col(0).setOnes();
+    options.exclude_current_token = false;
+    CHECK_THROWS_AS(attn::detection_score(only_bos, std::vector<int>{0, 5}, HeadPattern::induction, options),
+                    attn::numeric_error);
+}
+
+TEST_CASE("detect_heads: the store model's previous-token head scores highest on the previous-token pattern") {
+    const auto model = attn::Model<double>::load(std::filesystem::path(ATTN_SOURCE_DIR) / "models" / "store");
+    const std::vector<int> ids = model.product_ids(
+        "double chaise patio furniture cover",
+        "protect your outdoor patio furniture from harsh elements with this outdoor patio furniture cover.");
+    attn::ForwardOptions options;
+    options.keep_attention = true;
+    const auto result = model.forward(ids, options);
+    const Eigen::MatrixXd previous = attn::detect_heads(result.attention, ids, HeadPattern::previous_token);
+    REQUIRE(previous.rows() == 4);
+    REQUIRE(previous.cols() == 4);
+    CHECK((previous.array() >= 0.0).all());
+    CHECK((previous.array() <= 1.0).all());
+    Index layer = 0, head = 0;
+    previous.maxCoeff(&layer, &head);
+    CHECK(layer == 1);  // layer 2, head 4: the chapter's previous-token head on our model (previous_token_heads)
+    CHECK(head == 3);
+    // each row's weights sum to 1, so a score is at most the share of rows with a target: on this text
+    // few tokens repeat, and every duplicate and induction score stays small
+    CHECK(attn::detect_heads(result.attention, ids, HeadPattern::duplicate_token).maxCoeff() < 0.1);
+    CHECK(attn::detect_heads(result.attention, ids, HeadPattern::induction).maxCoeff() < 0.2);
+    CHECK_THROWS_AS(attn::detect_heads(attn::ModelAttention<double>{}, ids, HeadPattern::induction),
+                    attn::argument_error);
+}
