@@ -1,4 +1,5 @@
-// Decoding the store model (Google Benchmark; JSON with --benchmark_format=json).
+// The store model beyond one forward pass: decoding, and looking inside (Google Benchmark;
+// JSON with --benchmark_format=json).
 //
 // Families:
 //   decode/step/cache:N              Decoder::step after N cached positions: one token's logits
@@ -9,9 +10,14 @@
 //   decode/prefill/threads:t         Decoder::append of 16 … 160 prompt positions, last logits only
 //   generate/cached/tokens:128       attn::generate, greedy, 128 tokens from `<s> name <sep>` (tokens/s)
 //   generate/recompute/tokens:128    the same 128 tokens by a full forward per token (tokens/s)
+//   hooks/forward/threads:t          Model::forward at 160 positions, logits only (the baseline)
+//   hooks/keep_all/threads:t         run_with_hooks keeping every activation ("*") at 160 positions
+//   hooks/patch_heads/threads:t      patch_heads over the 16 heads (clean and corrupted runs included),
+//                                    metric at the last of 160 positions
 // Steps run on the calling thread (a single position is not worth a second one).
 #include <benchmark/benchmark.h>
 #include <attn/model.hpp>
+#include <attn/model/interventions.hpp>
 
 #include <cstring>
 #include <string>
@@ -100,7 +106,59 @@ void generate_recompute(benchmark::State& state) {
     state.SetItemsProcessed(state.iterations() * state.range(0));
 }
 
+/// A validation-like text of 160 ids, and the same with one name token changed.
+std::vector<int> long_text(bool corrupted) {
+    std::vector<int> ids = text_of(160);
+    if (corrupted) ids[6] = ids[6] == 129 ? 236 : 129;
+    return ids;
+}
+
+void hooks_forward(benchmark::State& state, int threads) {
+    const std::vector<int> ids = long_text(false);
+    attn::ForwardOptions options;
+    options.threads = threads;
+    for (auto _ : state) {
+        auto result = store_model().forward(ids, options);
+        benchmark::DoNotOptimize(result.logits.data());
+    }
+}
+
+void hooks_keep_all(benchmark::State& state, int threads) {
+    const std::vector<int> ids = long_text(false);
+    attn::HookOptions<float> options;
+    options.forward.threads = threads;
+    options.keep = {"*"};
+    for (auto _ : state) {
+        auto run = attn::run_with_hooks(store_model(), ids, options);
+        benchmark::DoNotOptimize(run.result.logits.data());
+    }
+}
+
+void hooks_patch_heads(benchmark::State& state, int threads) {
+    const std::vector<int> clean = long_text(false), corrupted = long_text(true);
+    attn::ForwardOptions options;
+    options.threads = threads;
+    // any two tokens whose logit difference the changed name moves
+    const attn::LogitMetric metric{159, 236, 129};
+    for (auto _ : state) {
+        auto patching = attn::patch_heads(store_model(), clean, corrupted, metric, options);
+        benchmark::DoNotOptimize(patching.scores.data());
+    }
+}
+
 void register_benchmarks() {
+    for (int threads : {1, 2}) {
+        const std::string suffix = "/threads:" + std::to_string(threads);
+        benchmark::RegisterBenchmark(("hooks/forward" + suffix).c_str(), hooks_forward, threads)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+        benchmark::RegisterBenchmark(("hooks/keep_all" + suffix).c_str(), hooks_keep_all, threads)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+        benchmark::RegisterBenchmark(("hooks/patch_heads" + suffix).c_str(), hooks_patch_heads, threads)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+    }
     const std::vector<Index> caches{16, 32, 64, 128, 150, 159};
     for (bool kept : {false, true}) {
         auto* family =
