@@ -3,10 +3,17 @@
 // difference, the patching sweeps' resumed runs equal whole hooked runs, errors; and agreement with
 // tools/interventions.py's float64 PyTorch hooks (tests/data/store/interventions.*).
 #include <doctest/doctest.h>
+#include <attn/analysis/head_detectors.hpp>
 #include <attn/model/interventions.hpp>
 #include <attn/model/model.hpp>
+#include <attn/model/safetensors.hpp>
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -192,4 +199,174 @@ TEST_CASE("run_with_hooks: bad names, heads, positions and shapes are errors bef
     CHECK_THROWS_AS(attn::patch_heads(model, ids, ids, metric), attn::numeric_error);
     CHECK_THROWS_WITH_AS(attn::patch_heads(model, ids, ids, attn::LogitMetric{26, 1, 2}),
                          doctest::Contains("metric position"), attn::argument_error);
+}
+
+// ---- agreement with tools/interventions.py (float64 PyTorch, forward hooks on tools/model.py) ----
+
+namespace {
+
+struct Golden {
+    nlohmann::json json;
+    attn::SafeTensors tensors;
+};
+
+const Golden& golden() {
+    static const Golden g = [] {
+        const std::filesystem::path directory = std::filesystem::path(ATTN_TEST_DATA_DIR) / "store";
+        std::ifstream in(directory / "interventions.json");
+        REQUIRE_MESSAGE(in,
+                        "tests/data/store/interventions.json is missing (tools/interventions.py --golden writes it)");
+        return Golden{nlohmann::json::parse(in), attn::SafeTensors::open(directory / "interventions.safetensors")};
+    }();
+    return g;
+}
+
+/// Largest |a − b| relative to the largest |b| (at least 1).
+template <class DA, class DB>
+double relative_difference(const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBase<DB>& b) {
+    REQUIRE(a.rows() == b.rows());
+    REQUIRE(a.cols() == b.cols());
+    return (a.template cast<double>() - b.template cast<double>()).cwiseAbs().maxCoeff() /
+           std::max(1.0, b.template cast<double>().cwiseAbs().maxCoeff());
+}
+
+template <class T>
+constexpr double golden_bound() {
+    return sizeof(T) == 4 ? 1e-5 : 1e-10;  // the issue's bounds
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("run_with_hooks: every activation equals PyTorch's hooks", T, float, double) {
+    const attn::Model<T>& model = store_model<T>();
+    const Golden& g = golden();
+    REQUIRE(g.json.at("cases").size() >= 5);
+    double worst = 0.0;
+    for (const nlohmann::json& c : g.json.at("cases")) {
+        const std::string key = c.at("key").get<std::string>();
+        CAPTURE(key);
+        const auto ids = c.at("ids").get<std::vector<int>>();
+        CHECK(ids == model.product_ids(c.at("name").get<std::string>(), c.at("description").get<std::string>()));
+        attn::HookOptions<T> options;
+        options.keep = {"*"};
+        options.forward.keep_attention = true;
+        const attn::HookedRun<T> run = attn::run_with_hooks(model, ids, options);
+        const auto omitted = c.at("omitted_points").get<std::vector<std::string>>();
+        int compared = 0;
+        for (const std::string& name : run.cache.names()) {
+            if (std::find(omitted.begin(), omitted.end(), name) != omitted.end()) continue;
+            CAPTURE(name);
+            const double d = relative_difference(run.cache[name], g.tensors.matrix<double>(key + "." + name));
+            CHECK(d <= golden_bound<T>());
+            worst = std::max(worst, d);
+            ++compared;
+        }
+        CHECK(compared + int(omitted.size()) == 2 + 11 * 4);
+        for (Index l = 0; l < 4; ++l) {  // hook_pattern, (H·n × n)
+            const attn::Matrix<double> pattern =
+                g.tensors.matrix<double>(key + ".blocks." + std::to_string(l) + ".attn.hook_pattern");
+            for (Index h = 0; h < 4; ++h)
+                CHECK(relative_difference(run.result.attention.head(l, h),
+                                          pattern.middleRows(h * Index(ids.size()), Index(ids.size()))) <=
+                      golden_bound<T>());
+        }
+        for (const char* pattern : {"previous_token", "duplicate_token", "induction"}) {
+            const attn::HeadPattern which = std::string(pattern) == "previous_token" ? attn::HeadPattern::previous_token
+                                            : std::string(pattern) == "duplicate_token"
+                                                ? attn::HeadPattern::duplicate_token
+                                                : attn::HeadPattern::induction;
+            const Eigen::MatrixXd scores = attn::detect_heads(run.result.attention, ids, which);
+            const auto expected = c.at("head_detectors").at(pattern).get<std::vector<std::vector<double>>>();
+            for (Index l = 0; l < 4; ++l)
+                for (Index h = 0; h < 4; ++h)
+                    CHECK(std::abs(scores(l, h) - expected[std::size_t(l)][std::size_t(h)]) <= golden_bound<T>());
+        }
+    }
+    MESSAGE("worst relative difference from PyTorch: " << worst);
+}
+
+TEST_CASE_TEMPLATE("logit_attribution, logit_lens and patching equal PyTorch's on the exemplar", T, float, double) {
+    const attn::Model<T>& model = store_model<T>();
+    const nlohmann::json& e = golden().json.at("exemplar");
+    const attn::LogitMetric metric{e.at("position").get<Index>(), e.at("t1").get<int>(), e.at("t2").get<int>()};
+    CHECK(metric.token == cover_minus_set<T>().token);
+    CHECK(metric.other == cover_minus_set<T>().other);
+    attn::HookOptions<T> keep;
+    keep.keep = attn::attribution_activations(model.settings());
+    for (Index l = 0; l < 4; ++l) keep.keep.push_back(attn::activation_name({attn::Point::resid_post, l}));
+    const attn::HookedRun<T> run = attn::run_with_hooks(model, exemplar<T>(), keep);
+    const attn::LogitAttribution<T> dla = attn::logit_attribution(model, run, metric);
+    const nlohmann::json& shares = e.at("dla");
+    REQUIRE(shares.size() == std::size_t(dla.shares.size()));
+    for (std::size_t i = 0; i < shares.size(); ++i) {
+        CHECK(shares[i].at("component").get<std::string>() == dla.components[i]);
+        CHECK(std::abs(double(dla.shares(Index(i))) - shares[i].at("value").get<double>()) <= golden_bound<T>() * 10);
+    }
+    const attn::LogitLens<T> lens = attn::logit_lens(model, run, metric.position);
+    const nlohmann::json& stages = e.at("logit_lens");
+    REQUIRE(stages.size() == lens.stages.size());
+    for (std::size_t s = 0; s < stages.size(); ++s) {
+        CHECK(std::abs(double(lens.probabilities(Index(s), metric.token)) - stages[s].at("p").get<double>()) <=
+              golden_bound<T>());
+        if (sizeof(T) == 8) {  // in float, near ties among the top 5 may swap
+            std::vector<int> top(std::size_t(model.settings().vocabulary_size));
+            std::iota(top.begin(), top.end(), 0);
+            std::partial_sort(top.begin(), top.begin() + 5, top.end(), [&](int a, int b) {
+                return lens.probabilities(Index(s), a) > lens.probabilities(Index(s), b);
+            });
+            top.resize(5);
+            CHECK(top == stages[s].at("top").get<std::vector<int>>());
+        }
+    }
+    const auto clean = exemplar<T>(), corrupted = exemplar<T>("set");
+    const attn::Patching<T> heads = attn::patch_heads(model, clean, corrupted, metric);
+    CHECK(std::abs(double(heads.clean) - e.at("m_clean").get<double>()) <= golden_bound<T>() * 20);
+    CHECK(std::abs(double(heads.corrupted) - e.at("m_corrupted").get<double>()) <= golden_bound<T>() * 20);
+    const auto expected_heads = e.at("head_patching").get<std::vector<std::vector<double>>>();
+    for (Index l = 0; l < 4; ++l)
+        for (Index h = 0; h < 4; ++h)
+            CHECK(std::abs(double(heads.scores(l, h)) - expected_heads[std::size_t(l)][std::size_t(h)]) <=
+                  golden_bound<T>() * 10);
+    const attn::Patching<T> residual = attn::patch_residual(model, clean, corrupted, metric);
+    const auto expected_residual = e.at("residual_patching").get<std::vector<std::vector<double>>>();
+    for (Index l = 0; l < 4; ++l)
+        for (Index i = 0; i < Index(clean.size()); ++i)
+            CHECK(std::abs(double(residual.scores(l, i)) - expected_residual[std::size_t(l)][std::size_t(i)]) <=
+                  golden_bound<T>() * 10);
+}
+
+TEST_CASE_TEMPLATE("interventions: zero and mean ablation and a residual patch equal PyTorch's", T, float, double) {
+    const attn::Model<T>& model = store_model<T>();
+    const Golden& g = golden();
+    const nlohmann::json& all = g.json.at("interventions");
+    const auto clean = exemplar<T>(), corrupted = exemplar<T>("set");
+    {  // (a) zero-ablation of head (3, 1)
+        attn::HookOptions<T> options;
+        options.interventions.push_back(attn::Intervention<T>::zero("blocks.3.attn.hook_z", 1));
+        CHECK(relative_difference(attn::run_with_hooks(model, clean, options).result.logits,
+                                  g.tensors.matrix<double>(all.at("intervention_a").at("logits").get<std::string>())) <=
+              golden_bound<T>());
+    }
+    {  // (b) mean-ablation of head (2, 0) with the caller's mean
+        const auto mean = all.at("intervention_b").at("mean").get<std::vector<double>>();
+        attn::Matrix<T> row(1, Index(mean.size()));
+        for (std::size_t j = 0; j < mean.size(); ++j) row(0, Index(j)) = T(mean[j]);
+        attn::HookOptions<T> options;
+        options.interventions.push_back(attn::Intervention<T>::mean("blocks.2.attn.hook_z", row, 0));
+        CHECK(relative_difference(attn::run_with_hooks(model, clean, options).result.logits,
+                                  g.tensors.matrix<double>(all.at("intervention_b").at("logits").get<std::string>())) <=
+              golden_bound<T>());
+    }
+    {  // (c) blocks.2.hook_resid_pre row 6 from the clean run into the corrupted one
+        attn::HookOptions<T> keep;
+        keep.keep = {"blocks.2.hook_resid_pre"};
+        keep.positions = {6};
+        const auto source = attn::run_with_hooks(model, clean, keep);
+        attn::HookOptions<T> options;
+        options.interventions.push_back(attn::Intervention<T>::replace(
+            "blocks.2.hook_resid_pre", source.cache["blocks.2.hook_resid_pre"], {}, {6}));
+        CHECK(relative_difference(attn::run_with_hooks(model, corrupted, options).result.logits,
+                                  g.tensors.matrix<double>(all.at("intervention_c").at("logits").get<std::string>())) <=
+              golden_bound<T>());
+    }
 }
