@@ -134,7 +134,7 @@ def hooked(model, edits=(), cache=None):
 
     def store(name, tensor):
         if cache is not None:
-            cache[name] = tensor[0].detach().clone()
+            cache[name] = tensor[0].detach()  # no copy, as TransformerLens: nothing edits in place
 
     def pre_hook(name):
         def hook(module, args):
