@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""What interpretability costs in PyTorch: the store model's forward, cached, and patched.
+
+  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tools/bench_interp_peers.py \
+      [--rounds 3] [--out docs/bench/interp_peers.json]
+
+tools/model.py's StoreModel with the exported weights, float32, under torch.inference_mode(),
+on 160 positions (the longest validation product, 140 ids, padded to 160 by repeating its
+description; the corrupted text changes its name's last token), on 1 and 2 threads:
+
+  plain         the forward, logits only;
+  cache         the forward with every activation point of tools/interventions.py cached by
+                forward hooks (what TransformerLens's run_with_cache does: 4 + 12 per layer points);
+  sweep_eager   the head patching sweep as TransformerLens users write it: 16 hooked forwards
+                of the corrupted text, each with one head's hook_z replaced at every position
+                by the clean run's, the metric read from each run's logits;
+  sweep_batch   the same 16 runs as one forward of a batch of 16 (row 4l+h patches head (l, h));
+  sweep_skip    one corrupted forward keeping each block's input, then per layer l one batch of
+                4 (one per head) through blocks l..3 only, from the corrupted input of block l,
+                and the final LayerNorm and unembedding at the metric's position only.
+The clean run's hook_z (the sweeps' input) is cached once, outside the timings. The three sweeps
+agree with tools/interventions.py's float64 scores (checked before timing). Each thread count
+runs in a process of its own; --rounds rounds interleave them; times are medians over the
+rounds of medians of repeated runs. `pgrep cc1plus` is recorded before every round (the machine
+is shared with compilers); OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset in this command only.
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import interventions as iv  # noqa: E402
+from bench_model_peers import median_seconds  # noqa: E402
+from tokenizer import read_products  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+POSITIONS = 160
+FORMS = ["plain", "cache", "sweep_eager", "sweep_batch", "sweep_skip"]
+
+
+def texts(tokenizer, longest=POSITIONS):
+    """(clean, corrupted, metric position, t1, t2): the longest validation product, padded to
+    `longest` by repeating its description; the corrupted name's last token t1 becomes t2."""
+    products = read_products(ROOT / "models/store/validation.tsv")
+    ids = max((tokenizer.product_ids(n, d, longest) for n, d in products), key=len)
+    sep = ids.index(tokenizer.separator)
+    description = ids[sep + 1:]
+    while len(ids) < longest:
+        ids = ids + description[:longest - len(ids)]
+    ids = ids[:longest]
+    last = sep - 1
+    other = next(t for t in (tokenizer.ids["set</w>"], tokenizer.ids["cover</w>"]) if t != ids[last])
+    corrupted = list(ids)
+    corrupted[last] = other
+    # the metric where the description is about to repeat the name's last token (if it does)
+    position = next((i for i in range(sep + 1, longest - 1) if ids[i + 1] == ids[last]), longest - 1)
+    return ids, corrupted, position, ids[last], other
+
+
+def sweep_eager(model, corrupted, clean_z, position, t1, t2):
+    s = model.settings
+    out = torch.empty(s.layers, s.heads)
+    for l in range(s.layers):
+        for h in range(s.heads):
+            edit = iv.replace_head(model, h, clean_z[l][:, iv.head_columns(model, h)])
+            logits = iv.run_with_hooks(model, corrupted, [(f"blocks.{l}.attn.hook_z", edit)])[0]
+            out[l, h] = iv.logit_difference(logits, position, t1, t2)
+    return out
+
+
+def sweep_batch(model, corrupted, clean_z, position, t1, t2):
+    s = model.settings
+    edits = [(f"blocks.{l}.attn.hook_z",
+              iv.replace_head(model, h, clean_z[l][:, iv.head_columns(model, h)], rows=[l * s.heads + h]))
+             for l in range(s.layers) for h in range(s.heads)]
+    batch = torch.as_tensor(corrupted).expand(s.layers * s.heads, -1)
+    logits = iv.run_with_hooks(model, batch, edits)
+    return iv.logit_difference(logits, position, t1, t2).view(s.layers, s.heads)
+
+
+def sweep_skip(model, corrupted, clean_z, position, t1, t2):
+    """Patching head (l, h) leaves blocks 0..l-1 as in the corrupted run: start there."""
+    s = model.settings
+    n = len(corrupted)
+    cos, sin = model.rope_cos[:n].to(clean_z[0].dtype), model.rope_sin[:n].to(clean_z[0].dtype)
+    mask = torch.ones(n, n, dtype=torch.bool).triu(1)
+    inputs = [model.embedding(torch.as_tensor(corrupted)[None])]  # the corrupted run's block inputs
+    for block in model.layers[:-1]:
+        inputs.append(block(inputs[-1], cos, sin, mask)[0])
+    out = torch.empty(s.layers, s.heads)
+    for l in range(s.layers):
+        x = inputs[l].expand(s.heads, -1, -1)
+        edits = [(f"blocks.{l}.attn.hook_z",
+                  iv.replace_head(model, h, clean_z[l][:, iv.head_columns(model, h)], rows=[h]))
+                 for h in range(s.heads)]
+        with iv.hooked(model, edits):
+            for block in model.layers[l:]:
+                x, _ = block(x, cos, sin, mask)
+        row = model.final_norm(x[:, position]) @ model.embedding.weight.t()  # heads x V
+        out[l] = row[:, t1] - row[:, t2]
+    return out
+
+
+def clean_hook_z(model, clean):
+    _, cache = iv.run_with_cache(model, clean)
+    return [cache[f"blocks.{l}.attn.hook_z"] for l in range(model.settings.layers)]
+
+
+def time_forms(threads):
+    """Medians in seconds of every form on `threads` threads, in this process."""
+    torch.set_num_threads(threads)
+    model, tokenizer, _ = iv.load_model(ROOT / "models/store")
+    model = model.float()
+    clean, corrupted, position, t1, t2 = texts(tokenizer)
+    ids = torch.tensor(clean)
+    with torch.inference_mode():
+        clean_z = clean_hook_z(model, clean)
+        calls = {
+            "plain": lambda: model(ids),
+            "cache": lambda: iv.run_with_cache(model, clean),
+            "sweep_eager": lambda: sweep_eager(model, corrupted, clean_z, position, t1, t2),
+            "sweep_batch": lambda: sweep_batch(model, corrupted, clean_z, position, t1, t2),
+            "sweep_skip": lambda: sweep_skip(model, corrupted, clean_z, position, t1, t2),
+        }
+        return {form: median_seconds(calls[form], budget=1.0, least=10) for form in FORMS}
+
+
+def check_agreement():
+    """The float32 sweeps against each other and the float64 reference's scores."""
+    model, tokenizer, _ = iv.load_model(ROOT / "models/store")
+    clean, corrupted, position, t1, t2 = texts(tokenizer)
+    with torch.no_grad():
+        _, cache = iv.run_with_cache(model, clean)
+        reference = iv.head_patching(model, clean, corrupted, position, t1, t2, cache)
+        m_clean, m_corrupted = iv.metrics(model, clean, corrupted, position, t1, t2)
+        small = iv.load_model(ROOT / "models/store")[0].float()
+        clean_z = clean_hook_z(small, clean)
+        worst = 0.0
+        for sweep in (sweep_eager, sweep_batch, sweep_skip):
+            scores = (sweep(small, corrupted, clean_z, position, t1, t2).double() - m_corrupted) \
+                / (m_clean - m_corrupted)
+            worst = max(worst, float((scores - reference).abs().max()))
+    assert worst < 1e-3, f"float32 sweeps differ from the float64 scores by {worst}"
+    return {"m_clean": m_clean, "m_corrupted": m_corrupted, "scores": reference.tolist(),
+            "max_score_difference_float32": worst}
+
+
+def in_subprocess(threads):
+    """Each thread count in a process of its own: PyTorch's idle OpenMP threads spin for a
+    while after each call and would slow whatever ran next in the same process."""
+    out = subprocess.run([sys.executable, __file__, "--time", str(threads)],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def compilers():
+    return subprocess.run(["pgrep", "-a", "cc1plus"], capture_output=True, text=True).stdout.strip()
+
+
+def markdown(result):
+    lines = [
+        "# Interpretability in PyTorch: forward, cache, head patching sweep",
+        "",
+        f"tools/bench_interp_peers.py: StoreModel, float32, torch.inference_mode(), {POSITIONS} positions, "
+        f"torch {result['torch']}; medians over {result['rounds']} rounds (each a median of repeated runs). "
+        "Regenerate with `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 "
+        "tools/bench_interp_peers.py`.",
+        "",
+        "| threads | plain forward | forward + cache (hooks) | sweep: 16 hooked forwards "
+        "| sweep: one batch of 16 | sweep: skip unchanged layers | cache / plain | best sweep / plain |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in result["rows"]:
+        best = min(row[f] for f in ("sweep_eager_ms", "sweep_batch_ms", "sweep_skip_ms"))
+        lines.append(
+            f"| {row['threads']} | {row['plain_ms']:.2f} ms | {row['cache_ms']:.2f} ms "
+            f"| {row['sweep_eager_ms']:.2f} ms | {row['sweep_batch_ms']:.2f} ms | {row['sweep_skip_ms']:.2f} ms "
+            f"| {row['cache_ms'] / row['plain_ms']:.2f}× | {best / row['plain_ms']:.1f}× |")
+    busy = [c for c in result["compilers_seen"] if c]
+    lines += [
+        "",
+        "The sweeps' scores agree with tools/interventions.py's float64 head patching to "
+        f"{result['agreement']['max_score_difference_float32']:.1e}.",
+        "",
+        ("Compilers (cc1plus) were running during " + f"{len(busy)} of {len(result['compilers_seen'])} rounds: "
+         "these times are noisy." if busy else "No compiler (cc1plus) ran at the start of any round."),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--out", default=str(ROOT / "docs/bench/interp_peers.json"))
+    parser.add_argument("--time", type=int, help=argparse.SUPPRESS)  # internal: one thread count
+    args = parser.parse_args()
+    if args.time:
+        print(json.dumps(time_forms(args.time)))
+        return
+
+    agreement = check_agreement()
+    runs = {t: [] for t in args.threads}
+    seen = []
+    for _ in range(args.rounds):
+        seen.append(compilers())
+        for t in args.threads:
+            runs[t].append(in_subprocess(t))
+    rows = [dict({"threads": t}, **{f + "_ms": statistics.median(r[f] for r in runs[t]) * 1e3 for f in FORMS})
+            for t in args.threads]
+    result = {"positions": POSITIONS, "dtype": "float32", "torch": torch.__version__, "rounds": args.rounds,
+              "rows": rows, "agreement": agreement, "compilers_seen": seen,
+              "runs": {str(t): runs[t] for t in args.threads}}
+    out = Path(args.out)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    md = markdown(result)
+    out.with_suffix(".md").write_text(md)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()
