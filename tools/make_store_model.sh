@@ -44,5 +44,6 @@ fi
 # 5. float64 reference goldens for the C++ tests, checked against the training model
 "$PYTHON" tools/reference.py --model "$OUT" --data "$OUT" --out tests/data/store \
     --check-against "$CHECKPOINTS/final.pt"
+"$PYTHON" tools/generate.py --model "$OUT" --golden tests/data/store/generation.json  # 6. generations
 
 ls -l "$OUT" tests/data/store
