@@ -51,6 +51,48 @@ STOPS = ("end", "context", "max_tokens")
 # the model with a key/value cache
 
 
+class CachedLayer(nn.Module):
+    """One Block of a StoreModel on its slice of the cache (heads x context x head_size).
+
+    Holds the block's parts rather than the block, so that torch.jit.script need not
+    compile Block.forward (whose helper closure TorchScript cannot)."""
+
+    def __init__(self, block, heads: int, head_size: int):
+        super().__init__()
+        self.heads = heads
+        self.head_size = head_size
+        self.scale = 1.0 / math.sqrt(head_size)
+        self.attention_norm = block.attention_norm
+        self.query = block.attention.query
+        self.key = block.attention.key
+        self.value = block.attention.value
+        self.output = block.attention.output
+        self.mlp_norm = block.mlp_norm
+        self.mlp = block.mlp
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, start: int,
+                keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        """x (m x dimensions) at positions start .. start+m-1 -> x after the block."""
+        m = x.shape[0]
+        end = start + m
+        h = self.attention_norm(x)
+        q = apply_rope(self.split(self.query(h)), cos, sin)
+        keys[:, start:end] = apply_rope(self.split(self.key(h)), cos, sin)
+        values[:, start:end] = self.split(self.value(h))
+        scores = (q @ keys[:, :end].transpose(-1, -2)) * self.scale
+        if m > 1:  # a new position sees the cache and the new positions up to itself
+            future = torch.ones(m, end, dtype=torch.bool).triu(start + 1)
+            scores = scores.masked_fill(future, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        o = (weights @ values[:, :end]).transpose(0, 1).reshape(m, self.heads * self.head_size)
+        x = x + self.output(o)
+        return x + self.mlp(self.mlp_norm(x))
+
+    def split(self, t: torch.Tensor) -> torch.Tensor:
+        """(m x heads*head_size), head-major columns -> (heads x m x head_size)."""
+        return t.view(t.shape[0], self.heads, self.head_size).transpose(0, 1)
+
+
 class CachedDecoder(nn.Module):
     """A StoreModel run on a key/value cache, scriptable with torch.jit.script.
 
@@ -68,13 +110,12 @@ class CachedDecoder(nn.Module):
         self.context = s.longest
         self.layer_count = s.layers
         self.embedding = model.embedding
-        self.layers = model.layers
+        self.layers = nn.ModuleList(CachedLayer(block, s.heads, s.head_size) for block in model.layers)
         self.final_norm = model.final_norm
         dtype = model.embedding.weight.dtype
         # StoreModel.forward casts its float64 tables to the activations' dtype the same way
         self.rope_cos = model.rope_cos.to(dtype)
         self.rope_sin = model.rope_sin.to(dtype)
-        self.scale = 1.0 / math.sqrt(s.head_size)
 
     @torch.jit.export
     def new_cache(self) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -87,31 +128,15 @@ class CachedDecoder(nn.Module):
                 values: torch.Tensor) -> torch.Tensor:
         """ids (m) at positions start .. start+m-1, appended to keys/values in place
         -> logits (m x V). Positions before `start` must already be in the cache."""
-        m = ids.shape[0]
-        end = start + m
+        end = start + ids.shape[0]
         if start < 0 or end > self.context:
             raise ValueError("positions past the context")
         x = self.embedding(ids)
         cos = self.rope_cos[start:end]
         sin = self.rope_sin[start:end]
-        for index, block in enumerate(self.layers):
-            h = block.attention_norm(x)
-            q = apply_rope(self.split(block.attention.query(h)), cos, sin)
-            keys[index, :, start:end] = apply_rope(self.split(block.attention.key(h)), cos, sin)
-            values[index, :, start:end] = self.split(block.attention.value(h))
-            scores = (q @ keys[index, :, :end].transpose(-1, -2)) * self.scale
-            if m > 1:  # a new position sees the cache and the new positions up to itself
-                future = torch.ones(m, end, dtype=torch.bool).triu(start + 1)
-                scores = scores.masked_fill(future, float("-inf"))
-            weights = torch.softmax(scores, dim=-1)
-            o = (weights @ values[index, :, :end]).transpose(0, 1).reshape(m, self.heads * self.head_size)
-            x = x + block.attention.output(o)
-            x = x + block.mlp(block.mlp_norm(x))
+        for index, layer in enumerate(self.layers):
+            x = layer(x, cos, sin, start, keys[index], values[index])
         return self.final_norm(x) @ self.embedding.weight.t()
-
-    def split(self, t: torch.Tensor) -> torch.Tensor:
-        """(m x heads*head_size), head-major columns -> (heads x m x head_size)."""
-        return t.view(t.shape[0], self.heads, self.head_size).transpose(0, 1)
 
 
 def load_weights(folder, dtype=np.float64):
