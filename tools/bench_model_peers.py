@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from model import Settings, StoreModel  # noqa: E402
+from model import from_exported  # noqa: E402
 from reference import read_safetensors  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,25 +46,7 @@ def load_weights(folder):
 
 
 def torch_model(settings, w):
-    s = Settings(vocabulary_size=settings["vocabulary_size"], dimensions=settings["dimensions"],
-                 layers=settings["layers"], heads=settings["heads"], head_size=settings["head_size"],
-                 mlp_width=settings["mlp_width"], longest=settings["longest"],
-                 norm_epsilon=settings["norm_epsilon"], rope_base=settings["rope_base"])
-    model = StoreModel(s)
-    state = {"embedding.weight": w["embedding"],
-             "final_norm.weight": w["final_norm.weight"], "final_norm.bias": w["final_norm.bias"]}
-    for i in range(s.layers):
-        p = f"layers.{i}."
-        for norm in ("attention_norm", "mlp_norm"):
-            state[p + norm + ".weight"] = w[p + norm + ".weight"]
-            state[p + norm + ".bias"] = w[p + norm + ".bias"]
-        for part in ("query", "key", "value", "output"):
-            state[p + f"attention.{part}.weight"] = w[p + "attention." + part].T  # stored in x out
-        for part in ("up", "down"):
-            state[p + f"mlp.{part}.weight"] = w[p + f"mlp.{part}.weight"].T
-            state[p + f"mlp.{part}.bias"] = w[p + f"mlp.{part}.bias"]
-    model.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in state.items()})
-    return model.float().eval()
+    return from_exported(settings, w).float()
 
 
 class NumpyForward:

@@ -153,3 +153,33 @@ class StoreModel(nn.Module):
         if single:
             logits = logits[0]
         return (logits, kept) if keep_attention else logits
+
+
+def from_exported(settings: dict, weights: dict) -> StoreModel:
+    """A StoreModel holding exported weights.
+
+    settings: the manifest's "settings"; weights: name -> NumPy array in the file's
+    layout (tools/export.py), whose linear weights are (in x out) and so transposed back
+    here.
+    """
+    s = Settings(vocabulary_size=settings["vocabulary_size"], dimensions=settings["dimensions"],
+                 layers=settings["layers"], heads=settings["heads"], head_size=settings["head_size"],
+                 mlp_width=settings["mlp_width"], longest=settings["longest"],
+                 norm_epsilon=settings["norm_epsilon"], rope_base=settings["rope_base"])
+    # the model takes the weights' dtype before loading them, so float64 arrays stay exact
+    model = StoreModel(s).to(torch.as_tensor(weights["embedding"][:1]).dtype)
+    state = {"embedding.weight": weights["embedding"],
+             "final_norm.weight": weights["final_norm.weight"],
+             "final_norm.bias": weights["final_norm.bias"]}
+    for i in range(s.layers):
+        p = f"layers.{i}."
+        for norm in ("attention_norm", "mlp_norm"):
+            state[p + norm + ".weight"] = weights[p + norm + ".weight"]
+            state[p + norm + ".bias"] = weights[p + norm + ".bias"]
+        for part in ("query", "key", "value", "output"):
+            state[p + f"attention.{part}.weight"] = weights[p + "attention." + part].T
+        for part in ("up", "down"):
+            state[p + f"mlp.{part}.weight"] = weights[p + f"mlp.{part}.weight"].T
+            state[p + f"mlp.{part}.bias"] = weights[p + f"mlp.{part}.bias"]
+    model.load_state_dict({k: torch.as_tensor(v.copy()) for k, v in state.items()})
+    return model.eval()
