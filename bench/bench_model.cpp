@@ -11,7 +11,9 @@
 //   generate/cached/tokens:128       attn::generate, greedy, 128 tokens from `<s> name <sep>` (tokens/s)
 //   generate/recompute/tokens:128    the same 128 tokens by a full forward per token (tokens/s)
 //   hooks/forward/threads:t          Model::forward at 160 positions, logits only (the baseline)
-//   hooks/keep_all/threads:t         run_with_hooks keeping every activation ("*") at 160 positions
+//   hooks/keep_all_reused/threads:t  run_with_hooks_into keeping every activation ("*") at 160 positions,
+//                                    into one HookedRun reused across calls
+//   hooks/keep_all_fresh/threads:t   the same into a new HookedRun every call
 //   hooks/patch_heads/threads:t      patch_heads over the 16 heads (clean and corrupted runs included),
 //                                    metric at the last of 160 positions
 // Steps run on the calling thread (a single position is not worth a second one).
@@ -123,13 +125,20 @@ void hooks_forward(benchmark::State& state, int threads) {
     }
 }
 
-void hooks_keep_all(benchmark::State& state, int threads) {
+/// reused: run_with_hooks_into one HookedRun (the cache's storage written again, as in a loop over
+/// texts); else a new HookedRun every call (fresh pages for every activation).
+void hooks_keep_all(benchmark::State& state, int threads, bool reused) {
     const std::vector<int> ids = long_text(false);
     attn::HookOptions<float> options;
     options.forward.threads = threads;
     options.keep = {"*"};
+    attn::HookedRun<float> run;
     for (auto _ : state) {
-        auto run = attn::run_with_hooks(store_model(), ids, options);
+        if (reused) {
+            attn::run_with_hooks_into(store_model(), ids, options, run);
+        } else {
+            run = attn::run_with_hooks(store_model(), ids, options);
+        }
         benchmark::DoNotOptimize(run.result.logits.data());
     }
 }
@@ -152,9 +161,11 @@ void register_benchmarks() {
         benchmark::RegisterBenchmark(("hooks/forward" + suffix).c_str(), hooks_forward, threads)
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
-        benchmark::RegisterBenchmark(("hooks/keep_all" + suffix).c_str(), hooks_keep_all, threads)
-            ->Unit(benchmark::kMillisecond)
-            ->UseRealTime();
+        for (bool reused : {true, false})
+            benchmark::RegisterBenchmark(((reused ? "hooks/keep_all_reused" : "hooks/keep_all_fresh") + suffix).c_str(),
+                                         hooks_keep_all, threads, reused)
+                ->Unit(benchmark::kMillisecond)
+                ->UseRealTime();
         benchmark::RegisterBenchmark(("hooks/patch_heads" + suffix).c_str(), hooks_patch_heads, threads)
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();

@@ -25,6 +25,7 @@
 #include <Eigen/Core>
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -177,8 +178,13 @@ public:
     /// The positions each activation's rows are (0 … n − 1 unless the run named some).
     const std::vector<Index>& positions() const { return positions_; }
 
-    // For the forward pass that fills it.
+    // For the forward pass that fills it: slot(name) is kept (its storage reused by a run that
+    // keeps it again), everything not named in keep_only is dropped.
     Matrix<T>& slot(const std::string& name) { return values_[name]; }
+    void keep_only(const std::vector<std::string>& names) {
+        for (auto it = values_.begin(); it != values_.end();)
+            it = std::find(names.begin(), names.end(), it->first) == names.end() ? values_.erase(it) : std::next(it);
+    }
     void set_positions(std::vector<Index> positions) { positions_ = std::move(positions); }
 
 private:
@@ -245,11 +251,15 @@ public:
                 names.push_back(name);
             }
         }
-        for (const std::string& name : names) {
-            const ActivationId id = parse_activation(name, s);
-            Matrix<T>& slot = cache_.slot(name);
-            slot.setZero(n, activation_width(id.point, s));
-            kept_[id] = &slot;
+        std::vector<ActivationId> ids;
+        for (const std::string& name : names) ids.push_back(parse_activation(name, s));  // all checked first
+        cache_.keep_only(names);
+        for (std::size_t i = 0; i < names.size(); ++i) {
+            // every row is written by the pass: storage of the right shape is reused as it is
+            Matrix<T>& slot = cache_.slot(names[i]);
+            const Index width = activation_width(ids[i].point, s);
+            if (slot.rows() != n || slot.cols() != width) slot.resize(n, width);
+            kept_[ids[i]] = &slot;
         }
         for (const Intervention<T>& change : interventions) changes_.push_back(checked(function, s, change));
     }

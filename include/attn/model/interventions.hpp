@@ -62,22 +62,31 @@ void run_pass(const Model<T>& model, const std::vector<int>& ids, const ForwardO
 
 }  // namespace detail
 
-/// A forward pass over ids (1 … context token ids) that keeps options.keep's activations
-/// (n × width each, or the rows of options.positions) and applies options.interventions.
-/// Bad names, layers, heads, positions or value shapes are argument_error / shape_error
-/// before anything runs.
+/// run_with_hooks into `run`, whose storage is reused: activations kept again with the same
+/// shapes, and the logits, are written where they are (no fresh pages in a loop over texts of
+/// one length); activations no longer kept are dropped.
 template <class T>
-HookedRun<T> run_with_hooks(const Model<T>& model, const std::vector<int>& ids, const HookOptions<T>& options = {}) {
+void run_with_hooks_into(const Model<T>& model, const std::vector<int>& ids, const HookOptions<T>& options,
+                         HookedRun<T>& run) {
     detail::check_token_ids("run_with_hooks", model.settings(), ids);
     if (options.forward.keep_log_sum_exp || options.forward.statistics)
         throw argument_error("run_with_hooks: keep_log_sum_exp and statistics are Model::forward's options");
-    HookedRun<T> run;
     detail::Hooks<T> hooks("run_with_hooks", model.settings(), Index(ids.size()), options.keep, options.positions,
                            options.interventions, run.cache);
     detail::PassSetup<T> setup;
     setup.hooks = &hooks;
     detail::run_pass(model, ids, options.forward, run.result, setup, "run_with_hooks");
     hooks.finish();
+}
+
+/// A forward pass over ids (1 … context token ids) that keeps options.keep's activations
+/// (n × width each, or the rows of options.positions) and applies options.interventions.
+/// Bad names, layers, heads, positions or value shapes are argument_error / shape_error
+/// before anything runs.
+template <class T>
+HookedRun<T> run_with_hooks(const Model<T>& model, const std::vector<int>& ids, const HookOptions<T>& options = {}) {
+    HookedRun<T> run;
+    run_with_hooks_into(model, ids, options, run);
     return run;
 }
 
