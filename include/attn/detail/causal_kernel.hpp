@@ -98,6 +98,10 @@ struct KernelMemory;
 template <class T>
 struct FusedProblem {
     Index heads = 0;
+    /// Grouped-query attention: query head h reads key/value head h / (heads / key_value_heads);
+    /// 0 means heads. It must divide heads. inputs stay one per query head, each viewing its
+    /// group's keys and values, and each key/value head is prepared once.
+    Index key_value_heads = 0;
     Index queries = 0;     ///< query rows per head
     Index keys = 0;        ///< key rows per head
     Index depth = 0;       ///< query/key size d
@@ -140,6 +144,9 @@ struct FusedProblem {
     T& log_sum_exp_at(Index h, Index i) const {
         return log_sum_exp[h * (log_sum_exp_head_stride != 0 ? log_sum_exp_head_stride : queries) + i];
     }
+
+    /// Query heads per key/value head.
+    Index group() const { return key_value_heads != 0 ? heads / key_value_heads : 1; }
 
     /// Keys 0 … allowed(i) − 1 are visible to query row i.
     Index allowed(Index i) const { return causal ? std::min(keys, i + first_position + 1) : keys; }
@@ -734,8 +741,12 @@ void fused_attention(const FusedProblem<T>& problem) {
     const Index asked = problem.workers ? problem.workers->size() : problem.threads;
     const int workers = int(std::min<Index>({asked, tasks, worth}));
 
+    if (problem.key_value_heads < 0 || (problem.key_value_heads != 0 && heads % problem.key_value_heads != 0))
+        throw shape_error(message("attention: key_value_heads = ", problem.key_value_heads, " does not divide the ",
+                                  heads, " query heads"));
+    const Index group = problem.group(), key_value_heads = heads / group;
     std::vector<PreparedHead<T>>& prepared = memory.prepared;
-    if (prepared.size() < std::size_t(heads)) prepared.resize(std::size_t(heads));
+    if (prepared.size() < std::size_t(key_value_heads)) prepared.resize(std::size_t(key_value_heads));
     // Every worker's scratch is allocated here, by the caller: memory a new thread
     // allocates comes from a fresh malloc arena, and first-touch page faults would
     // cost more than small problems take.
@@ -756,22 +767,24 @@ void fused_attention(const FusedProblem<T>& problem) {
         if (problem.statistics) mine.sight.resize(kSightSums * width);
     }
 
-    // Phase 1 prepares every head (rotation, key/value panels); phase 2 runs the query
-    // blocks, longest first, handed out from a shared counter.
+    // Phase 1 prepares every key/value head (rotation, key panels, padded values) from its
+    // group's first query head's inputs; phase 2 runs the query blocks, longest first, handed
+    // out from a shared counter.
     std::atomic<Index> next_head{0}, next_task{0};
     run_team(problem.workers, workers, [&](int worker, Team& team) {
-        for (Index h = next_head++; h < heads && !team.stopped(); h = next_head++)
-            prepare_head(problem, h, prepared[std::size_t(h)]);
+        for (Index g = next_head++; g < key_value_heads && !team.stopped(); g = next_head++)
+            prepare_head(problem, g * group, prepared[std::size_t(g)]);
         team.sync();
         Scratch<T>& mine = scratch[std::size_t(worker)];
         for (Index task = next_task++; task < tasks && !team.stopped(); task = next_task++) {
             const Index id = order[std::size_t(task)];
             const Index h = id / blocks_per_head, i0 = (id % blocks_per_head) * width;
             const Index i1 = std::min(nq, i0 + width);
+            const PreparedHead<T>& head = prepared[std::size_t(h / group)];
             if (problem.weights)
-                weights_task(problem, prepared[std::size_t(h)], h, i0, i1, mine);
+                weights_task(problem, head, h, i0, i1, mine);
             else
-                stream_task(problem, prepared[std::size_t(h)], h, i0, i1, mine);
+                stream_task(problem, head, h, i0, i1, mine);
         }
     });
 }
