@@ -321,10 +321,11 @@ inline bool serves(Index key_value_heads, Index query_heads) {
 
 /// attend_heads_into's and attend_cache_into's work, their own checks made: query head h reads
 /// key/value head h / group through keys_of and values_of, (keys × d) and (keys × dv) views.
+/// few_queries: FusedProblem's (decoding).
 template <class T, class KeysOf, class ValuesOf>
 void attend_grouped(const char* function, const HeadStack<T>& queries, Index key_value_heads, Index keys,
                     Index value_size, KeysOf keys_of, ValuesOf values_of, const AttentionOptions<T>& options,
-                    HeadsAttention<T>& result) {
+                    HeadsAttention<T>& result, bool few_queries = false) {
     const Index heads = queries.heads(), group = heads / key_value_heads;
     const bool fresh_weights = size_result(function, options, heads, queries.rows(), keys, value_size, result);
     if (fused_applies(options)) {
@@ -332,6 +333,7 @@ void attend_grouped(const char* function, const HeadStack<T>& queries, Index key
         check_fused_inputs(function, queries.head(0), keys_of(0), values_of(0), options);
         FusedProblem<T> problem = fused_problem(heads, queries.rows(), keys, queries.cols(), value_size, options);
         problem.key_value_heads = key_value_heads;
+        problem.few_queries = few_queries;
         problem.outputs = result.outputs.data();
         if (options.keep_weights) {
             problem.weights = result.weights.data();
@@ -434,6 +436,8 @@ void attend_cache_folded(const HeadStack<T>& queries, const KeyValueCache<T>& ca
         fused_problem(kv_heads, group, cache.size(), cache.head_size(), cache.value_size(), options);
     problem.causal = false;
     problem.first_position = 0;
+    problem.few_queries = true;
+    problem.folded_heads = group;
     problem.outputs = result.outputs.data();
     if (options.keep_weights) problem.weights = result.weights.data();
     if (options.keep_log_sum_exp) {
@@ -488,7 +492,7 @@ void attend_cache_into(const HeadStack<T>& queries, const KeyValueCache<T>& cach
     }
     detail::attend_grouped(
         "attend_cache", *rotated, cache.heads(), cache.size(), cache.value_size(),
-        [&](Index g) { return cache.keys(g); }, [&](Index g) { return cache.values(g); }, at_cache, result);
+        [&](Index g) { return cache.keys(g); }, [&](Index g) { return cache.values(g); }, at_cache, result, true);
 }
 
 /// attend_cache_into into a fresh result: query heads × (n × d) queries of the cache's n newest
