@@ -78,6 +78,7 @@ struct KernelTiling {
     /// scores of kDecodeKeys keys at a time, one row after another, in the streaming scores buffer.
     static constexpr Index kDecodeRows = 8;
     static constexpr Index kDecodeKeys = kKeyBlock * kQueryBlock / kDecodeRows;
+    static constexpr Index kDecodeValueKeys = 64;  ///< keys per weights · values product (cache-resident values)
     static_assert(kQueryBlock % kChunk == 0, "a task is whole chunks of queries");
     static_assert(kDecodeKeys % kLanes == 0, "a decoding block is whole packets of keys");
     static_assert(kKeyBlock % kScoreKeys == 0, "a key block is whole tiles");
@@ -652,29 +653,38 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
     }
 }
 
-/// q · k over d numbers: packets while whole, then one at a time.
-template <class T>
-T dot(const T* q, const T* k, Index d) {
-    using Tiling = KernelTiling<T>;
-    using Packet = typename Tiling::Packet;
-    constexpr Index lanes = Tiling::kLanes;
+/// s(r, j) = q(r) · key(j) for R query rows (row-major, row stride d) and `count` keys
+/// (row stride key_stride), into s (row stride s_row): each key is loaded once for every row,
+/// a packet of d at a time, the rows' sums in R independent registers.
+template <class T, int R>
+void score_rows(const T* q, Index d, const T* keys, Index key_stride, Index count, T* s, Index s_row) {
+    using Packet = typename KernelTiling<T>::Packet;
+    constexpr Index lanes = KernelTiling<T>::kLanes;
     const Index whole = d / lanes * lanes;
-    T sum = T(0);
-    if (whole > 0) {
-        // two chains: half the wait on each multiply-add's latency
-        Packet even = kernel::ei::pset1<Packet>(T(0)), odd = even;
-        Index c = 0;
-        for (; c + 2 * lanes <= whole; c += 2 * lanes) {
-            even = kernel::ei::pmadd(kernel::ei::ploadu<Packet>(q + c), kernel::ei::ploadu<Packet>(k + c), even);
-            odd = kernel::ei::pmadd(kernel::ei::ploadu<Packet>(q + c + lanes),
-                                    kernel::ei::ploadu<Packet>(k + c + lanes), odd);
+    for (Index j = 0; j < count; ++j) {
+        const T* key = keys + j * key_stride;
+        Packet sum[R];
+        for (int r = 0; r < R; ++r) sum[r] = kernel::ei::pset1<Packet>(T(0));
+        for (Index c = 0; c < whole; c += lanes) {
+            const Packet k = kernel::ei::ploadu<Packet>(key + c);
+            for (int r = 0; r < R; ++r)
+                sum[r] = kernel::ei::pmadd(kernel::ei::ploadu<Packet>(q + r * d + c), k, sum[r]);
         }
-        if (c < whole)
-            even = kernel::ei::pmadd(kernel::ei::ploadu<Packet>(q + c), kernel::ei::ploadu<Packet>(k + c), even);
-        sum = kernel::ei::predux(kernel::ei::padd(even, odd));
+        for (int r = 0; r < R; ++r) {
+            T dot = kernel::ei::predux(sum[r]);
+            for (Index c = whole; c < d; ++c) dot += q[r * d + c] * key[c];
+            s[r * s_row + j] = dot;
+        }
     }
-    for (Index c = whole; c < d; ++c) sum += q[c] * k[c];
-    return sum;
+}
+
+/// score_rows for 1 … P rows, chosen at run time.
+template <class T, int P = int(KernelTiling<T>::kDecodeRows)>
+void score_rows_of(int rows, const T* q, Index d, const T* keys, Index key_stride, Index count, T* s, Index s_row) {
+    if constexpr (P > 1) {
+        if (rows < P) return score_rows_of<T, P - 1>(rows, q, d, keys, key_stride, count, s, s_row);
+    }
+    score_rows<T, P>(q, d, keys, key_stride, count, s, s_row);
 }
 
 /// Decoding task (FusedProblem::few_queries): query rows [i0, i1) of head h, at most kDecodeRows.
@@ -702,10 +712,7 @@ void decode_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
     const Index end = problem.allowed(i1 - 1);
     for (Index j0 = 0; j0 < end; j0 += block) {
         const Index count = std::min(block, end - j0), whole = kernel::round_up(count, lanes);
-        for (Index j = 0; j < count; ++j) {
-            const T* key = head.keys.data + (j0 + j) * head.keys.stride;
-            for (Index r = 0; r < rows; ++r) s[r * block + j] = dot(q + r * d, key, d);
-        }
+        score_rows_of(int(rows), q, d, head.keys.data + j0 * head.keys.stride, head.keys.stride, count, s, block);
         for (Index r = 0; r < rows; ++r) {
             T* row = s + r * block;
             // keys this row may not see, and the padding to whole packets: weight exactly 0
@@ -723,8 +730,12 @@ void decode_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
             l[r] = l[r] * factor + kernel::exp_shifted(row, whole, grown);
             if (factor != T(1)) kernel::scale_row(o + r * padded, padded, factor);
         }
-        kernel::weights_times_values(rows, s, block, 1, count, head.values.data + j0 * head.values.stride,
-                                     head.values.stride, padded, o, padded, true);
+        // a few keys' values at a time: the micro-kernel walks them once per panel of columns,
+        // and a whole block's (1,536 × dv) would fall out of the level-2 cache between panels
+        for (Index j = 0; j < count; j += Tiling::kDecodeValueKeys)
+            kernel::weights_times_values(rows, s + j, block, 1, std::min(Tiling::kDecodeValueKeys, count - j),
+                                         head.values.data + (j0 + j) * head.values.stride, head.values.stride, padded,
+                                         o, padded, true);
     }
 
     for (Index r = 0; r < rows; ++r) {
