@@ -391,6 +391,27 @@ TEST_CASE_TEMPLATE("attend_cache: one new position with grouped heads, folded pe
         }
 }
 
+TEST_CASE_TEMPLATE("attend_cache: head sizes that are not whole packets, up to 8 rows a step, equal attend_heads' rows",
+                   T, float, double) {
+    for (Index d : {2, 6, 12, 20})
+        for (Index n : {1, 2, 5, 8}) {
+            CAPTURE(d);
+            CAPTURE(n);
+            const Index total = 150;
+            const attn::Rope<T> rope(d, attn::RopePairing::interleaved);
+            const HeadStack<T> q = random_stack<T>(4, total, d, 21), k = random_stack<T>(2, total, d, 22),
+                               v = random_stack<T>(2, total, d + 1, 23);
+            const attn::KeyValueCache<T> cache = cache_of(k, v, &rope, 70);
+            attn::AttentionOptions<T> options;
+            options.rope = &rope;
+            options.keep_log_sum_exp = true;
+            const attn::HeadsAttention<T> whole = attn::attend_heads(q, k, v, options);
+            const attn::HeadsAttention<T> step = attn::attend_cache(rows_of(q, total - n, n), cache, options);
+            CHECK(relative_difference(step.outputs, rows_of(whole.outputs, total - n, n)) < relative_tolerance<T>());
+            CHECK(relative_difference(step.log_sum_exp, whole.log_sum_exp.rightCols(n)) < relative_tolerance<T>());
+        }
+}
+
 TEST_CASE_TEMPLATE("attend_cache: a NaN in the cache is a numeric_error naming the head and row, on every route", T,
                    float, double) {
     const Index d = 8;

@@ -653,11 +653,13 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
     }
 }
 
-/// s(r, j) = q(r) · key(j) for R query rows (row-major, row stride d) and `count` keys
-/// (row stride key_stride), into s (row stride s_row): each key is loaded once for every row,
-/// a packet of d at a time, the rows' sums in R independent registers.
+/// s(r, j) = q(r) · key(j) for R query rows and `count` keys (row stride key_stride), into s
+/// (row stride s_row): each key is loaded once for every row, a packet of d at a time, the
+/// rows' sums in R registers. packed: the queries' whole packets interleaved, packet p of row r
+/// at packed[(p·R + r)·lanes], so that one pointer walks them all; q: the rows (row stride d),
+/// for the numbers past the last whole packet.
 template <class T, int R>
-void score_rows(const T* q, Index d, const T* keys, Index key_stride, Index count, T* s, Index s_row) {
+void score_rows(const T* packed, const T* q, Index d, const T* keys, Index key_stride, Index count, T* s, Index s_row) {
     using Packet = typename KernelTiling<T>::Packet;
     constexpr Index lanes = KernelTiling<T>::kLanes;
     const Index whole = d / lanes * lanes;
@@ -665,10 +667,11 @@ void score_rows(const T* q, Index d, const T* keys, Index key_stride, Index coun
         const T* key = keys + j * key_stride;
         Packet sum[R];
         for (int r = 0; r < R; ++r) sum[r] = kernel::ei::pset1<Packet>(T(0));
-        for (Index c = 0; c < whole; c += lanes) {
+        const T* rows = packed;
+        for (Index c = 0; c < whole; c += lanes, rows += R * lanes) {
             const Packet k = kernel::ei::ploadu<Packet>(key + c);
             for (int r = 0; r < R; ++r)
-                sum[r] = kernel::ei::pmadd(kernel::ei::ploadu<Packet>(q + r * d + c), k, sum[r]);
+                sum[r] = kernel::ei::pmadd(kernel::ei::ploadu<Packet>(rows + r * lanes), k, sum[r]);
         }
         for (int r = 0; r < R; ++r) {
             T dot = kernel::ei::predux(sum[r]);
@@ -680,11 +683,12 @@ void score_rows(const T* q, Index d, const T* keys, Index key_stride, Index coun
 
 /// score_rows for 1 … P rows, chosen at run time.
 template <class T, int P = int(KernelTiling<T>::kDecodeRows)>
-void score_rows_of(int rows, const T* q, Index d, const T* keys, Index key_stride, Index count, T* s, Index s_row) {
+void score_rows_of(int rows, const T* packed, const T* q, Index d, const T* keys, Index key_stride, Index count, T* s,
+                   Index s_row) {
     if constexpr (P > 1) {
-        if (rows < P) return score_rows_of<T, P - 1>(rows, q, d, keys, key_stride, count, s, s_row);
+        if (rows < P) return score_rows_of<T, P - 1>(rows, packed, q, d, keys, key_stride, count, s, s_row);
     }
-    score_rows<T, P>(q, d, keys, key_stride, count, s, s_row);
+    score_rows<T, P>(packed, q, d, keys, key_stride, count, s, s_row);
 }
 
 /// Decoding task (FusedProblem::few_queries): query rows [i0, i1) of head h, at most kDecodeRows.
@@ -699,12 +703,16 @@ void decode_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
     constexpr T minus_infinity = -std::numeric_limits<T>::infinity();
     const Index rows = i1 - i0, d = problem.depth, dv = problem.value_size;
     const Index padded = kernel::round_up(dv, lanes);
-    T* q = scratch.queries.data();  // (rows × d), rotated and scaled
-    T* s = scratch.scores.data();   // (rows × block): scores, then weights
-    T* o = scratch.output.data();   // (rows × padded)
+    T* s = scratch.scores.data();             // (rows × block): scores, then weights
+    T* o = scratch.output.data();             // (rows × padded)
+    T* q = o + Tiling::kDecodeRows * padded;  // (rows × d), rotated and scaled: the output buffer has room
+    T* packed = scratch.queries.data();       // the same, whole packets interleaved (score_rows)
     T* m = scratch.largest.data();
     T* l = scratch.total.data();
     kernel::load_queries(problem, h, i0, i1, q);
+    for (Index c = 0; c + lanes <= d; c += lanes)
+        for (Index r = 0; r < rows; ++r)
+            std::copy(q + r * d + c, q + r * d + c + lanes, packed + (c * rows + r * lanes));
     std::fill(m, m + rows, minus_infinity);
     std::fill(l, l + rows, T(0));
     std::fill(o, o + rows * padded, T(0));
@@ -712,7 +720,8 @@ void decode_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
     const Index end = problem.allowed(i1 - 1);
     for (Index j0 = 0; j0 < end; j0 += block) {
         const Index count = std::min(block, end - j0), whole = kernel::round_up(count, lanes);
-        score_rows_of(int(rows), q, d, head.keys.data + j0 * head.keys.stride, head.keys.stride, count, s, block);
+        score_rows_of(int(rows), packed, q, d, head.keys.data + j0 * head.keys.stride, head.keys.stride, count, s,
+                      block);
         for (Index r = 0; r < rows; ++r) {
             T* row = s + r * block;
             // keys this row may not see, and the padding to whole packets: weight exactly 0
