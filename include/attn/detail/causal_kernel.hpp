@@ -519,6 +519,18 @@ void finish_sight(const StatisticsTarget<T>& target, const T* sums, Index width,
     target.argmax_at(h, row) = Index(sums[kSumBestKey * width + i]);
 }
 
+/// Head h's output row i from its unnormalised sum o (value_size entries) and weight total l.
+template <class T>
+void finish_output(const FusedProblem<T>& problem, Index h, Index i, const T* o, T l) {
+    T* out = problem.output_row(h, i);
+    if (l == T(0)) {  // every visible score was −∞: a zero output, as softmax_rows gives
+        std::fill(out, out + problem.value_size, T(0));
+        return;
+    }
+    const T inverse = T(1) / l;
+    for (Index c = 0; c < problem.value_size; ++c) out[c] = o[c] * inverse;
+}
+
 /// Rows [i0, i1) of head h's queries, rotated and scaled, into dst (row-major, row stride d).
 template <class T>
 void load_queries(const FusedProblem<T>& problem, Index h, Index i0, Index i1, T* dst) {
@@ -643,13 +655,7 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
         if (!std::isfinite(l[i])) problem.bad_scores(h, i0 + i);
         if (problem.log_sum_exp) problem.log_sum_exp_at(h, i0 + i) = kernel::log_sum_exp(m[i], l[i]);
         if (statistics) kernel::finish_sight(*statistics, sums, width, i, l[i], h, i0 + i);
-        T* out = problem.output_row(h, i0 + i);
-        if (l[i] == T(0)) {  // every visible score was −∞: a zero output, as softmax_rows gives
-            std::fill(out, out + dv, T(0));
-            continue;
-        }
-        const T inverse = T(1) / l[i];
-        for (Index c = 0; c < dv; ++c) out[c] = o[i * padded + c] * inverse;
+        kernel::finish_output(problem, h, i0 + i, o + i * padded, l[i]);
     }
 }
 
@@ -749,13 +755,7 @@ void decode_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
 
     for (Index r = 0; r < rows; ++r) {
         if (problem.log_sum_exp) problem.log_sum_exp_at(h, i0 + r) = kernel::log_sum_exp(m[r], l[r]);
-        T* out = problem.output_row(h, i0 + r);
-        if (l[r] == T(0)) {  // every visible score was −∞: a zero output, as softmax_rows gives
-            std::fill(out, out + dv, T(0));
-            continue;
-        }
-        const T inverse = T(1) / l[r];
-        for (Index c = 0; c < dv; ++c) out[c] = o[r * padded + c] * inverse;
+        kernel::finish_output(problem, h, i0 + r, o + r * padded, l[r]);
     }
 }
 
