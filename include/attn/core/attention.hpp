@@ -54,10 +54,11 @@ struct AttentionOptions {
     Index first_position = 0;           ///< position of query row 0 (the key cache length when decoding)
     /// Threads for the fused kernel: 1 runs on the calling thread only; 0 uses one per
     /// hardware thread (std::thread::hardware_concurrency()). They are started for the
-    /// call and joined before it returns, and only when the work pays for them: below
-    /// about 50 MFLOP of useful work per extra thread (4 heads × 64 numbers: below about
-    /// 400 positions) the call stays on one thread. Results are bit-identical for every
-    /// thread count. The plain path ignores it.
+    /// call and joined before it returns, and only when the work pays for them: each extra
+    /// thread needs about 50 MFLOP of useful work or, where reading them takes the time
+    /// (decoding: a few rows per head), about 2 MB of distinct keys and values (4 heads × 64
+    /// numbers: below about 400 positions the call stays on one thread). Results are
+    /// bit-identical for every thread count. The plain path ignores it.
     int threads = 1;
     /// Threads kept by the caller (attn/core/workers.hpp): if set, the kernel runs on up
     /// to workers->size() of them and `threads` is not used; the results are the same bits.
