@@ -499,3 +499,27 @@ TEST_CASE("attend_cache_into with a workspace: a repeated decoding step allocate
         CHECK(result.log_sum_exp == fresh.log_sum_exp);
     }
 }
+
+TEST_CASE("attend_cache: on 2 threads and on kept workers a long cache gives the bits of 1 thread") {
+    // 2 × 8,192 positions × 128 numbers of keys and values: 8 MB, enough to start a second thread
+    const Index heads = 8, kv_heads = 2, d = 64, total = 8192;
+    const attn::KeyValueCache<float> cache =
+        cache_of(random_stack<float>(kv_heads, total, d, 1), random_stack<float>(kv_heads, total, d, 2),
+                 static_cast<const attn::Rope<float>*>(nullptr), total);
+    attn::Workers workers(2);
+    for (Index n : {1, 3}) {
+        CAPTURE(n);
+        const HeadStack<float> q = random_stack<float>(heads, n, d, 3);
+        attn::AttentionOptions<float> options;
+        options.keep_log_sum_exp = true;
+        const attn::HeadsAttention<float> one = attn::attend_cache(q, cache, options);
+        options.threads = 2;
+        const attn::HeadsAttention<float> two = attn::attend_cache(q, cache, options);
+        options.workers = &workers;
+        const attn::HeadsAttention<float> kept = attn::attend_cache(q, cache, options);
+        CHECK(two.outputs == one.outputs);
+        CHECK(two.log_sum_exp == one.log_sum_exp);
+        CHECK(kept.outputs == one.outputs);
+        CHECK(kept.log_sum_exp == one.log_sum_exp);
+    }
+}
