@@ -19,6 +19,7 @@
 
 #include "attn/core/head_statistics.hpp"
 #include "attn/core/heads.hpp"
+#include "attn/core/kv_cache.hpp"
 #include "attn/core/mask.hpp"
 #include "attn/core/projection.hpp"
 #include "attn/core/rope.hpp"
@@ -38,6 +39,7 @@ template <class T>
 struct AttentionWorkspace {
     detail::KernelMemory<T> kernel;                       ///< the fused kernel's
     detail::AlignedBuffer<T> queries, keys, panel, tile;  ///< weights on demand's (weights_on_demand.hpp)
+    HeadStack<T> rotated_queries;                         ///< attend_cache's, with RoPE
 };
 
 /// How attention is computed. The defaults are the chapter's: causal, scaled by
@@ -52,10 +54,11 @@ struct AttentionOptions {
     Index first_position = 0;           ///< position of query row 0 (the key cache length when decoding)
     /// Threads for the fused kernel: 1 runs on the calling thread only; 0 uses one per
     /// hardware thread (std::thread::hardware_concurrency()). They are started for the
-    /// call and joined before it returns, and only when the work pays for them: below
-    /// about 50 MFLOP of useful work per extra thread (4 heads × 64 numbers: below about
-    /// 400 positions) the call stays on one thread. Results are bit-identical for every
-    /// thread count. The plain path ignores it.
+    /// call and joined before it returns, and only when the work pays for them: each extra
+    /// thread needs about 50 MFLOP of useful work or, where reading them takes the time
+    /// (decoding: a few rows per head), about 2 MB of distinct keys and values (4 heads × 64
+    /// numbers: below about 400 positions the call stays on one thread). Results are
+    /// bit-identical for every thread count. The plain path ignores it.
     int threads = 1;
     /// Threads kept by the caller (attn/core/workers.hpp): if set, the kernel runs on up
     /// to workers->size() of them and `threads` is not used; the results are the same bits.
@@ -298,6 +301,70 @@ struct HeadsAttention {
     HeadStatistics<T> statistics;
 };
 
+namespace detail {
+
+/// Sizes result.outputs (heads × (queries × value_size)) and, if kept, result.weights (heads ×
+/// (queries × keys)) as reuse_storage does; returns whether the weights were freshly allocated.
+template <class T>
+bool size_result(const char* function, const AttentionOptions<T>& options, Index heads, Index queries, Index keys,
+                 Index value_size, HeadsAttention<T>& result) {
+    reuse_storage(function, "outputs", result.outputs, heads, queries, value_size);
+    const bool fresh_weights = result.weights.empty();
+    if (options.keep_weights) reuse_storage(function, "weights", result.weights, heads, queries, keys);
+    return fresh_weights;
+}
+
+/// Whether key/value heads can serve `query_heads`: as many, or a divisor (grouped-query
+/// attention; 1 head is multi-query attention).
+inline bool serves(Index key_value_heads, Index query_heads) {
+    return key_value_heads > 0 && query_heads % key_value_heads == 0;
+}
+
+/// attend_heads_into's and attend_cache_into's work, their own checks made: query head h reads
+/// key/value head h / group through keys_of and values_of, (keys × d) and (keys × dv) views.
+/// few_queries: FusedProblem's (decoding).
+template <class T, class KeysOf, class ValuesOf>
+void attend_grouped(const char* function, const HeadStack<T>& queries, Index key_value_heads, Index keys,
+                    Index value_size, KeysOf keys_of, ValuesOf values_of, const AttentionOptions<T>& options,
+                    HeadsAttention<T>& result, bool few_queries = false) {
+    const Index heads = queries.heads(), group = heads / key_value_heads;
+    const bool fresh_weights = size_result(function, options, heads, queries.rows(), keys, value_size, result);
+    if (fused_applies(options)) {
+        // Every head in one parallel region: the tasks are heads × query blocks.
+        check_fused_inputs(function, queries.head(0), keys_of(0), values_of(0), options);
+        FusedProblem<T> problem = fused_problem(heads, queries.rows(), keys, queries.cols(), value_size, options);
+        problem.key_value_heads = key_value_heads;
+        problem.few_queries = few_queries;
+        problem.outputs = result.outputs.data();
+        if (options.keep_weights) {
+            problem.weights = result.weights.data();
+            problem.weights_zeroed = fresh_weights;  // a new HeadStack starts zero-filled
+        }
+        SightOutputs<T> sight;
+        sight.attach(function, options, problem, result.log_sum_exp, result.statistics);
+        run_fused(problem, options, [&](std::vector<HeadInputs<T>>& inputs) {
+            for (Index h = 0; h < heads; ++h) {
+                const auto k = keys_of(h / group);
+                const auto v = values_of(h / group);
+                inputs.push_back({{queries.head(h).data(), queries.cols()},
+                                  {k.data(), k.outerStride()},
+                                  {v.data(), v.outerStride()}});
+            }
+        });
+        return;
+    }
+    if (options.keep_log_sum_exp) result.log_sum_exp.resize(heads, queries.rows());
+    for (Index h = 0; h < heads; ++h) {
+        HeadAttention<T> head = attention(queries.head(h), keys_of(h / group), values_of(h / group), options);
+        result.outputs.head(h) = head.output;
+        if (options.keep_weights) result.weights.head(h) = head.weights;
+        if (options.keep_log_sum_exp) result.log_sum_exp.row(h) = head.log_sum_exp;
+        if (options.statistics) copy_head_statistics(head.statistics, h, heads, result.statistics);
+    }
+}
+
+}  // namespace detail
+
 /// attend_heads into `result`, whose storage is reused: outputs and weights must be empty
 /// (then they are allocated) or of the shapes attend_heads returns (shape_error otherwise).
 /// With options.workspace set, and threads = 1 or options.workers, a fused call of a shape
@@ -305,51 +372,137 @@ struct HeadsAttention {
 template <class T>
 void attend_heads_into(const HeadStack<T>& queries, const HeadStack<T>& keys, const HeadStack<T>& values,
                        const AttentionOptions<T>& options, HeadsAttention<T>& result) {
-    if (keys.heads() != queries.heads() || values.heads() != queries.heads())
+    if (keys.heads() != values.heads() || !detail::serves(keys.heads(), queries.heads()))
         throw shape_error(detail::message("attend_heads: queries, keys and values have ", queries.heads(), ", ",
-                                          keys.heads(), " and ", values.heads(), " heads"));
+                                          keys.heads(), " and ", values.heads(),
+                                          " heads; keys and values need as many heads as the queries, or a divisor "
+                                          "of them (grouped-query attention)"));
     if (queries.empty()) throw shape_error("attend_heads: queries are empty");
-    detail::reuse_storage("attend_heads", "outputs", result.outputs, queries.heads(), queries.rows(), values.cols());
-    const bool fresh_weights = result.weights.empty();
-    if (options.keep_weights)
-        detail::reuse_storage("attend_heads", "weights", result.weights, queries.heads(), queries.rows(), keys.rows());
-    if (detail::fused_applies(options)) {
-        // Every head in one parallel region: the tasks are heads × query blocks.
-        detail::check_fused_inputs("attend_heads", queries.head(0), keys.head(0), values.head(0), options);
-        detail::FusedProblem<T> problem =
-            detail::fused_problem(queries.heads(), queries.rows(), keys.rows(), queries.cols(), values.cols(), options);
-        problem.outputs = result.outputs.data();
-        if (options.keep_weights) {
-            problem.weights = result.weights.data();
-            problem.weights_zeroed = fresh_weights;  // a new HeadStack starts zero-filled
-        }
-        detail::SightOutputs<T> sight;
-        sight.attach("attend_heads", options, problem, result.log_sum_exp, result.statistics);
-        detail::run_fused(problem, options, [&](std::vector<detail::HeadInputs<T>>& inputs) {
-            for (Index h = 0; h < queries.heads(); ++h)
-                inputs.push_back({{queries.head(h).data(), queries.cols()},
-                                  {keys.head(h).data(), keys.cols()},
-                                  {values.head(h).data(), values.cols()}});
-        });
-        return;
-    }
-    if (options.keep_log_sum_exp) result.log_sum_exp.resize(queries.heads(), queries.rows());
-    for (Index h = 0; h < queries.heads(); ++h) {
-        HeadAttention<T> head = attention(queries.head(h), keys.head(h), values.head(h), options);
-        result.outputs.head(h) = head.output;
-        if (options.keep_weights) result.weights.head(h) = head.weights;
-        if (options.keep_log_sum_exp) result.log_sum_exp.row(h) = head.log_sum_exp;
-        if (options.statistics) detail::copy_head_statistics(head.statistics, h, queries.heads(), result.statistics);
-    }
+    detail::attend_grouped(
+        "attend_heads", queries, keys.heads(), keys.rows(), values.cols(), [&](Index g) { return keys.head(g); },
+        [&](Index g) { return values.head(g); }, options, result);
 }
 
 /// Attention in every head of already split queries, keys and values.
-/// queries: heads × (queries × d), keys: heads × (keys × d), values: heads × (keys × dv).
+/// queries: heads × (queries × d), keys: kv heads × (keys × d), values: kv heads × (keys × dv),
+/// where kv heads = heads, or a divisor of it (grouped-query attention: query head h reads
+/// key/value head h / (heads / kv heads); 1 is multi-query attention).
 template <class T>
 HeadsAttention<T> attend_heads(const HeadStack<T>& queries, const HeadStack<T>& keys, const HeadStack<T>& values,
                                const AttentionOptions<T>& options = {}) {
     HeadsAttention<T> result;
     attend_heads_into(queries, keys, values, options, result);
+    return result;
+}
+
+namespace detail {
+
+/// attend_cache's checks: see attend_cache_into.
+template <class T>
+void check_cache_inputs(const HeadStack<T>& queries, const KeyValueCache<T>& cache,
+                        const AttentionOptions<T>& options) {
+    if (cache.empty())
+        throw argument_error("attend_cache: the cache is empty (append the new positions' keys and values first)");
+    if (queries.heads() == 0 || queries.rows() == 0)
+        throw argument_error(
+            message("attend_cache: no queries (", queries.heads(), " heads × ", queries.rows(), " positions)"));
+    if (!serves(cache.heads(), queries.heads()))
+        throw shape_error(message("attend_cache: ", queries.heads(), " query heads are not a multiple of the cache's ",
+                                  cache.heads(), " key/value heads"));
+    if (queries.cols() != cache.head_size())
+        throw shape_error(message("attend_cache: queries are ", queries.cols(), " wide; the cache's keys are ",
+                                  cache.head_size(), " (head size)"));
+    if (queries.rows() > cache.size())
+        throw argument_error(message("attend_cache: ", queries.rows(), " query positions but the cache holds only ",
+                                     cache.size(), " (the queries' positions must be appended first)"));
+    if (options.first_position != 0)
+        throw argument_error(message("attend_cache: first_position = ", options.first_position,
+                                     " must be 0: the queries are the cache's newest positions"));
+    if (options.rope && options.rope->head_size() != queries.cols())
+        throw shape_error(message("attend_cache: RoPE rotates heads of ", options.rope->head_size(),
+                                  " numbers; the queries have ", queries.cols()));
+}
+
+/// Decoding's hot case, one new position with grouped-query attention: a group's query heads
+/// are the query rows of one problem per key/value head (a single position sees the whole
+/// cache, so causality does not matter), and each key/value head is read once, not once per
+/// query head. queries: heads × (1 × d), already rotated; each problem row is a query head,
+/// so outputs, weights and log-sum-exps land in attend_cache's layout unchanged.
+template <class T>
+void attend_cache_folded(const HeadStack<T>& queries, const KeyValueCache<T>& cache, const AttentionOptions<T>& options,
+                         HeadsAttention<T>& result) {
+    const Index kv_heads = cache.heads(), group = queries.heads() / kv_heads;
+    check_fused_inputs("attend_cache", queries.head(0), cache.keys(0), cache.values(0), options);
+    FusedProblem<T> problem =
+        fused_problem(kv_heads, group, cache.size(), cache.head_size(), cache.value_size(), options);
+    problem.causal = false;
+    problem.first_position = 0;
+    problem.few_queries = true;
+    problem.folded_heads = group;
+    problem.outputs = result.outputs.data();
+    if (options.keep_weights) problem.weights = result.weights.data();
+    if (options.keep_log_sum_exp) {
+        result.log_sum_exp.resize(queries.heads(), 1);
+        problem.log_sum_exp = result.log_sum_exp.data();
+    }
+    run_fused(problem, options, [&](std::vector<HeadInputs<T>>& inputs) {
+        for (Index g = 0; g < kv_heads; ++g)
+            inputs.push_back({{queries.head(g * group).data(), queries.cols()},
+                              {cache.keys(g).data(), cache.head_size()},
+                              {cache.values(g).data(), cache.value_size()}});
+    });
+}
+
+}  // namespace detail
+
+/// Attention of the n newest positions over a key/value cache, into `result`, whose storage
+/// is reused as in attend_heads_into. queries: query heads × (n × d), the positions
+/// cache.size() − n … cache.size() − 1, already appended to the cache; query heads must be a
+/// multiple of cache.heads() (query head h reads key/value head h / (query heads / cache
+/// heads)). → outputs: query heads × (n × value size); weights (if keep_weights): query heads ×
+/// (n × cache.size()); log_sum_exp (query heads × n) and statistics as attend_heads gives them.
+///
+/// options.rope, if set, rotates a copy of the queries at their positions; the cached keys were
+/// rotated when appended and are read in place, never copied or rotated again.
+/// options.first_position must be 0 (the cache decides the positions). Causal within the new
+/// block, every earlier position visible; causal = false lets every query see the whole
+/// cache. The plain path runs when fused = false or a mask (n × cache.size()) is given.
+template <class T>
+void attend_cache_into(const HeadStack<T>& queries, const KeyValueCache<T>& cache, const AttentionOptions<T>& options,
+                       HeadsAttention<T>& result) {
+    detail::check_cache_inputs(queries, cache, options);
+    const Index n = queries.rows(), group = queries.heads() / cache.heads();
+    AttentionOptions<T> at_cache = options;
+    at_cache.rope = nullptr;
+    at_cache.first_position = cache.size() - n;
+    const HeadStack<T>* rotated = &queries;
+    HeadStack<T> local;
+    if (options.rope) {
+        HeadStack<T>& copy = options.workspace ? options.workspace->rotated_queries : local;
+        if (copy.heads() != queries.heads() || copy.rows() != n || copy.cols() != queries.cols()) copy = queries;
+        for (Index h = 0; h < queries.heads(); ++h) {
+            copy.head(h) = queries.head(h);
+            options.rope->apply(copy.head(h), at_cache.first_position);
+        }
+        rotated = &copy;
+    }
+    if (n == 1 && group > 1 && detail::fused_applies(options) && !options.statistics) {
+        detail::size_result("attend_cache", options, queries.heads(), n, cache.size(), cache.value_size(), result);
+        detail::attend_cache_folded(*rotated, cache, at_cache, result);
+        return;
+    }
+    detail::attend_grouped(
+        "attend_cache", *rotated, cache.heads(), cache.size(), cache.value_size(),
+        [&](Index g) { return cache.keys(g); }, [&](Index g) { return cache.values(g); }, at_cache, result, true);
+}
+
+/// attend_cache_into into a fresh result: query heads × (n × d) queries of the cache's n newest
+/// positions → outputs query heads × (n × value size), and what options ask for.
+template <class T>
+HeadsAttention<T> attend_cache(const HeadStack<T>& queries, const KeyValueCache<T>& cache,
+                               const AttentionOptions<T>& options = {}) {
+    HeadsAttention<T> result;
+    attend_cache_into(queries, cache, options, result);
     return result;
 }
 
@@ -376,20 +529,33 @@ struct MultiHeadAttention {
 
 /// Multi-head self-attention with output projection:
 /// x: (positions × width) → project → split into `heads` → attention in each head →
-/// merge (positions × heads·dv) → · output → (positions × out).
+/// merge (positions × heads·dv) → · output → (positions × out). With key_value_heads
+/// (0: heads; else a divisor of heads) the key and value projections are (width × kv heads·d)
+/// and (width × kv heads·dv): grouped-query attention, each key/value head serving
+/// heads / key_value_heads query heads.
 template <class D>
 MultiHeadAttention<typename D::Scalar> multi_head_attention(const Eigen::MatrixBase<D>& x,
                                                             const AttentionProjections<typename D::Scalar>& projections,
                                                             Index heads,
-                                                            const AttentionOptions<typename D::Scalar>& options = {}) {
+                                                            const AttentionOptions<typename D::Scalar>& options = {},
+                                                            Index key_value_heads = 0) {
     using T = typename D::Scalar;
     detail::check_positive("multi_head_attention", "heads", heads);
-    if (projections.query.cols() % heads != 0 || projections.value.cols() % heads != 0)
+    if (key_value_heads == 0) key_value_heads = heads;
+    if (!detail::serves(key_value_heads, heads))
+        throw shape_error(detail::message("multi_head_attention: key_value_heads = ", key_value_heads,
+                                          " does not divide heads = ", heads));
+    if (projections.query.cols() % heads != 0 || projections.value.cols() % key_value_heads != 0)
         throw shape_error(detail::message("multi_head_attention: heads = ", heads, " does not divide the query width ",
-                                          projections.query.cols(), " or the value width ", projections.value.cols()));
-    QueryKeyValue<T> qkv = project_qkv(x, projections.query, projections.key, projections.value);
-    HeadsAttention<T> attended = attend_heads(split_heads(qkv.queries, heads), split_heads(qkv.keys, heads),
-                                              split_heads(qkv.values, heads), options);
+                                          projections.query.cols(), " or key_value_heads = ", key_value_heads,
+                                          " the value width ", projections.value.cols()));
+    const Index head_size = projections.query.cols() / heads;
+    detail::check_cols("multi_head_attention", "projections.key", projections.key, key_value_heads * head_size,
+                       "one key of the query head size per key/value head");
+    // projected one by one: with fewer key/value heads the keys are narrower than the queries
+    HeadsAttention<T> attended = attend_heads(split_heads(project(x, projections.query), heads),
+                                              split_heads(project(x, projections.key), key_value_heads),
+                                              split_heads(project(x, projections.value), key_value_heads), options);
     MultiHeadAttention<T> result;
     result.output = project(merge_heads(attended.outputs), projections.output);
     result.weights = std::move(attended.weights);

@@ -74,7 +74,13 @@ struct KernelTiling {
     static constexpr Index kPanel = Index(kValuePackets) * kLanes;
     static constexpr Index kQueryBlock = 96;  ///< query rows per task
     static constexpr Index kKeyBlock = 128;   ///< keys per block
+    /// Decoding (FusedProblem::few_queries): at most kDecodeRows query rows per task, their
+    /// scores of kDecodeKeys keys at a time, one row after another, in the streaming scores buffer.
+    static constexpr Index kDecodeRows = 8;
+    static constexpr Index kDecodeKeys = kKeyBlock * kQueryBlock / kDecodeRows;
+    static constexpr Index kDecodeValueKeys = 64;  ///< keys per weights · values product (cache-resident values)
     static_assert(kQueryBlock % kChunk == 0, "a task is whole chunks of queries");
+    static_assert(kDecodeKeys % kLanes == 0, "a decoding block is whole packets of keys");
     static_assert(kKeyBlock % kScoreKeys == 0, "a key block is whole tiles");
 };
 
@@ -98,6 +104,10 @@ struct KernelMemory;
 template <class T>
 struct FusedProblem {
     Index heads = 0;
+    /// Grouped-query attention: query head h reads key/value head h / (heads / key_value_heads);
+    /// 0 means heads. It must divide heads. inputs stay one per query head, each viewing its
+    /// group's keys and values, and each key/value head is prepared once.
+    Index key_value_heads = 0;
     Index queries = 0;     ///< query rows per head
     Index keys = 0;        ///< key rows per head
     Index depth = 0;       ///< query/key size d
@@ -120,8 +130,16 @@ struct FusedProblem {
     Index log_sum_exp_head_stride = 0;  ///< between heads' rows; 0: queries
     const StatisticsTarget<T>* statistics = nullptr;  ///< head statistics to measure, or null
     KernelMemory<T>* memory = nullptr;                ///< working memory kept by the caller, or null
-    Index first_head = 0;                             ///< the caller's number for head 0, for error messages
-    Index first_row = 0;                              ///< the caller's number for query row 0, for error messages
+    /// Decoding: with at most kDecodeRows query rows per head and neither weights nor statistics
+    /// asked, score each row against the keys along d (decode_task). The streaming layout puts
+    /// queries across a packet's lanes, which one new position would leave mostly idle. Agrees
+    /// with the streaming path to rounding, not bit for bit; ignored where it does not apply.
+    bool few_queries = false;
+    /// If > 0, each head's query rows are this many query heads at one position (attend_cache's
+    /// folded step): row i of head h is query head h·folded_heads + i, for error messages.
+    Index folded_heads = 0;
+    Index first_head = 0;  ///< the caller's number for head 0, for error messages
+    Index first_row = 0;   ///< the caller's number for query row 0, for error messages
 
     /// Head h's output row i (value_size entries).
     T* output_row(Index h, Index i) const {
@@ -141,13 +159,31 @@ struct FusedProblem {
         return log_sum_exp[h * (log_sum_exp_head_stride != 0 ? log_sum_exp_head_stride : queries) + i];
     }
 
+    /// Reports NaN or +∞ among the scores of head h's query row i, in the caller's numbering.
+    [[noreturn]] void bad_scores(Index h, Index i) const;
+
+    /// Query heads per key/value head.
+    Index group() const { return key_value_heads != 0 ? heads / key_value_heads : 1; }
+
     /// Keys 0 … allowed(i) − 1 are visible to query row i.
     Index allowed(Index i) const { return causal ? std::min(keys, i + first_position + 1) : keys; }
 };
 
+template <class T>
+void FusedProblem<T>::bad_scores(Index h, Index i) const {
+    const Index head = folded_heads > 0 ? h * folded_heads + i : h;
+    const Index row = folded_heads > 0 ? 0 : i;
+    throw numeric_error(message("attention: the scores of query row ", first_row + row, " (head ", first_head + head,
+                                ") contain NaN or +infinity"));
+}
+
 /// Useful FLOPs an extra thread must get to pay for starting it and handing it work;
 /// below this the call stays on one thread (docs/bench/performance.md: how it was tuned).
 inline constexpr double kFlopsPerExtraThread = 5e7;
+/// Bytes of distinct keys and values an extra thread must get to pay for starting it, when
+/// reading them from memory takes longer than the arithmetic (decoding: one query row per head
+/// over a long cache): about 0.2 ms at one core's memory rate, as long as the start costs.
+inline constexpr double kBytesPerExtraThread = 2e6;
 
 template <class T>
 using AlignedBuffer = Eigen::Matrix<T, Eigen::Dynamic, 1>;
@@ -439,11 +475,6 @@ T log_sum_exp(T m, T l) {
     return T(double(m) + std::log(double(l)));
 }
 
-[[noreturn]] inline void throw_bad_scores(Index head, Index row) {
-    throw numeric_error(
-        message("attention: the scores of query row ", row, " (head ", head, ") contain NaN or +infinity"));
-}
-
 /// One block's streaming statistics for the c_rows queries of the chunk at column c0 (row i0 + c0
 /// of the task first): the running sums are rescaled by alpha (as the output is), then gain the
 /// block's weights w (scoresᵀ after online_softmax, row stride `width`, keys j0 … j0 + count − 1).
@@ -486,6 +517,18 @@ void finish_sight(const StatisticsTarget<T>& target, const T* sums, Index width,
     target.at(kEntropy, h, row) = l > T(0) ? std::log(l) - mean(kSumEntropy) : T(0);
     target.at(kDistance, h, row) = mean(kSumDistance);
     target.argmax_at(h, row) = Index(sums[kSumBestKey * width + i]);
+}
+
+/// Head h's output row i from its unnormalised sum o (value_size entries) and weight total l.
+template <class T>
+void finish_output(const FusedProblem<T>& problem, Index h, Index i, const T* o, T l) {
+    T* out = problem.output_row(h, i);
+    if (l == T(0)) {  // every visible score was −∞: a zero output, as softmax_rows gives
+        std::fill(out, out + problem.value_size, T(0));
+        return;
+    }
+    const T inverse = T(1) / l;
+    for (Index c = 0; c < problem.value_size; ++c) out[c] = o[c] * inverse;
 }
 
 /// Rows [i0, i1) of head h's queries, rotated and scaled, into dst (row-major, row stride d).
@@ -609,16 +652,110 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
     }
 
     for (Index i = 0; i < rows; ++i) {
-        if (!std::isfinite(l[i])) kernel::throw_bad_scores(problem.first_head + h, problem.first_row + i0 + i);
+        if (!std::isfinite(l[i])) problem.bad_scores(h, i0 + i);
         if (problem.log_sum_exp) problem.log_sum_exp_at(h, i0 + i) = kernel::log_sum_exp(m[i], l[i]);
         if (statistics) kernel::finish_sight(*statistics, sums, width, i, l[i], h, i0 + i);
-        T* out = problem.output_row(h, i0 + i);
-        if (l[i] == T(0)) {  // every visible score was −∞: a zero output, as softmax_rows gives
-            std::fill(out, out + dv, T(0));
-            continue;
+        kernel::finish_output(problem, h, i0 + i, o + i * padded, l[i]);
+    }
+}
+
+/// s(r, j) = q(r) · key(j) for R query rows and `count` keys (row stride key_stride), into s
+/// (row stride s_row): each key is loaded once for every row, a packet of d at a time, the
+/// rows' sums in R registers. packed: the queries' whole packets interleaved, packet p of row r
+/// at packed[(p·R + r)·lanes], so that one pointer walks them all; q: the rows (row stride d),
+/// for the numbers past the last whole packet.
+template <class T, int R>
+void score_rows(const T* packed, const T* q, Index d, const T* keys, Index key_stride, Index count, T* s, Index s_row) {
+    using Packet = typename KernelTiling<T>::Packet;
+    constexpr Index lanes = KernelTiling<T>::kLanes;
+    const Index whole = d / lanes * lanes;
+    for (Index j = 0; j < count; ++j) {
+        const T* key = keys + j * key_stride;
+        Packet sum[R];
+        for (int r = 0; r < R; ++r) sum[r] = kernel::ei::pset1<Packet>(T(0));
+        const T* rows = packed;
+        for (Index c = 0; c < whole; c += lanes, rows += R * lanes) {
+            const Packet k = kernel::ei::ploadu<Packet>(key + c);
+            for (int r = 0; r < R; ++r)
+                sum[r] = kernel::ei::pmadd(kernel::ei::ploadu<Packet>(rows + r * lanes), k, sum[r]);
         }
-        const T inverse = T(1) / l[i];
-        for (Index c = 0; c < dv; ++c) out[c] = o[i * padded + c] * inverse;
+        for (int r = 0; r < R; ++r) {
+            T dot = kernel::ei::predux(sum[r]);
+            for (Index c = whole; c < d; ++c) dot += q[r * d + c] * key[c];
+            s[r * s_row + j] = dot;
+        }
+    }
+}
+
+/// score_rows for 1 … P rows, chosen at run time.
+template <class T, int P = int(KernelTiling<T>::kDecodeRows)>
+void score_rows_of(int rows, const T* packed, const T* q, Index d, const T* keys, Index key_stride, Index count, T* s,
+                   Index s_row) {
+    if constexpr (P > 1) {
+        if (rows < P) return score_rows_of<T, P - 1>(rows, packed, q, d, keys, key_stride, count, s, s_row);
+    }
+    score_rows<T, P>(packed, q, d, keys, key_stride, count, s, s_row);
+}
+
+/// Decoding task (FusedProblem::few_queries): query rows [i0, i1) of head h, at most kDecodeRows.
+/// Keys are read once per block of kDecodeKeys and scored against each row along d, into one
+/// scores row per query (keys across a packet's lanes); then the online softmax of
+/// stream_task, row by row, and output += weights · values.
+template <class T>
+void decode_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, Index h, Index i0, Index i1,
+                 Scratch<T>& scratch) {
+    using Tiling = KernelTiling<T>;
+    constexpr Index lanes = Tiling::kLanes, block = Tiling::kDecodeKeys;
+    constexpr T minus_infinity = -std::numeric_limits<T>::infinity();
+    const Index rows = i1 - i0, d = problem.depth, dv = problem.value_size;
+    const Index padded = kernel::round_up(dv, lanes);
+    T* s = scratch.scores.data();             // (rows × block): scores, then weights
+    T* o = scratch.output.data();             // (rows × padded)
+    T* q = o + Tiling::kDecodeRows * padded;  // (rows × d), rotated and scaled: the output buffer has room
+    T* packed = scratch.queries.data();       // the same, whole packets interleaved (score_rows)
+    T* m = scratch.largest.data();
+    T* l = scratch.total.data();
+    kernel::load_queries(problem, h, i0, i1, q);
+    for (Index c = 0; c + lanes <= d; c += lanes)
+        for (Index r = 0; r < rows; ++r)
+            std::copy(q + r * d + c, q + r * d + c + lanes, packed + (c * rows + r * lanes));
+    std::fill(m, m + rows, minus_infinity);
+    std::fill(l, l + rows, T(0));
+    std::fill(o, o + rows * padded, T(0));
+
+    const Index end = problem.allowed(i1 - 1);
+    for (Index j0 = 0; j0 < end; j0 += block) {
+        const Index count = std::min(block, end - j0), whole = kernel::round_up(count, lanes);
+        score_rows_of(int(rows), packed, q, d, head.keys.data + j0 * head.keys.stride, head.keys.stride, count, s,
+                      block);
+        for (Index r = 0; r < rows; ++r) {
+            T* row = s + r * block;
+            // keys this row may not see, and the padding to whole packets: weight exactly 0
+            const Index own = std::max<Index>(0, std::min(count, problem.allowed(i0 + r) - j0));
+            std::fill(row + own, row + whole, minus_infinity);
+            const T largest = kernel::row_max(row, whole);
+            if (kernel::bad_largest(largest)) problem.bad_scores(h, i0 + r);
+            const T grown = std::max(m[r], largest);
+            if (grown == minus_infinity) {  // nothing visible yet: every weight 0
+                std::fill(row, row + count, T(0));
+                continue;
+            }
+            const T factor = m[r] == minus_infinity ? T(0) : kernel::flushed_exp(m[r] - grown);
+            m[r] = grown;
+            l[r] = l[r] * factor + kernel::exp_shifted(row, whole, grown);
+            if (factor != T(1)) kernel::scale_row(o + r * padded, padded, factor);
+        }
+        // a few keys' values at a time: the micro-kernel walks them once per panel of columns,
+        // and a whole block's (1,536 × dv) would fall out of the level-2 cache between panels
+        for (Index j = 0; j < count; j += Tiling::kDecodeValueKeys)
+            kernel::weights_times_values(rows, s + j, block, 1, std::min(Tiling::kDecodeValueKeys, count - j),
+                                         head.values.data + (j0 + j) * head.values.stride, head.values.stride, padded,
+                                         o, padded, true);
+    }
+
+    for (Index r = 0; r < rows; ++r) {
+        if (problem.log_sum_exp) problem.log_sum_exp_at(h, i0 + r) = kernel::log_sum_exp(m[r], l[r]);
+        kernel::finish_output(problem, h, i0 + r, o + r * padded, l[r]);
     }
 }
 
@@ -667,8 +804,7 @@ void weights_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, I
             const Index whole = own / lanes * lanes;
             T largest = whole > 0 ? kernel::row_max(row, whole) : minus_infinity;
             for (Index j = whole; j < own; ++j) largest = std::isnan(row[j]) ? row[j] : std::max(largest, row[j]);
-            if (kernel::bad_largest(largest))
-                kernel::throw_bad_scores(problem.first_head + h, problem.first_row + i0 + r);
+            if (kernel::bad_largest(largest)) problem.bad_scores(h, i0 + r);
             if (largest == minus_infinity) {  // every visible score −∞: a zero row, as softmax_rows gives
                 std::fill(row, row + own, T(0));
             } else {
@@ -706,7 +842,13 @@ void fused_attention(const FusedProblem<T>& problem) {
     using Tiling = KernelTiling<T>;
     const Index heads = problem.heads, nq = problem.queries, width = Tiling::kQueryBlock;
     const Index blocks_per_head = (nq + width - 1) / width;
+    const bool decoding = problem.few_queries && nq <= Tiling::kDecodeRows && !problem.weights && !problem.statistics;
     const Index tasks = heads * blocks_per_head;
+
+    if (problem.key_value_heads < 0 || (problem.key_value_heads != 0 && heads % problem.key_value_heads != 0))
+        throw shape_error(message("attention: key_value_heads = ", problem.key_value_heads, " does not divide the ",
+                                  heads, " query heads"));
+    const Index group = problem.group(), key_value_heads = heads / group;
 
     // Working memory: the caller's, reused (nothing is allocated once it has grown to the
     // size), or this call's.
@@ -730,12 +872,16 @@ void fused_attention(const FusedProblem<T>& problem) {
         const Index cost_a = cost[std::size_t(a % blocks_per_head)], cost_b = cost[std::size_t(b % blocks_per_head)];
         return cost_a != cost_b ? cost_a > cost_b : a < b;
     });
-    const Index worth = std::max<Index>(1, Index(flops / kFlopsPerExtraThread));
+    // Each key/value head's keys and values come from memory at least once, whatever the rows:
+    // with few query rows that, not the arithmetic, takes the time.
+    const double bytes =
+        double(key_value_heads) * double(problem.keys) * double(problem.depth + problem.value_size) * double(sizeof(T));
+    const Index worth = std::max<Index>(1, Index(std::max(flops / kFlopsPerExtraThread, bytes / kBytesPerExtraThread)));
     const Index asked = problem.workers ? problem.workers->size() : problem.threads;
     const int workers = int(std::min<Index>({asked, tasks, worth}));
 
     std::vector<PreparedHead<T>>& prepared = memory.prepared;
-    if (prepared.size() < std::size_t(heads)) prepared.resize(std::size_t(heads));
+    if (prepared.size() < std::size_t(key_value_heads)) prepared.resize(std::size_t(key_value_heads));
     // Every worker's scratch is allocated here, by the caller: memory a new thread
     // allocates comes from a fresh malloc arena, and first-touch page faults would
     // cost more than small problems take.
@@ -756,22 +902,26 @@ void fused_attention(const FusedProblem<T>& problem) {
         if (problem.statistics) mine.sight.resize(kSightSums * width);
     }
 
-    // Phase 1 prepares every head (rotation, key/value panels); phase 2 runs the query
-    // blocks, longest first, handed out from a shared counter.
+    // Phase 1 prepares every key/value head (rotation, key panels, padded values) from its
+    // group's first query head's inputs; phase 2 runs the query blocks, longest first, handed
+    // out from a shared counter.
     std::atomic<Index> next_head{0}, next_task{0};
     run_team(problem.workers, workers, [&](int worker, Team& team) {
-        for (Index h = next_head++; h < heads && !team.stopped(); h = next_head++)
-            prepare_head(problem, h, prepared[std::size_t(h)]);
+        for (Index g = next_head++; g < key_value_heads && !team.stopped(); g = next_head++)
+            prepare_head(problem, g * group, prepared[std::size_t(g)]);
         team.sync();
         Scratch<T>& mine = scratch[std::size_t(worker)];
         for (Index task = next_task++; task < tasks && !team.stopped(); task = next_task++) {
             const Index id = order[std::size_t(task)];
             const Index h = id / blocks_per_head, i0 = (id % blocks_per_head) * width;
             const Index i1 = std::min(nq, i0 + width);
-            if (problem.weights)
-                weights_task(problem, prepared[std::size_t(h)], h, i0, i1, mine);
+            const PreparedHead<T>& head = prepared[std::size_t(h / group)];
+            if (decoding)
+                decode_task(problem, head, h, i0, i1, mine);
+            else if (problem.weights)
+                weights_task(problem, head, h, i0, i1, mine);
             else
-                stream_task(problem, prepared[std::size_t(h)], h, i0, i1, mine);
+                stream_task(problem, head, h, i0, i1, mine);
         }
     });
 }

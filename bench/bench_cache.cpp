@@ -1,0 +1,147 @@
+// Decoding: one new position's attention over a key/value cache (attend_cache_into), read
+// against the machine's memory bandwidth (Google Benchmark; JSON with --benchmark_format=json
+// or --benchmark_out=FILE --benchmark_out_format=json).
+//
+// Families (names end in /positions:N/real_time, or /real_time):
+//   cache/heads:<q>/kv:<kv>/d:<d>/threads:<t>  attend_cache_into: 1 query position per head over
+//                                              a cache of N positions (256 … 16,384), outputs
+//                                              only, reused result and workspace, no RoPE (its
+//                                              cost on one row is not the cache's);
+//                                              threads: AttentionOptions::threads, started per call
+//   cache/.../workers:<t>                      the same on an attn::Workers of t kept across calls,
+//                                              as a decoder keeps them
+//   memory/copy/threads:<t>                    memcpy of a 256 MiB buffer into another, split over
+//                                              t threads: the bytes read per second
+//   memory/read/threads:<t>                    summing a 256 MiB buffer: a read-only reference
+//
+// bytes_read (a rate) counts what attention must read at least: keys and values of every
+// visible position of every key/value head, once. Its ratio to memory/copy's bytes_read is
+// the share of copy bandwidth reached.
+#include <benchmark/benchmark.h>
+#include <attn/attn.hpp>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using attn::Index;
+
+struct CacheShape {
+    Index heads, kv_heads, d;
+};
+
+void cache_benchmark(benchmark::State& state, CacheShape shape, int threads, bool kept) {
+    const Index positions = state.range(0);
+    attn::KeyValueCache<float> cache(shape.kv_heads, positions, shape.d);
+    std::srand(1);
+    for (Index h = 0; h < shape.kv_heads; ++h) {
+        cache.key_rows(h).setRandom();
+        cache.value_rows(h).setRandom();
+    }
+    cache.extend(positions);
+    attn::HeadStack<float> queries(shape.heads, 1, shape.d);
+    for (Index h = 0; h < shape.heads; ++h) queries.head(h).setRandom();
+
+    attn::AttentionWorkspace<float> workspace;
+    std::unique_ptr<attn::Workers> workers;
+    attn::AttentionOptions<float> options;
+    options.workspace = &workspace;
+    if (kept) {
+        workers = std::make_unique<attn::Workers>(threads);
+        options.workers = workers.get();
+    } else {
+        options.threads = threads;
+    }
+    attn::HeadsAttention<float> result;
+    attn::attend_cache_into(queries, cache, options, result);  // sizes the result and workspace
+    for (auto _ : state) {
+        attn::attend_cache_into(queries, cache, options, result);
+        benchmark::DoNotOptimize(result.outputs.data());
+        benchmark::ClobberMemory();
+    }
+    const double bytes = double(shape.kv_heads) * double(positions) * double(2 * shape.d) * sizeof(float);
+    state.counters["bytes_read"] = benchmark::Counter(bytes * double(state.iterations()), benchmark::Counter::kIsRate);
+    state.counters["cache_MiB"] = bytes / (1024.0 * 1024.0);
+}
+
+constexpr std::size_t kBuffer = std::size_t(256) << 20;  // far beyond any last-level cache
+
+/// Runs part(t) for t = 0 … threads − 1, part 0 on the caller.
+template <class Part>
+void on_threads(int threads, Part part) {
+    std::vector<std::thread> helpers;
+    for (int t = 1; t < threads; ++t) helpers.emplace_back(part, t);
+    part(0);
+    for (std::thread& helper : helpers) helper.join();
+}
+
+void copy_benchmark(benchmark::State& state, int threads) {
+    std::vector<char> from(kBuffer, 1), to(kBuffer, 0);  // filled: every page touched before timing
+    const std::size_t share = kBuffer / std::size_t(threads);
+    for (auto _ : state) {
+        on_threads(threads, [&](int t) { std::memcpy(to.data() + t * share, from.data() + t * share, share); });
+        benchmark::DoNotOptimize(to.data());
+        benchmark::ClobberMemory();
+    }
+    state.counters["bytes_read"] =
+        benchmark::Counter(double(kBuffer) * double(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+void read_benchmark(benchmark::State& state, int threads) {
+    const std::size_t count = kBuffer / sizeof(float);
+    std::vector<float> buffer(count, 1.0f);
+    const std::size_t share = count / std::size_t(threads);
+    std::vector<float> sums(std::size_t(threads) * 16);  // one cache line apart
+    for (auto _ : state) {
+        on_threads(threads, [&](int t) {
+            const Eigen::Map<const Eigen::ArrayXf> part(buffer.data() + std::size_t(t) * share, Index(share));
+            sums[std::size_t(t) * 16] = part.sum();
+        });
+        benchmark::DoNotOptimize(sums.data());
+        benchmark::ClobberMemory();
+    }
+    state.counters["bytes_read"] =
+        benchmark::Counter(double(kBuffer) * double(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+void register_benchmarks() {
+    for (const CacheShape shape : {CacheShape{4, 4, 64}, CacheShape{32, 8, 128}})
+        for (bool kept : {false, true})
+            for (int threads : {1, 2}) {
+                const std::string name = "cache/heads:" + std::to_string(shape.heads) +
+                                         "/kv:" + std::to_string(shape.kv_heads) + "/d:" + std::to_string(shape.d) +
+                                         (kept ? "/workers:" : "/threads:") + std::to_string(threads);
+                benchmark::RegisterBenchmark(name.c_str(), cache_benchmark, shape, threads, kept)
+                    ->RangeMultiplier(4)
+                    ->Range(256, 16384)
+                    ->ArgName("positions")
+                    ->Unit(benchmark::kMicrosecond)
+                    ->UseRealTime();
+            }
+    for (int threads : {1, 2}) {
+        benchmark::RegisterBenchmark(("memory/copy/threads:" + std::to_string(threads)).c_str(), copy_benchmark,
+                                     threads)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+        benchmark::RegisterBenchmark(("memory/read/threads:" + std::to_string(threads)).c_str(), read_benchmark,
+                                     threads)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Eigen::setNbThreads(1);
+    register_benchmarks();
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}
