@@ -46,12 +46,16 @@ attn::LogitMetric cover_minus_set() {
 
 TEST_CASE_TEMPLATE("run_with_hooks threads: keeping every activation changes no bit of the forward", T, float, double) {
     const attn::Model<T>& model = store_model<T>();
-    const std::vector<int> ids = exemplar<T>();
+    std::vector<int> ids = exemplar<T>();
+    while (ids.size() < 80) ids.push_back(ids[ids.size() % 26]);  // long enough for 2 threads to share it
+    attn::HookedRun<T> first;
     for (int threads : {1, 2}) {
         attn::HookOptions<T> options;
         options.forward.threads = threads;
         options.keep = {"*"};
         const attn::HookedRun<T> run = attn::run_with_hooks(model, ids, options);
+        if (threads == 1) first = run;
+        for (const std::string& name : run.cache.names()) CHECK(run.cache[name] == first.cache[name]);  // any threads
         attn::ForwardOptions plain;
         plain.threads = threads;
         CHECK(run.result.logits == model.forward(ids, plain).logits);
