@@ -17,7 +17,8 @@ description; the corrupted text changes its name's last token), on 1 and 2 threa
   sweep_batch   the same 16 runs as one forward of a batch of 16 (row 4l+h patches head (l, h));
   sweep_skip    one corrupted forward keeping each block's input, then per layer l one batch of
                 4 (one per head) through blocks l..3 only, from the corrupted input of block l,
-                and the final LayerNorm and unembedding at the metric's position only.
+                then the final LayerNorm at the metric's position only, dotted with
+                E[t1] - E[t2] (tools/interventions.py's patched_head_metrics).
 The clean run's hook_z (the sweeps' input) is cached once, outside the timings. The three sweeps
 agree with tools/interventions.py's float64 scores (checked before timing). Each thread count
 runs in a process of its own; --rounds rounds interleave them; times are medians over the
@@ -67,48 +68,26 @@ def sweep_eager(model, corrupted, clean_z, position, t1, t2):
     out = torch.empty(s.layers, s.heads)
     for l in range(s.layers):
         for h in range(s.heads):
-            edit = iv.replace_head(model, h, clean_z[l][:, iv.head_columns(model, h)])
+            z = clean_z[f"blocks.{l}.attn.hook_z"]
+            edit = iv.replace_head(model, h, z[:, iv.head_columns(model, h)])
             logits = iv.run_with_hooks(model, corrupted, [(f"blocks.{l}.attn.hook_z", edit)])[0]
             out[l, h] = iv.logit_difference(logits, position, t1, t2)
     return out
 
 
 def sweep_batch(model, corrupted, clean_z, position, t1, t2):
-    s = model.settings
-    edits = [(f"blocks.{l}.attn.hook_z",
-              iv.replace_head(model, h, clean_z[l][:, iv.head_columns(model, h)], rows=[l * s.heads + h]))
-             for l in range(s.layers) for h in range(s.heads)]
-    batch = torch.as_tensor(corrupted).expand(s.layers * s.heads, -1)
-    logits = iv.run_with_hooks(model, batch, edits)
-    return iv.logit_difference(logits, position, t1, t2).view(s.layers, s.heads)
+    logits = iv.patched_head_logits(model, clean_z, corrupted)
+    return iv.logit_difference(logits, position, t1, t2).view(model.settings.layers, model.settings.heads)
 
 
 def sweep_skip(model, corrupted, clean_z, position, t1, t2):
-    """Patching head (l, h) leaves blocks 0..l-1 as in the corrupted run: start there."""
-    s = model.settings
-    n = len(corrupted)
-    cos, sin = model.rope_cos[:n].to(clean_z[0].dtype), model.rope_sin[:n].to(clean_z[0].dtype)
-    mask = torch.ones(n, n, dtype=torch.bool).triu(1)
-    inputs = [model.embedding(torch.as_tensor(corrupted)[None])]  # the corrupted run's block inputs
-    for block in model.layers[:-1]:
-        inputs.append(block(inputs[-1], cos, sin, mask)[0])
-    out = torch.empty(s.layers, s.heads)
-    for l in range(s.layers):
-        x = inputs[l].expand(s.heads, -1, -1)
-        edits = [(f"blocks.{l}.attn.hook_z",
-                  iv.replace_head(model, h, clean_z[l][:, iv.head_columns(model, h)], rows=[h]))
-                 for h in range(s.heads)]
-        with iv.hooked(model, edits):
-            for block in model.layers[l:]:
-                x, _ = block(x, cos, sin, mask)
-        row = model.final_norm(x[:, position]) @ model.embedding.weight.t()  # heads x V
-        out[l] = row[:, t1] - row[:, t2]
-    return out
+    return iv.patched_head_metrics(model, clean_z, corrupted, position, t1, t2)
 
 
 def clean_hook_z(model, clean):
+    """The clean run's hook_z of every layer, by name (the sweeps' input)."""
     _, cache = iv.run_with_cache(model, clean)
-    return [cache[f"blocks.{l}.attn.hook_z"] for l in range(model.settings.layers)]
+    return {name: z for name, z in cache.items() if name.endswith("attn.hook_z")}
 
 
 def time_forms(threads):

@@ -44,6 +44,6 @@ fi
 # 5. float64 reference goldens for the C++ tests, checked against the training model
 "$PYTHON" tools/reference.py --model "$OUT" --data "$OUT" --out tests/data/store \
     --check-against "$CHECKPOINTS/final.pt"
-"$PYTHON" tools/interventions.py --model "$OUT" --data "$OUT" --golden tests/data/store  # 6. interpretability goldens
+"$PYTHON" tools/interventions.py --model "$OUT" --data "$OUT" --golden tests/data/store --copy-average  # 6. interpretability goldens
 
 ls -l "$OUT" tests/data/store
