@@ -28,6 +28,7 @@ is shared with compilers); OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset in t
 """
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -145,7 +146,9 @@ def in_subprocess(threads):
 
 
 def compilers():
-    return subprocess.run(["pgrep", "-a", "cc1plus"], capture_output=True, text=True).stdout.strip()
+    """The compilers running now (gcc's cc1plus, clang) and the load average over the last minute."""
+    running = subprocess.run(["pgrep", "-a", "cc1plus|clang"], capture_output=True, text=True).stdout.strip()
+    return {"compilers": running, "load_1min": os.getloadavg()[0]}
 
 
 def markdown(result):
@@ -170,14 +173,18 @@ def markdown(result):
               "| sweep: skip unchanged layers |", "|---:|---:|---:|---:|---:|"]
     for row in result["rows"]:
         lines.append(f"| {row['threads']} | " + " | ".join(f"{row[f + '_over_plain']:.2f}×" for f in FORMS[1:]) + " |")
-    busy = [c for c in result["compilers_seen"] if c]
+    busy = [c for c in result["compilers_seen"] if c["compilers"]]
+    loads = ", ".join(f"{c['load_1min']:.1f}" for c in result["compilers_seen"])
     lines += [
         "",
         "The sweeps' scores agree with tools/interventions.py's float64 head patching to "
         f"{result['agreement']['max_score_difference_float32']:.1e}.",
         "",
-        ("Compilers (cc1plus) were running during " + f"{len(busy)} of {len(result['compilers_seen'])} rounds: "
-         "these times are noisy." if busy else "No compiler (cc1plus) ran at the start of any round."),
+        ("Compilers (cc1plus, clang) were running at the start of " + f"{len(busy)} of "
+         f"{len(result['compilers_seen'])} rounds" if busy else "No compiler (cc1plus, clang) ran at the start "
+         "of any round") + f"; the load averages (1 minute, 2 cores) at the rounds' starts: {loads}. "
+        "On a busy machine the absolute times are noisy; the ratios to the plain forward, measured side by "
+        "side, are the figures to read.",
         "",
     ]
     return "\n".join(lines)
