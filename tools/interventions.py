@@ -44,7 +44,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -606,6 +605,10 @@ def print_tables(record, tokenizer):
     print("head patching (rows: layers, columns: heads; 1 = clean's decision restored):")
     for l, row in enumerate(ex["head_patching"]):
         print(f"  L{l} " + " ".join(f"{v:+.3f}" for v in row))
+    carriers = sorted(((v, l, h) for l, row in enumerate(ex["head_patching"]) for h, v in enumerate(row)),
+                      reverse=True)
+    print("heads that carry the decision (patching score >= 0.05): "
+          + ", ".join(f"L{l}H{h} {v:.3f}" for v, l, h in carriers if v >= 0.05))
     print("residual patching (hook_resid_pre; rows: layers, columns: positions):")
     clean_ids = record["cases"][0]["ids"]
     print("     " + " ".join(f"{i:>5}" for i in range(len(clean_ids))))
