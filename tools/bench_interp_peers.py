@@ -17,15 +17,18 @@ description; the corrupted text changes its name's last token), on 1 and 2 threa
   sweep_batch   the same 16 runs as one forward of a batch of 16 (row 4l+h patches head (l, h));
   sweep_skip    one corrupted forward keeping each block's input, then per layer l one batch of
                 4 (one per head) through blocks l..3 only, from the corrupted input of block l,
-                and the final LayerNorm and unembedding at the metric's position only.
+                then the final LayerNorm at the metric's position only, dotted with
+                E[t1] - E[t2] (tools/interventions.py's patched_head_metrics).
 The clean run's hook_z (the sweeps' input) is cached once, outside the timings. The three sweeps
 agree with tools/interventions.py's float64 scores (checked before timing). Each thread count
-runs in a process of its own; --rounds rounds interleave them; times are medians over the
-rounds of medians of repeated runs. `pgrep cc1plus` is recorded before every round (the machine
+runs in a process of its own, in which the forms interleave (5 passes); --rounds rounds
+interleave the processes; times are medians over the rounds of medians of repeated runs, and
+each form is also given in plain forwards, a ratio taken within each process. `pgrep cc1plus` is recorded before every round (the machine
 is shared with compilers); OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset in this command only.
 """
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -41,6 +44,7 @@ from tokenizer import read_products  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 POSITIONS = 160
 FORMS = ["plain", "cache", "sweep_eager", "sweep_batch", "sweep_skip"]
+REPEATS = 5  # interleaved passes over the forms in each process
 
 
 def texts(tokenizer, longest=POSITIONS):
@@ -67,48 +71,26 @@ def sweep_eager(model, corrupted, clean_z, position, t1, t2):
     out = torch.empty(s.layers, s.heads)
     for l in range(s.layers):
         for h in range(s.heads):
-            edit = iv.replace_head(model, h, clean_z[l][:, iv.head_columns(model, h)])
+            z = clean_z[f"blocks.{l}.attn.hook_z"]
+            edit = iv.replace_head(model, h, z[:, iv.head_columns(model, h)])
             logits = iv.run_with_hooks(model, corrupted, [(f"blocks.{l}.attn.hook_z", edit)])[0]
             out[l, h] = iv.logit_difference(logits, position, t1, t2)
     return out
 
 
 def sweep_batch(model, corrupted, clean_z, position, t1, t2):
-    s = model.settings
-    edits = [(f"blocks.{l}.attn.hook_z",
-              iv.replace_head(model, h, clean_z[l][:, iv.head_columns(model, h)], rows=[l * s.heads + h]))
-             for l in range(s.layers) for h in range(s.heads)]
-    batch = torch.as_tensor(corrupted).expand(s.layers * s.heads, -1)
-    logits = iv.run_with_hooks(model, batch, edits)
-    return iv.logit_difference(logits, position, t1, t2).view(s.layers, s.heads)
+    logits = iv.patched_head_logits(model, clean_z, corrupted)
+    return iv.logit_difference(logits, position, t1, t2).view(model.settings.layers, model.settings.heads)
 
 
 def sweep_skip(model, corrupted, clean_z, position, t1, t2):
-    """Patching head (l, h) leaves blocks 0..l-1 as in the corrupted run: start there."""
-    s = model.settings
-    n = len(corrupted)
-    cos, sin = model.rope_cos[:n].to(clean_z[0].dtype), model.rope_sin[:n].to(clean_z[0].dtype)
-    mask = torch.ones(n, n, dtype=torch.bool).triu(1)
-    inputs = [model.embedding(torch.as_tensor(corrupted)[None])]  # the corrupted run's block inputs
-    for block in model.layers[:-1]:
-        inputs.append(block(inputs[-1], cos, sin, mask)[0])
-    out = torch.empty(s.layers, s.heads)
-    for l in range(s.layers):
-        x = inputs[l].expand(s.heads, -1, -1)
-        edits = [(f"blocks.{l}.attn.hook_z",
-                  iv.replace_head(model, h, clean_z[l][:, iv.head_columns(model, h)], rows=[h]))
-                 for h in range(s.heads)]
-        with iv.hooked(model, edits):
-            for block in model.layers[l:]:
-                x, _ = block(x, cos, sin, mask)
-        row = model.final_norm(x[:, position]) @ model.embedding.weight.t()  # heads x V
-        out[l] = row[:, t1] - row[:, t2]
-    return out
+    return iv.patched_head_metrics(model, clean_z, corrupted, position, t1, t2)
 
 
 def clean_hook_z(model, clean):
+    """The clean run's hook_z of every layer, by name (the sweeps' input)."""
     _, cache = iv.run_with_cache(model, clean)
-    return [cache[f"blocks.{l}.attn.hook_z"] for l in range(model.settings.layers)]
+    return {name: z for name, z in cache.items() if name.endswith("attn.hook_z")}
 
 
 def time_forms(threads):
@@ -127,7 +109,12 @@ def time_forms(threads):
             "sweep_batch": lambda: sweep_batch(model, corrupted, clean_z, position, t1, t2),
             "sweep_skip": lambda: sweep_skip(model, corrupted, clean_z, position, t1, t2),
         }
-        return {form: median_seconds(calls[form], budget=1.0, least=10) for form in FORMS}
+        # the forms interleave, so a slow spell on this shared machine touches them alike
+        times = {form: [] for form in FORMS}
+        for _ in range(REPEATS):
+            for form in FORMS:
+                times[form].append(median_seconds(calls[form], budget=0.3, least=3))
+        return {form: statistics.median(t) for form, t in times.items()}
 
 
 def check_agreement():
@@ -159,7 +146,9 @@ def in_subprocess(threads):
 
 
 def compilers():
-    return subprocess.run(["pgrep", "-a", "cc1plus"], capture_output=True, text=True).stdout.strip()
+    """The compilers running now (gcc's cc1plus, clang) and the load average over the last minute."""
+    running = subprocess.run(["pgrep", "-a", "cc1plus|clang"], capture_output=True, text=True).stdout.strip()
+    return {"compilers": running, "load_1min": os.getloadavg()[0]}
 
 
 def markdown(result):
@@ -172,23 +161,30 @@ def markdown(result):
         "tools/bench_interp_peers.py`.",
         "",
         "| threads | plain forward | forward + cache (hooks) | sweep: 16 hooked forwards "
-        "| sweep: one batch of 16 | sweep: skip unchanged layers | cache / plain | best sweep / plain |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| sweep: one batch of 16 | sweep: skip unchanged layers |",
+        "|---:|---:|---:|---:|---:|---:|",
     ]
     for row in result["rows"]:
-        best = min(row[f] for f in ("sweep_eager_ms", "sweep_batch_ms", "sweep_skip_ms"))
         lines.append(
             f"| {row['threads']} | {row['plain_ms']:.2f} ms | {row['cache_ms']:.2f} ms "
-            f"| {row['sweep_eager_ms']:.2f} ms | {row['sweep_batch_ms']:.2f} ms | {row['sweep_skip_ms']:.2f} ms "
-            f"| {row['cache_ms'] / row['plain_ms']:.2f}× | {best / row['plain_ms']:.1f}× |")
-    busy = [c for c in result["compilers_seen"] if c]
+            f"| {row['sweep_eager_ms']:.2f} ms | {row['sweep_batch_ms']:.2f} ms | {row['sweep_skip_ms']:.2f} ms |")
+    lines += ["", "The same, in plain forwards (ratios taken within each process, medians over the rounds):", "",
+              "| threads | forward + cache | sweep: 16 hooked forwards | sweep: one batch of 16 "
+              "| sweep: skip unchanged layers |", "|---:|---:|---:|---:|---:|"]
+    for row in result["rows"]:
+        lines.append(f"| {row['threads']} | " + " | ".join(f"{row[f + '_over_plain']:.2f}×" for f in FORMS[1:]) + " |")
+    busy = [c for c in result["compilers_seen"] if c["compilers"]]
+    loads = ", ".join(f"{c['load_1min']:.1f}" for c in result["compilers_seen"])
     lines += [
         "",
         "The sweeps' scores agree with tools/interventions.py's float64 head patching to "
         f"{result['agreement']['max_score_difference_float32']:.1e}.",
         "",
-        ("Compilers (cc1plus) were running during " + f"{len(busy)} of {len(result['compilers_seen'])} rounds: "
-         "these times are noisy." if busy else "No compiler (cc1plus) ran at the start of any round."),
+        ("Compilers (cc1plus, clang) were running at the start of " + f"{len(busy)} of "
+         f"{len(result['compilers_seen'])} rounds" if busy else "No compiler (cc1plus, clang) ran at the start "
+         "of any round") + f"; the load averages (1 minute, 2 cores) at the rounds' starts: {loads}. "
+        "On a busy machine the absolute times are noisy; the ratios to the plain forward, measured side by "
+        "side, are the figures to read.",
         "",
     ]
     return "\n".join(lines)
@@ -212,8 +208,13 @@ def main():
         seen.append(compilers())
         for t in args.threads:
             runs[t].append(in_subprocess(t))
-    rows = [dict({"threads": t}, **{f + "_ms": statistics.median(r[f] for r in runs[t]) * 1e3 for f in FORMS})
-            for t in args.threads]
+    rows = []
+    for t in args.threads:
+        row = {"threads": t}
+        row.update({f + "_ms": statistics.median(r[f] for r in runs[t]) * 1e3 for f in FORMS})
+        # ratios within each process (measured side by side), then their median over the rounds
+        row.update({f + "_over_plain": statistics.median(r[f] / r["plain"] for r in runs[t]) for f in FORMS[1:]})
+        rows.append(row)
     result = {"positions": POSITIONS, "dtype": "float32", "torch": torch.__version__, "rounds": args.rounds,
               "rows": rows, "agreement": agreement, "compilers_seen": seen,
               "runs": {str(t): runs[t] for t in args.threads}}

@@ -44,11 +44,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from quality import EXEMPLAR_NAME, load_exported  # noqa: E402
+from quality import EXEMPLAR_NAME, PREFIX_WORDS, alternatives_from, load_exported, match_positions  # noqa: E402,E501
 from tokenizer import END_OF_WORD, read_products  # noqa: E402
 
 # The exemplar as issue #14 fixes it: the description cut after "… patio furniture cover.",
@@ -343,6 +342,46 @@ def head_patching(model, clean_ids, corrupted_ids, position, t1, t2, clean_cache
                            [[edit(l, h) for h in range(s.heads)] for l in range(s.layers)])
 
 
+def patched_head_logits(model, clean_cache, corrupted_ids):
+    """-> logits (layers*heads x n x V): one forward of a batch of the corrupted ids in which row
+    l*heads + h has head (l, h)'s z replaced at every position by the clean run's."""
+    s = model.settings
+    edits = [(f"blocks.{l}.attn.hook_z",
+              replace_head(model, h, clean_cache[f"blocks.{l}.attn.hook_z"][:, head_columns(model, h)],
+                           rows=[l * s.heads + h]))
+             for l in range(s.layers) for h in range(s.heads)]
+    return run_with_hooks(model, as_batch(corrupted_ids).expand(s.layers * s.heads, -1), edits)
+
+
+def patched_head_metrics(model, clean_cache, corrupted_ids, position, t1, t2):
+    """-> (layers x heads) logit(t1) - logit(t2) at `position` of the corrupted run with head
+    (l, h)'s z patched from the clean run, computed without redoing what the patch leaves alone:
+    one corrupted forward keeps each block's input, then per layer l one batch of `heads` rows
+    (row h patches head h) runs blocks l.. only, and the unembedding runs at `position` only."""
+    s = model.settings
+    n = len(corrupted_ids)
+    dtype = model.embedding.weight.dtype
+    cos, sin = model.rope_cos[:n].to(dtype), model.rope_sin[:n].to(dtype)
+    mask = torch.ones(n, n, dtype=torch.bool).triu(1)
+    out = torch.empty(s.layers, s.heads, dtype=dtype)
+    with torch.no_grad():
+        inputs = [model.embedding(as_batch(corrupted_ids))]  # the corrupted run's block inputs
+        for block in model.layers[:-1]:
+            inputs.append(block(inputs[-1], cos, sin, mask)[0])
+        for l in range(s.layers):
+            clean_z = clean_cache[f"blocks.{l}.attn.hook_z"]
+            edits = [(f"blocks.{l}.attn.hook_z",
+                      replace_head(model, h, clean_z[:, head_columns(model, h)], rows=[h]))
+                     for h in range(s.heads)]
+            x = inputs[l].expand(s.heads, -1, -1)
+            with hooked(model, edits):
+                for block in model.layers[l:]:
+                    x, _ = block(x, cos, sin, mask)
+            u = direction(model, t1, t2)
+            out[l] = model.final_norm(x[:, position]) @ u
+    return out
+
+
 def residual_patching(model, clean_ids, corrupted_ids, position, t1, t2, clean_cache):
     """-> (layers x n) scores: the corrupted run with hook_resid_pre row i of layer l replaced by
     the clean run's."""
@@ -386,6 +425,71 @@ def head_detector_scores(model, cache, ids):
                 scores[l, h] = (pattern[h] * d).sum() / pattern[h].sum()
         out[kind] = scores
     return out
+
+
+# ----------------------------------------------------------------------------
+# copying over the validation split
+
+
+def counterfactual_copy_cases(tokenizer, validation, train, longest):
+    """tools/quality.py's counterfactual copy positions, main variant: at a copy position t whose
+    name token (a whole word after a whole word) the description is about to repeat, that word is
+    replaced in the name only by the word the training names most often put after the same
+    prefix of >= 2 whole words. -> list of (clean ids[:t+1], corrupted ids[:t+1], t, original
+    id, alternative id), in quality.py's order."""
+    follow = alternatives_from(train)
+    whole = lambda i: tokenizer.token(i).endswith(END_OF_WORD)  # noqa: E731
+    cases = []
+    for name_text, description in validation:
+        ids = tokenizer.product_ids(name_text, description, longest)
+        if tokenizer.separator not in ids:
+            continue
+        for t, j, sep in match_positions(ids, tokenizer.separator):
+            name = ids[1:sep]
+            if t + 1 >= len(ids) or ids[t + 1] != name[j + 1] or not (whole(name[j + 1]) and whole(name[j])):
+                continue
+            original = tokenizer.token(name[j + 1])[:-len(END_OF_WORD)]
+            run = 0
+            while run <= j and t - run > sep and ids[t - run] == name[j - run]:
+                run += 1
+            first = j - run + 1
+            while first > 0 and not whole(name[first - 1]):
+                first -= 1
+            prefix = tuple(tokenizer.decode(name[first:j + 1]).split(" "))[-PREFIX_WORDS:]
+            options = [(-c, w) for w, c in follow.get(prefix, {}).items()
+                       if w != original and (w + END_OF_WORD) in tokenizer.ids] if len(prefix) >= 2 else []
+            if options:
+                alternative = tokenizer.ids[min(options)[1] + END_OF_WORD]
+                changed = list(ids)
+                changed[j + 2] = alternative
+                cases.append((ids[:t + 1], changed[:t + 1], t, name[j + 1], alternative))
+    return cases
+
+
+def copy_averages(model, cases):
+    """Head patching (one batch of 16 per case) and DLA of logit(original) - logit(alternative),
+    each averaged over the cases: mean and median per head / component."""
+    s = model.settings
+    scores, dla, gaps = [], [], []
+    for clean, corrupted, t, t1, t2 in cases:
+        logits, cache = run_with_cache(model, clean)
+        m_clean = float(logit_difference(logits, t, t1, t2))
+        m_corrupted = float(logit_difference(run_with_hooks(model, corrupted)[0], t, t1, t2))
+        patched = patched_head_metrics(model, cache, corrupted, t, t1, t2)
+        scores.append(patching_score(patched, m_clean, m_corrupted))
+        dla.append(torch.tensor(list(direct_logit_attribution(model, cache, t, t1, t2).values()),
+                                dtype=torch.float64))
+        gaps.append((m_clean, m_corrupted))
+    scores, dla, gaps = torch.stack(scores), torch.stack(dla), torch.tensor(gaps, dtype=torch.float64)
+    return OrderedDict([
+        ("positions", len(cases)),
+        ("what", "tools/quality.py's counterfactual copy positions (prefix of >= 2 whole words); "
+                 "metric logit(name's word) - logit(the catalogue's alternative) at the position"),
+        ("m_clean_mean", float(gaps[:, 0].mean())), ("m_corrupted_mean", float(gaps[:, 1].mean())),
+        ("head_patching_mean", scores.mean(0).tolist()),
+        ("head_patching_median", scores.median(0).values.tolist()),
+        ("dla_mean", OrderedDict(zip(component_labels(s.layers, s.heads), dla.mean(0).tolist()))),
+        ("dla_median", OrderedDict(zip(component_labels(s.layers, s.heads), dla.median(0).values.tolist())))])
 
 
 # ----------------------------------------------------------------------------
@@ -501,6 +605,10 @@ def print_tables(record, tokenizer):
     print("head patching (rows: layers, columns: heads; 1 = clean's decision restored):")
     for l, row in enumerate(ex["head_patching"]):
         print(f"  L{l} " + " ".join(f"{v:+.3f}" for v in row))
+    carriers = sorted(((v, l, h) for l, row in enumerate(ex["head_patching"]) for h, v in enumerate(row)),
+                      reverse=True)
+    print("heads that carry the decision (patching score >= 0.05): "
+          + ", ".join(f"L{l}H{h} {v:.3f}" for v, l, h in carriers if v >= 0.05))
     print("residual patching (hook_resid_pre; rows: layers, columns: positions):")
     clean_ids = record["cases"][0]["ids"]
     print("     " + " ".join(f"{i:>5}" for i in range(len(clean_ids))))
@@ -514,6 +622,17 @@ def print_tables(record, tokenizer):
             print(f"  {kind:>15}: L{l}H{h} {float(t.max()):.3f}")
 
 
+def print_copy_average(average):
+    print(f"over {average['positions']} counterfactual copy positions of the validation split: "
+          f"m clean {average['m_clean_mean']:.3f}, corrupted {average['m_corrupted_mean']:.3f} (means)")
+    print("head patching, mean (median) per head:")
+    for l, (means, medians) in enumerate(zip(average["head_patching_mean"], average["head_patching_median"])):
+        print(f"  L{l} " + " ".join(f"{a:+.3f} ({b:+.3f})" for a, b in zip(means, medians)))
+    print("DLA, mean (median):")
+    for label, value in average["dla_mean"].items():
+        print(f"  {label:>6} {value:+8.3f} ({average['dla_median'][label]:+8.3f})")
+
+
 def main(argv=None):
     from export import write_safetensors
     from reference import read_safetensors
@@ -522,12 +641,23 @@ def main(argv=None):
     p.add_argument("--model", default="models/store")
     p.add_argument("--data", default="models/store", help="folder with validation.tsv")
     p.add_argument("--golden", default="", help="folder to write interventions.{json,safetensors} to")
+    p.add_argument("--copy-average", action="store_true",
+                   help="also average head patching and DLA over the validation split's counterfactual "
+                        "copy positions (float32, several minutes), as interventions.json's copy_average")
     args = p.parse_args(argv)
     torch.set_num_threads(1)  # the goldens do not depend on the thread count
 
     model, tokenizer, manifest = load_model(args.model)
     record, tensors = analyse(model, tokenizer, manifest, args.data)
     print_tables(record, tokenizer)
+    if args.copy_average:
+        cases = counterfactual_copy_cases(tokenizer, read_products(Path(args.data) / "validation.tsv"),
+                                          read_products(Path(args.data) / "train.tsv"), model.settings.longest)
+        # float32: an average over 1,701 positions, not a reference for the C++ (agrees with
+        # float64 to ~1e-6)
+        average = copy_averages(load_model(args.model)[0].float(), cases)
+        record["copy_average"] = OrderedDict([("dtype", "float32")] + list(average.items()))
+        print_copy_average(record["copy_average"])
     if args.golden:
         out = Path(args.golden)
         out.mkdir(parents=True, exist_ok=True)

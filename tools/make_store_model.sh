@@ -45,6 +45,6 @@ fi
 "$PYTHON" tools/reference.py --model "$OUT" --data "$OUT" --out tests/data/store \
     --check-against "$CHECKPOINTS/final.pt"
 "$PYTHON" tools/generate.py --model "$OUT" --golden tests/data/store/generation.json  # 6. golden generations
-"$PYTHON" tools/interventions.py --model "$OUT" --data "$OUT" --golden tests/data/store  # 7. interpretability goldens
+"$PYTHON" tools/interventions.py --model "$OUT" --data "$OUT" --golden tests/data/store --copy-average  # 7. interpretability goldens (~7 min)
 
 ls -l "$OUT" tests/data/store

@@ -151,6 +151,19 @@ def test_residual_patching_at_layer_0_restores_the_clean_run(loaded, exemplar):
     assert float(scores[0, :6].abs().max()) == 0.0  # rows before it are the same in both runs
 
 
+def test_faster_head_patching_agrees(loaded, exemplar):
+    model, _, _ = loaded
+    clean, corrupted, _, cache = exemplar
+    p = iv.EXEMPLAR_POSITION
+    scores = iv.head_patching(model, clean, corrupted, p, 236, 129, cache)
+    m_clean, m_corrupted = iv.metrics(model, clean, corrupted, p, 236, 129)
+    batched = iv.logit_difference(iv.patched_head_logits(model, cache, corrupted), p, 236, 129).view(4, 4)
+    skipped = iv.patched_head_metrics(model, cache, corrupted, p, 236, 129)
+    for m in (batched, skipped):
+        assert float((iv.patching_score(m, m_clean, m_corrupted) - scores).abs().max()) <= 1e-12
+    assert float(scores[3, 1]) > 0.5  # the head that copies the name's next word
+
+
 def test_ablation_edits(loaded, exemplar):
     model = loaded[0]
     clean, _, _, cache = exemplar
@@ -180,6 +193,19 @@ def loop_detection(kind, ids):
     return d
 
 
+def test_copy_cases_are_qualitys(loaded):
+    model, tokenizer, _ = loaded
+    validation = iv.read_products(MODEL / "validation.tsv")
+    cases = iv.counterfactual_copy_cases(tokenizer, validation, iv.read_products(MODEL / "train.tsv"), 160)
+    quality = json.loads((MODEL / "quality.json").read_text(encoding="utf-8"))
+    assert len(cases) == quality["copy"]["counterfactual_positions"]
+    for clean, corrupted, t, original, alternative in cases[:50]:
+        assert len(clean) == len(corrupted) == t + 1 and clean[t] in clean[1:clean.index(tokenizer.separator)]
+        differ = [i for i in range(t + 1) if clean[i] != corrupted[i]]
+        assert len(differ) == 1 and differ[0] < clean.index(tokenizer.separator)
+        assert clean[differ[0]] == original and corrupted[differ[0]] == alternative
+
+
 def test_detection_patterns_match_their_definitions():
     ids = [1, 5, 7, 5, 7, 9, 5, 1]
     for kind in iv.DETECTORS:
@@ -195,6 +221,12 @@ def test_goldens_reproduce(loaded):
     for name, array in tensors.items():
         assert stored[name].shape == array.shape, name
         assert np.allclose(stored[name], array, rtol=0, atol=1e-12), name
+    # the average over the validation split's copy positions (--copy-average) takes minutes:
+    # checked for its positions only
+    average = golden.pop("copy_average")
+    quality = json.loads((MODEL / "quality.json").read_text(encoding="utf-8"))
+    assert average["positions"] == quality["copy"]["counterfactual_positions"]
+    assert len(average["head_patching_mean"]) == 4 and list(average["dla_mean"]) == iv.component_labels(4, 4)
     assert json.loads(json.dumps(record)).keys() == golden.keys()
 
     def close(a, b, path="record"):
