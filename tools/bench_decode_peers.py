@@ -16,7 +16,7 @@ prefill of 16, 32, 64, 128, 160 positions; tokens per second writing 128 tokens 
 (argmax, never stopping) after a 12-id prompt, prefill included.
 Each (peer, threads) runs in a process of its own (idle OpenMP threads would slow the next
 peer; OpenBLAS takes its thread count at start). Rounds interleave the peers; each number
-is the median over the rounds of per-round medians (timeit-style repetition, ≥ 0.25 s).
+is the median over the rounds of per-round medians (timeit-style repetition, ≥ --budget s).
 """
 import argparse
 import json
@@ -143,13 +143,13 @@ def time_peer(peer, threads, budget):
             decoder(to_ids(text[:length]), 0, keys, values)
             step = to_ids(text[length:length + 1])
             # the step rewrites position `length`, so every repetition sees the same cache
-            result["step"][length] = median_seconds(lambda: decoder(step, length, keys, values), budget)
+            result["step"][length] = median_seconds(lambda: decoder(step, length, keys, values), budget, least=5)
         for n in PREFILLS:
             keys, values = new_cache()
             ids = to_ids(text[:n])
-            result["prefill"][n] = median_seconds(lambda: decoder(ids, 0, keys, values), budget)
+            result["prefill"][n] = median_seconds(lambda: decoder(ids, 0, keys, values), budget, least=5)
         seconds = median_seconds(lambda: generate_greedily(decoder, new_cache, to_ids, prompt, WRITTEN),
-                                 budget, least=3)
+                                 budget, least=2)
         result["tokens_per_second"] = WRITTEN / seconds
     return result
 
@@ -181,10 +181,12 @@ def check_agreement():
 
 def peer_in_subprocess(peer, threads, budget):
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+    started = time.time()
     out = subprocess.run([sys.executable, __file__, "--peer", peer, "--threads", str(threads),
                           "--budget", str(budget)], check=True, capture_output=True, text=True,
                          env=env).stdout
     r = json.loads(out)
+    print(f"  {peer}, {threads} thread(s): {time.time() - started:.0f} s", flush=True)
     return {"step": {int(k): v for k, v in r["step"].items()},
             "prefill": {int(k): v for k, v in r["prefill"].items()},
             "tokens_per_second": r["tokens_per_second"]}
@@ -220,7 +222,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=2, help="peers run on 1 … threads (default 2)")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--budget", type=float, default=0.25, help="seconds of repetition per number")
+    parser.add_argument("--budget", type=float, default=0.15, help="seconds of repetition per number")
     parser.add_argument("--out", default=str(ROOT / "docs/bench/decode_peers.json"))
     parser.add_argument("--peer", choices=PEERS, help=argparse.SUPPRESS)  # internal: time one peer
     args = parser.parse_args()
@@ -235,18 +237,18 @@ def main():
         for peer in PEERS:
             for t in thread_counts:
                 runs[peer][t].append(peer_in_subprocess(peer, t, args.budget))
-        print(f"round {round_index + 1} of {args.rounds} done, {time.time() - started:.0f} s")
-    results = {peer: {t: median_over_rounds(runs[peer][t]) for t in thread_counts} for peer in PEERS}
-    text = table(results, thread_counts)
+        print(f"round {round_index + 1} of {args.rounds} done, {time.time() - started:.0f} s", flush=True)
+        # written after every round, so an interrupted run leaves its finished rounds
+        results = {peer: {t: median_over_rounds(runs[peer][t]) for t in thread_counts} for peer in PEERS}
+        text = table(results, thread_counts)
+        Path(args.out).write_text(json.dumps({
+            "torch": torch.__version__, "numpy": np.__version__, "rounds": round_index + 1,
+            "budget_seconds": args.budget, "written": WRITTEN, "prompt_ids": 12,
+            "units": {"step": "seconds", "prefill": "seconds"},
+            "results": results, "runs": runs, "table": text,
+            "wall_seconds": round(time.time() - started, 1)}, indent=1) + "\n")
     print("store model decoding, float32; medians over rounds; bold: the faster cached PyTorch")
     print(text)
-    Path(args.out).write_text(json.dumps({
-        "torch": torch.__version__, "numpy": np.__version__, "rounds": args.rounds,
-        "budget_seconds": args.budget, "written": WRITTEN, "prompt_ids": 12,
-        "units": {"step": "seconds", "prefill": "seconds"},
-        "results": results, "runs": runs, "table": text,
-        "wall_seconds": round(time.time() - started, 1)}, indent=1) + "\n")
-
 
 if __name__ == "__main__":
     main()
