@@ -31,7 +31,7 @@ struct GenerationOptions {
     Workers* workers = nullptr;    ///< kept threads for the prefill instead
 };
 
-/// Why generation stopped.
+/// Why generation stopped; when two hold at once, the first listed here (as tools/generate.py).
 enum class StopReason {
     end,         ///< it wrote </s>
     context,     ///< the text filled the model's context
@@ -114,12 +114,12 @@ Generation<T> generate(const Model<T>& model, const std::vector<int>& prompt, co
             out.stop = StopReason::end;
             break;
         }
-        if (options.max_tokens > 0 && Index(out.ids.size()) == options.max_tokens) {
-            out.stop = StopReason::max_tokens;
-            break;
-        }
         if (decoder.positions() + 1 == s.longest) {  // the written id fills the context
             out.stop = StopReason::context;
+            break;
+        }
+        if (options.max_tokens > 0 && Index(out.ids.size()) == options.max_tokens) {
+            out.stop = StopReason::max_tokens;
             break;
         }
         next = decoder.step(id, decode);
