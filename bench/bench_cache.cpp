@@ -26,6 +26,8 @@
 #include <thread>
 #include <vector>
 
+#include "bench_main.hpp"
+
 namespace {
 
 using attn::Index;
@@ -137,11 +139,6 @@ void register_benchmarks() {
 }  // namespace
 
 int main(int argc, char** argv) {
-    Eigen::setNbThreads(1);
     register_benchmarks();
-    benchmark::Initialize(&argc, argv);
-    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-    return 0;
+    return bench::run(argc, argv, "", "");
 }

@@ -48,6 +48,8 @@
 #include <utility>
 #include <vector>
 
+#include "bench_main.hpp"
+
 namespace {
 
 using attn::Index;
@@ -471,23 +473,8 @@ void register_benchmarks() {
 }  // namespace
 
 int main(int argc, char** argv) {
-    Eigen::setNbThreads(1);
     register_benchmarks();
-    // Without a filter, leave out the long shapes (run them with --benchmark_filter=long or sight_long).
-    std::vector<char*> args(argv, argv + argc);
-    bool filtered = false;
-    for (int i = 1; i < argc; ++i) filtered = filtered || std::strncmp(argv[i], "--benchmark_filter", 18) == 0;
-    std::string default_filter = "--benchmark_filter=-^(long|sight_long)/";
-    if (!filtered) args.push_back(default_filter.data());
-    // Short runs by default (0.1 s per benchmark, at least one iteration) keep the suite near 3 minutes.
-    bool timed = false;
-    for (int i = 1; i < argc; ++i) timed = timed || std::strncmp(argv[i], "--benchmark_min_time", 20) == 0;
-    std::string default_min_time = "--benchmark_min_time=0.1";
-    if (!timed) args.push_back(default_min_time.data());
-    int count = int(args.size());
-    benchmark::Initialize(&count, args.data());
-    if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 1;
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-    return 0;
+    // Without a filter, leave out the long shapes (run them with --benchmark_filter=long or sight_long);
+    // short runs by default (0.1 s per benchmark, at least one iteration) keep the suite near 3 minutes.
+    return bench::run(argc, argv, "-^(long|sight_long)/", "0.1");
 }

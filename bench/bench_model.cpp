@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "bench_main.hpp"
+
 namespace {
 
 using attn::Index;
@@ -205,17 +207,6 @@ void register_benchmarks() {
 }  // namespace
 
 int main(int argc, char** argv) {
-    Eigen::setNbThreads(1);
     register_benchmarks();
-    std::vector<char*> args(argv, argv + argc);
-    bool timed = false;
-    for (int i = 1; i < argc; ++i) timed = timed || std::strncmp(argv[i], "--benchmark_min_time", 20) == 0;
-    std::string default_min_time = "--benchmark_min_time=0.2";
-    if (!timed) args.push_back(default_min_time.data());
-    int count = int(args.size());
-    benchmark::Initialize(&count, args.data());
-    if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 1;
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-    return 0;
+    return bench::run(argc, argv, "", "0.2");
 }

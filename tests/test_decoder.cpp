@@ -13,8 +13,10 @@
 #include <vector>
 
 #include "model_fixture.hpp"
+#include "store_model.hpp"
 
 using attn::Index;
+using attn::test::store_model;
 using attn::test::TinyModel;
 
 namespace {
@@ -24,13 +26,6 @@ namespace {
 template <class T>
 constexpr double bound() {
     return sizeof(T) == 4 ? 1e-5 : 1e-12;
-}
-
-template <class T>
-const attn::Model<T>& store_model() {
-    static const attn::Model<T> model =
-        attn::Model<T>::load(std::filesystem::path(ATTN_SOURCE_DIR) / "models" / "store");
-    return model;
 }
 
 /// The first `count` products of the validation split, as ids.

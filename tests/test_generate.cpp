@@ -11,16 +11,12 @@
 #include <fstream>
 #include <vector>
 
+#include "store_model.hpp"
+
 using attn::Index;
+using attn::test::store_model;
 
 namespace {
-
-template <class T>
-const attn::Model<T>& store_model() {
-    static const attn::Model<T> model =
-        attn::Model<T>::load(std::filesystem::path(ATTN_SOURCE_DIR) / "models" / "store");
-    return model;
-}
 
 nlohmann::json golden_generations() {
     std::ifstream in(std::filesystem::path(ATTN_TEST_DATA_DIR) / "store" / "generation.json");

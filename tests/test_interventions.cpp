@@ -17,16 +17,12 @@
 #include <string>
 #include <vector>
 
+#include "store_model.hpp"
+
 using attn::Index;
+using attn::test::store_model;
 
 namespace {
-
-template <class T>
-const attn::Model<T>& store_model() {
-    static const attn::Model<T> model =
-        attn::Model<T>::load(std::filesystem::path(ATTN_SOURCE_DIR) / "models" / "store");
-    return model;
-}
 
 const char* kDescription =
     "protect your outdoor patio furniture from harsh elements with this outdoor patio furniture cover.";

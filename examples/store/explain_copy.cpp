@@ -42,11 +42,6 @@ options:
   --help        show this help and exit
 )";
 
-[[noreturn]] void fail_usage(const std::string& problem) {
-    std::cerr << "explain_copy: " << problem << "\n\n" << usage;
-    std::exit(2);
-}
-
 struct Arguments {
     std::optional<std::string> model, svg;
     int threads = 1;
@@ -54,27 +49,16 @@ struct Arguments {
 
 Arguments parse(int argc, char** argv) {
     Arguments a;
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= argc) fail_usage(arg + " needs a value");
-            return argv[++i];
-        };
-        if (arg == "--help" || arg == "-h") {
-            std::cout << usage;
-            std::exit(0);
-        } else if (arg == "--model") {
-            a.model = value();
-        } else if (arg == "--svg") {
-            a.svg = value();
-        } else if (arg == "--threads") {
-            const std::string text = value();
-            if (text.empty() || text.size() > 3 || text.find_first_not_of("0123456789") != std::string::npos)
-                fail_usage("--threads needs a non-negative integer");
-            a.threads = std::stoi(text);
-        } else {
-            fail_usage("unknown argument '" + arg + "'");
-        }
+    store::CommandLine line("explain_copy", usage, argc, argv);
+    while (line.next()) {
+        if (line.is("--model"))
+            a.model = line.value();
+        else if (line.is("--svg"))
+            a.svg = line.value();
+        else if (line.is("--threads"))
+            a.threads = int(std::min<long long>(line.count(), 1024));
+        else
+            line.unknown();
     }
     return a;
 }

@@ -41,11 +41,6 @@ options:
   --help              show this help and exit
 )";
 
-[[noreturn]] void fail_usage(const std::string& problem) {
-    std::cerr << "generate: " << problem << "\n\n" << usage;
-    std::exit(2);
-}
-
 struct Arguments {
     std::optional<std::string> model, name;
     std::string description;
@@ -53,59 +48,34 @@ struct Arguments {
     bool json = false;
 };
 
-double number(const std::string& flag, const std::string& text, double low, double high) {
-    char* end = nullptr;
-    const double value = std::strtod(text.c_str(), &end);
-    if (text.empty() || *end != '\0' || !(value >= low && value <= high))
-        fail_usage(flag + " needs a number in [" + store::fixed(low, 0) + ", " + store::fixed(high, 0) + "]");
-    return value;
-}
-
-attn::Index count(const std::string& flag, const std::string& text) {
-    char* end = nullptr;
-    const long long value = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || value < 0) fail_usage(flag + " needs a non-negative integer");
-    return attn::Index(value);
-}
-
 Arguments parse(int argc, char** argv) {
     Arguments a;
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= argc) fail_usage(arg + " needs a value");
-            return argv[++i];
-        };
-        if (arg == "--help" || arg == "-h") {
-            std::cout << usage;
-            std::exit(0);
-        } else if (arg == "--model") {
-            a.model = value();
-        } else if (arg == "--name") {
-            a.name = value();
-        } else if (arg == "--description") {
-            a.description = value();
-        } else if (arg == "--seed") {
-            const std::string text = value();
-            if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || text.size() > 19)
-                fail_usage("--seed needs a non-negative integer");
-            a.options.sampling.seed = std::stoull(text);
-        } else if (arg == "--temperature") {
-            a.options.sampling.temperature = number(arg, value(), 0.0, 100.0);
-        } else if (arg == "--top-k") {
-            a.options.sampling.top_k = count(arg, value());
-        } else if (arg == "--top-p") {
-            a.options.sampling.top_p = number(arg, value(), 0.0, 1.0);
-            if (a.options.sampling.top_p == 0.0) fail_usage("--top-p must be greater than 0");
-        } else if (arg == "--max-tokens") {
-            a.options.max_tokens = count(arg, value());
-        } else if (arg == "--json") {
+    store::CommandLine line("generate", usage, argc, argv);
+    while (line.next()) {
+        if (line.is("--model")) {
+            a.model = line.value();
+        } else if (line.is("--name")) {
+            a.name = line.value();
+        } else if (line.is("--description")) {
+            a.description = line.value();
+        } else if (line.is("--seed")) {
+            a.options.sampling.seed = std::uint64_t(line.count());
+        } else if (line.is("--temperature")) {
+            a.options.sampling.temperature = line.number(0.0, 100.0);
+        } else if (line.is("--top-k")) {
+            a.options.sampling.top_k = attn::Index(line.count());
+        } else if (line.is("--top-p")) {
+            a.options.sampling.top_p = line.number(0.0, 1.0);
+            if (a.options.sampling.top_p == 0.0) line.fail("--top-p must be greater than 0");
+        } else if (line.is("--max-tokens")) {
+            a.options.max_tokens = attn::Index(line.count());
+        } else if (line.is("--json")) {
             a.json = true;
         } else {
-            fail_usage("unknown argument '" + arg + "'");
+            line.unknown();
         }
     }
-    if (!a.name) fail_usage("--name is required");
+    if (!a.name) line.fail("--name is required");
     return a;
 }
 

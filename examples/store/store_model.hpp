@@ -98,6 +98,65 @@ inline std::string fixed(double value, int digits = 2) {
 
 namespace store {
 
+/// An example's command line, flag by flag: --help (or -h) prints the usage and exits 0; a
+/// problem prints itself and the usage on stderr and exits 2.
+///
+///   store::CommandLine line("generate", usage, argc, argv);
+///   while (line.next())
+///       if (line.is("--name")) name = line.value(); else line.unknown();
+class CommandLine {
+public:
+    CommandLine(const char* name, const char* usage, int argc, char** argv)
+        : name_(name), usage_(usage), argc_(argc), argv_(argv) {}
+
+    /// Moves to the next flag; false after the last.
+    bool next() {
+        if (++index_ >= argc_) return false;
+        flag_ = argv_[index_];
+        if (flag_ == "--help" || flag_ == "-h") {
+            std::cout << usage_;
+            std::exit(0);
+        }
+        return true;
+    }
+    bool is(std::string_view flag) const { return flag_ == flag; }
+    const std::string& flag() const { return flag_; }
+    /// The current flag's value (the next argument).
+    std::string value() {
+        if (index_ + 1 >= argc_) fail(flag_ + " needs a value");
+        return argv_[++index_];
+    }
+    /// The current flag's value as a non-negative integer (at most 18 digits).
+    long long count() {
+        const std::string text = value();
+        if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos)
+            fail(flag_ + " needs a non-negative integer");
+        return std::stoll(text);
+    }
+    /// The current flag's value as a number in [low, high].
+    double number(double low, double high) {
+        const std::string text = value();
+        char* end = nullptr;
+        const double parsed = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !(parsed >= low && parsed <= high))
+            fail(flag_ + " needs a number in [" + fixed(low, 0) + ", " + fixed(high, 0) + "]");
+        return parsed;
+    }
+    [[noreturn]] void unknown() const { fail("unknown argument '" + flag_ + "'"); }
+    [[noreturn]] void fail(const std::string& problem) const {
+        std::cerr << name_ << ": " << problem << "\n\n" << usage_;
+        std::exit(2);
+    }
+
+private:
+    const char* name_;
+    const char* usage_;
+    int argc_;
+    char** argv_;
+    int index_ = 0;
+    std::string flag_;
+};
+
 /// Arguments of the analysis examples: --model DIR and --help only.
 inline std::optional<std::string> model_flag(int argc, char** argv, const char* name, const char* summary) {
     std::optional<std::string> model;

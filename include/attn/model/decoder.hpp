@@ -66,6 +66,9 @@ public:
         for (Index l = 0; l < s.layers; ++l) caches_.emplace_back(s.heads, s.longest, s.head_size);
     }
 
+    /// The decoder keeps a pointer to its model: a temporary one would be gone after this line.
+    explicit Decoder(const Model<T>&& model, std::vector<HeadId> ablate = {}) = delete;
+
     const Model<T>& model() const { return *model_; }
     /// Positions decoded so far: the next token goes to this position.
     Index positions() const { return caches_.front().size(); }

@@ -231,6 +231,70 @@ struct Patching {
     T corrupted = T(0);
 };
 
+namespace detail {
+
+/// What both patching sweeps share: the checks, the clean and corrupted runs over the texts cut
+/// after the metric's position (later positions cannot change it), keeping `kept` (the points
+/// the patched runs resume from), and the runs that resume from a patched point.
+template <class T>
+class PatchingRuns {
+public:
+    PatchingRuns(const char* function, const Model<T>& model, const std::vector<int>& clean,
+                 const std::vector<int>& corrupted, const LogitMetric& metric, const ForwardOptions& options,
+                 const std::vector<Point>& kept)
+        : function_(function), model_(model), metric_(metric) {
+        check_patching(function, model.settings(), clean, corrupted, metric);
+        const auto cut = [&](const std::vector<int>& ids) {
+            return std::vector<int>(ids.begin(), ids.begin() + metric.position + 1);
+        };
+        corrupted_text_ = cut(corrupted);
+        HookOptions<T> keep;
+        keep.forward = options;
+        keep.forward.keep_attention = false;
+        for (Index l = 0; l < model.settings().layers; ++l)
+            for (Point point : kept) keep.keep.push_back(activation_name({point, l}));
+        forward_ = keep.forward;
+        clean_ = run_with_hooks(model, cut(clean), keep);
+        corrupted_ = run_with_hooks(model, corrupted_text_, keep);
+        scores_.clean = metric_of(clean_.result.logits, metric.position, metric);
+        scores_.corrupted = metric_of(corrupted_.result.logits, metric.position, metric);
+        check_runs_differ(function, scores_.clean, scores_.corrupted);
+    }
+
+    const Matrix<T>& clean(Point point, Index layer) const { return clean_.cache[activation_name({point, layer})]; }
+    const Matrix<T>& corrupted(Point point, Index layer) const {
+        return corrupted_.cache[activation_name({point, layer})];
+    }
+
+    /// The normalised score of the corrupted text resumed at `resume`.
+    T score(const Resume<T>& resume) const {
+        PassSetup<T> setup;
+        setup.resume = &resume;
+        setup.last_logits_only = true;
+        ForwardResult<T> patched;
+        run_pass(model_, corrupted_text_, forward_, patched, setup, function_);
+        return (metric_of(patched.logits, 0, metric_) - scores_.corrupted) / (scores_.clean - scores_.corrupted);
+    }
+
+    /// The result with its scores still to fill: (rows × cols) zeros.
+    Patching<T> result(Index rows, Index cols) const {
+        Patching<T> out = scores_;
+        out.scores = Matrix<T>::Zero(rows, cols);
+        return out;
+    }
+
+private:
+    const char* function_;
+    const Model<T>& model_;
+    LogitMetric metric_;
+    ForwardOptions forward_;
+    std::vector<int> corrupted_text_;
+    HookedRun<T> clean_, corrupted_;
+    Patching<T> scores_;  // the two runs' metrics
+};
+
+}  // namespace detail
+
 /// For every head, the corrupted run with that head's output (hook_z, every position) taken
 /// from the clean run. Each patched run starts at the head's layer from the corrupted run's
 /// residual stream and that layer's head outputs, and stops after the metric's position:
@@ -239,42 +303,16 @@ template <class T>
 Patching<T> patch_heads(const Model<T>& model, const std::vector<int>& clean, const std::vector<int>& corrupted,
                         const LogitMetric& metric, const ForwardOptions& options = {}) {
     const ModelSettings& s = model.settings();
-    detail::check_patching("patch_heads", s, clean, corrupted, metric);
-    // Only positions ≤ the metric's can change it.
-    const std::vector<int> clean_text(clean.begin(), clean.begin() + metric.position + 1);
-    const std::vector<int> corrupted_text(corrupted.begin(), corrupted.begin() + metric.position + 1);
-    HookOptions<T> keep;
-    keep.forward = options;
-    keep.forward.keep_attention = false;
-    for (Index l = 0; l < s.layers; ++l) {
-        keep.keep.push_back(activation_name({Point::z, l}));
-        keep.keep.push_back(activation_name({Point::resid_pre, l}));
-    }
-    const HookedRun<T> clean_run = run_with_hooks(model, clean_text, keep);
-    const HookedRun<T> corrupted_run = run_with_hooks(model, corrupted_text, keep);
-    Patching<T> out;
-    const Index last = metric.position;
-    out.clean = detail::metric_of(clean_run.result.logits, last, metric);
-    out.corrupted = detail::metric_of(corrupted_run.result.logits, last, metric);
-    detail::check_runs_differ("patch_heads", out.clean, out.corrupted);
-    out.scores.resize(s.layers, s.heads);
+    const detail::PatchingRuns<T> runs("patch_heads", model, clean, corrupted, metric, options,
+                                       {Point::z, Point::resid_pre});
+    Patching<T> out = runs.result(s.layers, s.heads);
     const Index d = s.head_size;
-    for (Index l = 0; l < s.layers; ++l) {
-        const Matrix<T>& resid = corrupted_run.cache[activation_name({Point::resid_pre, l})];
+    for (Index l = 0; l < s.layers; ++l)
         for (Index h = 0; h < s.heads; ++h) {
-            Matrix<T> z = corrupted_run.cache[activation_name({Point::z, l})];  // (n × C)
-            z.middleCols(h * d, d) = clean_run.cache[activation_name({Point::z, l})].middleCols(h * d, d);
-            const detail::Resume<T> resume{l, &resid, &z};
-            detail::PassSetup<T> setup;
-            setup.resume = &resume;
-            setup.last_logits_only = true;
-            ForwardResult<T> patched;
-            ForwardOptions forward = keep.forward;
-            detail::run_pass(model, corrupted_text, forward, patched, setup, "patch_heads");
-            out.scores(l, h) =
-                (detail::metric_of(patched.logits, 0, metric) - out.corrupted) / (out.clean - out.corrupted);
+            Matrix<T> z = runs.corrupted(Point::z, l);  // (n × C)
+            z.middleCols(h * d, d) = runs.clean(Point::z, l).middleCols(h * d, d);
+            out.scores(l, h) = runs.score({l, &runs.corrupted(Point::resid_pre, l), &z});
         }
-    }
     return out;
 }
 
@@ -285,35 +323,14 @@ template <class T>
 Patching<T> patch_residual(const Model<T>& model, const std::vector<int>& clean, const std::vector<int>& corrupted,
                            const LogitMetric& metric, const ForwardOptions& options = {}) {
     const ModelSettings& s = model.settings();
-    detail::check_patching("patch_residual", s, clean, corrupted, metric);
-    const std::vector<int> clean_text(clean.begin(), clean.begin() + metric.position + 1);
-    const std::vector<int> corrupted_text(corrupted.begin(), corrupted.begin() + metric.position + 1);
-    HookOptions<T> keep;
-    keep.forward = options;
-    keep.forward.keep_attention = false;
-    for (Index l = 0; l < s.layers; ++l) keep.keep.push_back(activation_name({Point::resid_pre, l}));
-    const HookedRun<T> clean_run = run_with_hooks(model, clean_text, keep);
-    const HookedRun<T> corrupted_run = run_with_hooks(model, corrupted_text, keep);
-    Patching<T> out;
-    out.clean = detail::metric_of(clean_run.result.logits, metric.position, metric);
-    out.corrupted = detail::metric_of(corrupted_run.result.logits, metric.position, metric);
-    detail::check_runs_differ("patch_residual", out.clean, out.corrupted);
-    out.scores = Matrix<T>::Zero(s.layers, Index(clean.size()));
-    for (Index l = 0; l < s.layers; ++l) {
-        const std::string name = activation_name({Point::resid_pre, l});
+    const detail::PatchingRuns<T> runs("patch_residual", model, clean, corrupted, metric, options, {Point::resid_pre});
+    Patching<T> out = runs.result(s.layers, Index(clean.size()));
+    for (Index l = 0; l < s.layers; ++l)
         for (Index i = 0; i <= metric.position; ++i) {
-            Matrix<T> resid = corrupted_run.cache[name];
-            resid.row(i) = clean_run.cache[name].row(i);
-            const detail::Resume<T> resume{l, &resid, nullptr};
-            detail::PassSetup<T> setup;
-            setup.resume = &resume;
-            setup.last_logits_only = true;
-            ForwardResult<T> patched;
-            detail::run_pass(model, corrupted_text, keep.forward, patched, setup, "patch_residual");
-            out.scores(l, i) =
-                (detail::metric_of(patched.logits, 0, metric) - out.corrupted) / (out.clean - out.corrupted);
+            Matrix<T> resid = runs.corrupted(Point::resid_pre, l);  // (n × C)
+            resid.row(i) = runs.clean(Point::resid_pre, l).row(i);
+            out.scores(l, i) = runs.score({l, &resid, nullptr});
         }
-    }
     return out;
 }
 
