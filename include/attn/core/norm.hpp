@@ -4,6 +4,7 @@
 #include <Eigen/Core>
 
 #include <cmath>
+#include <utility>
 
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
@@ -12,20 +13,29 @@ namespace attn {
 
 namespace detail {
 
+/// A row's mean and √(biased variance + ε): what layer norm subtracts and divides by
+/// (TransformerLens's hook_scale is the second).
+template <class Row>
+std::pair<typename Row::Scalar, typename Row::Scalar> mean_and_scale(const Eigen::ArrayBase<Row>& row, double epsilon) {
+    using T = typename Row::Scalar;
+    const T width = static_cast<T>(row.size());
+    const T mean = row.sum() / width;
+    const T variance = (row - mean).square().sum() / width;
+    return {mean, std::sqrt(variance + static_cast<T>(epsilon))};
+}
+
 /// layer_norm's arithmetic, written into out (positions × width, already sized); unchecked.
 template <class D, class DW, class DB, class DO>
 void layer_norm_into(const Eigen::MatrixBase<D>& x, const Eigen::MatrixBase<DW>& weight,
                      const Eigen::MatrixBase<DB>& bias, double epsilon, const Eigen::MatrixBase<DO>& out) {
     using T = typename D::Scalar;
     auto& result = const_cast<Eigen::MatrixBase<DO>&>(out);  // Eigen's idiom for writable expressions
-    const T width = static_cast<T>(x.cols());
     const auto scale = weight.reshaped().transpose().array();
     const auto shift = bias.reshaped().transpose().array();
     for (Index i = 0; i < x.rows(); ++i) {
         const auto row = x.row(i).array();
-        const T mean = row.sum() / width;
-        const T variance = (row - mean).square().sum() / width;
-        const T inverse = T(1) / std::sqrt(variance + static_cast<T>(epsilon));
+        const auto [mean, deviation] = mean_and_scale(row, epsilon);
+        const T inverse = T(1) / deviation;
         result.row(i) = ((row - mean) * inverse * scale + shift).matrix();
     }
 }

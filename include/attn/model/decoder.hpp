@@ -86,12 +86,11 @@ public:
     /// ids, an id outside the vocabulary, or positions past the model's context.
     DecodeResult<T> append(const std::vector<int>& ids, const DecodeOptions& options = {}) {
         const ModelSettings& s = model_->settings();
-        if (ids.empty()) throw argument_error("Decoder::append: ids is empty; append at least one token");
+        detail::check_token_ids("Decoder::append", s, ids);  // 1 … context ids of the vocabulary
         if (static_cast<Index>(ids.size()) > room())
             throw argument_error(detail::message("Decoder::append: ", ids.size(), " more positions after the ",
                                                  positions(), " decoded would pass the model's context of ", s.longest,
                                                  " positions"));
-        detail::check_token_ids("Decoder::append", s, ids);
         const int available =
             options.workers ? options.workers->size() : detail::resolve_threads("Decoder::append", options.threads);
 

@@ -163,12 +163,8 @@ private:
     void hook_scale(Point point, std::size_t l, Rows rows) {
         if (!hooks_ || rows.count() == 0 || !hooks_->keeps({point, Index(l)})) return;
         Matrix<T> scale(rows.count(), 1);  // (rows × 1)
-        const T width = T(settings_.dimensions);
-        for (Index i = 0; i < rows.count(); ++i) {
-            const auto row = x_.row(rows.first + i).array();
-            const T mean = row.sum() / width;
-            scale(i, 0) = std::sqrt((row - mean).square().sum() / width + T(settings_.norm_epsilon));
-        }
+        for (Index i = 0; i < rows.count(); ++i)
+            scale(i, 0) = mean_and_scale(x_.row(rows.first + i).array(), settings_.norm_epsilon).second;
         hooks_->at({point, Index(l)}, rows.first, scale);
     }
 
