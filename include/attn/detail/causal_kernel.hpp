@@ -336,6 +336,63 @@ T exp_shifted(T* x, Index count, T shift) {
     }
 }
 
+/// flushed exp(x − shift), with x − shift's rounding error put back: exp(y + e) ≈ exp(y)·(1 + e),
+/// e the exact error of y = x − shift (Knuth's two-sum). Without it a weight is off by up to
+/// |x − shift|·2⁻²⁴ relative in float (about 1e-6 for scores 16 apart), and could not be the
+/// weights on demand recompute from the row's log-sum-exp to within 1e-6 (weights_on_demand.hpp).
+template <class Packet>
+EIGEN_ALWAYS_INLINE Packet exp_of_difference(const Packet& x, const Packet& shift, const Packet& cutoff,
+                                             const Packet& zero) {
+    const Packet minus_shift = ei::pnegate(shift);
+    const Packet y = ei::padd(x, minus_shift);
+    const Packet shift_part = ei::psub(y, x), x_part = ei::psub(y, shift_part);
+    const Packet error = ei::padd(ei::psub(x, x_part), ei::psub(minus_shift, shift_part));
+    const Packet w = ei::pexp(y);
+    return ei::pselect(ei::pcmp_lt(y, cutoff), zero, ei::pmadd(w, error, w));
+}
+
+template <class T>
+T exp_of_difference(T x, T shift) {
+    const T y = x - shift;
+    if (y < std::log(std::numeric_limits<T>::min())) return T(0);
+    const T shift_part = y - x, x_part = y - shift_part;
+    const T error = (x - x_part) + (-shift - shift_part);
+    const T w = std::exp(y);
+    return w + w * error;
+}
+
+/// x[j] = exp_of_difference(x[j], shift) for j < count (a multiple of the packet size); returns
+/// their sum, compensated (Kahan): a plain sum of a few thousand weights would be off by up to
+/// ~1e-6 in float, and every weight of the row with it.
+template <class T>
+T exp_shifted_exactly(T* x, Index count, T shift) {
+    using Tiling = KernelTiling<T>;
+    using Packet = typename Tiling::Packet;
+    constexpr int L = Tiling::kLanes;
+    if constexpr (L == 1) {
+        T sum = 0, lost = 0;
+        for (Index j = 0; j < count; ++j) {
+            const T term = (x[j] = exp_of_difference(x[j], shift)) - lost;
+            const T next = sum + term;
+            lost = (next - sum) - term;
+            sum = next;
+        }
+        return sum - lost;
+    } else {
+        const Packet s = ei::pset1<Packet>(shift), zero = ei::pset1<Packet>(T(0));
+        const Packet cutoff = ei::pset1<Packet>(std::log(std::numeric_limits<T>::min()));
+        Packet sum = zero, lost = zero;
+        for (Index j = 0; j < count; j += L) {
+            const Packet e = exp_of_difference(ei::ploadu<Packet>(x + j), s, cutoff, zero);
+            ei::pstoreu(x + j, e);
+            const Packet term = ei::psub(e, lost), next = ei::padd(sum, term);
+            lost = ei::psub(ei::psub(next, sum), term);
+            sum = next;
+        }
+        return ei::predux(sum) - ei::predux(lost);
+    }
+}
+
 template <class T>
 void scale_row(T* x, Index count, T factor) {
     using Tiling = KernelTiling<T>;
@@ -777,60 +834,66 @@ void weights_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, I
     T* tile = scratch.tile.data();
     kernel::load_queries(problem, h, i0, i1, q);
 
-    for (Index g = 0; g < rows; g += group) {
-        const Index group_rows = std::min(group, rows - g);
-        const Index visible = problem.allowed(i0 + g + group_rows - 1);
-        const Index panels = (visible + panel - 1) / panel;
-        // scores of the lower blocks, straight into the weights
-        for (Index p = 0; p < panels; ++p) {
-            const T* keys = head.panels.data() + p * d * panel;
-            T* dst = weights + g * stride + p * panel;
-            if ((p + 1) * panel <= n) {
-                PanelTiles::run(int(group_rows), Tiling::kValuePackets, q + g * d, d, 1, keys, panel, d, dst, stride,
-                                false);
-            } else {  // the last panel reaches past the row's end: through the tile
-                PanelTiles::run(int(group_rows), Tiling::kValuePackets, q + g * d, d, 1, keys, panel, d, tile, panel,
-                                false);
-                for (Index r = 0; r < group_rows; ++r)
-                    std::copy(tile + r * panel, tile + r * panel + (n - p * panel), dst + r * stride);
+    // Rows in chunks of whole groups that fit in half of a 512 KiB L2 with their weights: a chunk's
+    // weights · values then reads its weights from cache, not from memory, which they fill.
+    const Index chunk =
+        std::max<Index>(1, (Index(256 * 1024) / Index(sizeof(T))) / std::max<Index>(1, n * group)) * group;
+    for (Index c0 = 0; c0 < rows; c0 += chunk) {
+        const Index c1 = std::min(rows, c0 + chunk);
+        for (Index g = c0; g < c1; g += group) {
+            const Index group_rows = std::min(group, c1 - g);
+            const Index visible = problem.allowed(i0 + g + group_rows - 1);
+            const Index panels = (visible + panel - 1) / panel;
+            // scores of the lower blocks, straight into the weights
+            for (Index p = 0; p < panels; ++p) {
+                const T* keys = head.panels.data() + p * d * panel;
+                T* dst = weights + g * stride + p * panel;
+                if ((p + 1) * panel <= n) {
+                    PanelTiles::run(int(group_rows), Tiling::kValuePackets, q + g * d, d, 1, keys, panel, d, dst,
+                                    stride, false);
+                } else {  // the last panel reaches past the row's end: through the tile
+                    PanelTiles::run(int(group_rows), Tiling::kValuePackets, q + g * d, d, 1, keys, panel, d, tile,
+                                    panel, false);
+                    for (Index r = 0; r < group_rows; ++r)
+                        std::copy(tile + r * panel, tile + r * panel + (n - p * panel), dst + r * stride);
+                }
+            }
+            // softmax over each row's visible keys; the rest exactly 0
+            const Index written = std::min(n, panels * panel);
+            for (Index r = g; r < g + group_rows; ++r) {
+                T* row = weights + r * stride;
+                const Index own = problem.allowed(i0 + r);
+                std::fill(row + own, row + (problem.weights_zeroed ? written : n), T(0));
+                const Index whole = own / lanes * lanes;
+                T largest = whole > 0 ? kernel::row_max(row, whole) : minus_infinity;
+                for (Index j = whole; j < own; ++j) largest = std::isnan(row[j]) ? row[j] : std::max(largest, row[j]);
+                if (kernel::bad_largest(largest)) problem.bad_scores(h, i0 + r);
+                if (largest == minus_infinity) {  // every visible score −∞: a zero row, as softmax_rows gives
+                    std::fill(row, row + own, T(0));
+                } else {
+                    T sum = kernel::exp_shifted_exactly(row, whole, largest);
+                    for (Index j = whole; j < own; ++j) sum += (row[j] = kernel::exp_of_difference(row[j], largest));
+                    const T inverse = T(1) / sum;
+                    kernel::scale_row(row, whole, inverse);
+                    for (Index j = whole; j < own; ++j) row[j] *= inverse;
+                    largest = kernel::log_sum_exp(largest, sum);
+                }
+                if (problem.log_sum_exp) problem.log_sum_exp_at(h, i0 + r) = largest;
+                if (problem.statistics)
+                    row_statistics(row, own, problem.first_position + i0 + r, *problem.statistics, h, i0 + r);
             }
         }
-        // softmax over each row's visible keys; the rest exactly 0
-        const Index written = std::min(n, panels * panel);
-        for (Index r = g; r < g + group_rows; ++r) {
-            T* row = weights + r * stride;
-            const Index own = problem.allowed(i0 + r);
-            std::fill(row + own, row + (problem.weights_zeroed ? written : n), T(0));
-            const Index whole = own / lanes * lanes;
-            T largest = whole > 0 ? kernel::row_max(row, whole) : minus_infinity;
-            for (Index j = whole; j < own; ++j) largest = std::isnan(row[j]) ? row[j] : std::max(largest, row[j]);
-            if (kernel::bad_largest(largest)) problem.bad_scores(h, i0 + r);
-            if (largest == minus_infinity) {  // every visible score −∞: a zero row, as softmax_rows gives
-                std::fill(row, row + own, T(0));
-            } else {
-                T sum = kernel::exp_shifted(row, whole, largest);
-                for (Index j = whole; j < own; ++j) sum += (row[j] = kernel::flushed_exp(row[j] - largest));
-                const T inverse = T(1) / sum;
-                kernel::scale_row(row, whole, inverse);
-                for (Index j = whole; j < own; ++j) row[j] *= inverse;
-                largest = kernel::log_sum_exp(largest, sum);
+        // output = weights · values over the lower blocks, while the chunk's rows are in cache
+        const Index end = problem.allowed(i0 + c1 - 1);
+        for (Index j0 = 0; j0 < end; j0 += block) {
+            for (Index g = c0; g < c1; g += group) {
+                const Index group_rows = std::min(group, c1 - g);
+                const Index count = std::min(block, problem.allowed(i0 + g + group_rows - 1) - j0);
+                if (count <= 0) continue;
+                kernel::weights_times_values(group_rows, weights + g * stride + j0, stride, 1, count,
+                                             head.values.data + j0 * head.values.stride, head.values.stride, padded,
+                                             o + g * padded, padded, j0 > 0);
             }
-            if (problem.log_sum_exp) problem.log_sum_exp_at(h, i0 + r) = largest;
-            if (problem.statistics)
-                row_statistics(row, own, problem.first_position + i0 + r, *problem.statistics, h, i0 + r);
-        }
-    }
-
-    // output = weights · values over the lower blocks
-    const Index end = problem.allowed(i1 - 1);
-    for (Index j0 = 0; j0 < end; j0 += block) {
-        for (Index g = 0; g < rows; g += group) {
-            const Index group_rows = std::min(group, rows - g);
-            const Index count = std::min(block, problem.allowed(i0 + g + group_rows - 1) - j0);
-            if (count <= 0) continue;
-            kernel::weights_times_values(group_rows, weights + g * stride + j0, stride, 1, count,
-                                         head.values.data + j0 * head.values.stride, head.values.stride, padded,
-                                         o + g * padded, padded, j0 > 0);
         }
     }
     for (Index r = 0; r < rows; ++r) std::copy(o + r * padded, o + r * padded + dv, problem.output_row(h, i0 + r));
