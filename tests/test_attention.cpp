@@ -20,6 +20,32 @@ attn::AttentionOptions<T> keeping(bool causal = true) {
     options.causal = causal;
     return options;
 }
+
+/// The allocation tests' options: log-sum-exps kept, weights if asked, in `workspace`, on kept
+/// `workers` if given.
+template <class T>
+attn::AttentionOptions<T> reusing(attn::AttentionWorkspace<T>& workspace, bool weights, attn::Workers* workers) {
+    attn::AttentionOptions<T> options;
+    options.keep_weights = weights;
+    options.keep_log_sum_exp = true;
+    options.workspace = &workspace;
+    options.workers = workers;
+    return options;
+}
+
+/// check(options) for every case of the allocation tests: on the calling thread or 2 kept
+/// workers, weights kept or not, each with a new workspace.
+template <class Check>
+void for_each_reuse_case(Check check) {
+    attn::Workers workers(2);
+    for (bool kept_threads : {false, true})
+        for (bool weights : {true, false}) {
+            CAPTURE(kept_threads);
+            CAPTURE(weights);
+            attn::AttentionWorkspace<float> workspace;
+            check(reusing(workspace, weights, kept_threads ? &workers : nullptr));
+        }
+}
 }  // namespace
 
 TEST_CASE_TEMPLATE("causal attention: rows sum to 1 and every later position gets exactly 0", T, float, double) {
@@ -205,37 +231,27 @@ TEST_CASE("reused storage and a workspace: a repeated call allocates nothing, on
         k.head(h) = random_matrix<float>(n, d, 11 + unsigned(h));
         v.head(h) = random_matrix<float>(n, d, 21 + unsigned(h));
     }
-    attn::Workers workers(2);
-    for (bool kept_threads : {false, true})
-        for (bool weights : {true, false}) {
-            CAPTURE(kept_threads);
-            CAPTURE(weights);
-            attn::AttentionWorkspace<float> workspace;
-            attn::AttentionOptions<float> options;
-            options.keep_weights = weights;
-            options.keep_log_sum_exp = true;
-            options.workspace = &workspace;
-            if (kept_threads) options.workers = &workers;
-            attn::HeadsAttention<float> result;
-            attn::attend_heads_into(q, k, v, options, result);  // the first call allocates
-            const float* weights_storage = result.weights.data();
-            const float* output_storage = result.outputs.data();
-            const attn::HeadsAttention<float> fresh = attn::attend_heads(q, k, v, options);
-            CHECK(attn::test::allocations_in([&] { attn::attend_heads_into(q, k, v, options, result); }) == 0);
-            CHECK(result.weights.data() == weights_storage);
-            CHECK(result.outputs.data() == output_storage);
-            CHECK(result.outputs == fresh.outputs);
-            CHECK(result.weights == fresh.weights);
-            CHECK(result.log_sum_exp == fresh.log_sum_exp);
+    for_each_reuse_case([&](const attn::AttentionOptions<float>& options) {
+        attn::HeadsAttention<float> result;
+        attn::attend_heads_into(q, k, v, options, result);  // the first call allocates
+        const float* weights_storage = result.weights.data();
+        const float* output_storage = result.outputs.data();
+        const attn::HeadsAttention<float> fresh = attn::attend_heads(q, k, v, options);
+        CHECK(attn::test::allocations_in([&] { attn::attend_heads_into(q, k, v, options, result); }) == 0);
+        CHECK(result.weights.data() == weights_storage);
+        CHECK(result.outputs.data() == output_storage);
+        CHECK(result.outputs == fresh.outputs);
+        CHECK(result.weights == fresh.weights);
+        CHECK(result.log_sum_exp == fresh.log_sum_exp);
 
-            attn::HeadStack<float> rows;
-            const std::vector<Index> chosen_heads = {0, 3}, chosen_rows = {5, 599, 300};
-            attn::attention_weights_rows_into(q, k, result.log_sum_exp, chosen_heads, chosen_rows, {}, options, rows);
-            CHECK(attn::test::allocations_in([&] {
-                      attn::attention_weights_rows_into(q, k, result.log_sum_exp, chosen_heads, chosen_rows, {},
-                                                        options, rows);
-                  }) == 0);
-        }
+        attn::HeadStack<float> rows;
+        const std::vector<Index> chosen_heads = {0, 3}, chosen_rows = {5, 599, 300};
+        attn::attention_weights_rows_into(q, k, result.log_sum_exp, chosen_heads, chosen_rows, {}, options, rows);
+        CHECK(attn::test::allocations_in([&] {
+                  attn::attention_weights_rows_into(q, k, result.log_sum_exp, chosen_heads, chosen_rows, {}, options,
+                                                    rows);
+              }) == 0);
+    });
     // the counter counts: a fresh result allocates
     CHECK(attn::test::allocations_in([&] { attn::attend_heads(q, k, v); }) > 0);
 }
@@ -323,27 +339,17 @@ TEST_CASE("multi_head_attention_into: a repeated call with a workspace allocates
     const auto wq = random_matrix<float>(width, width, 101, 0.3), wk = random_matrix<float>(width, width, 102, 0.3),
                wv = random_matrix<float>(width, width, 103, 0.3), wo = random_matrix<float>(width, width, 104, 0.3);
     const attn::AttentionProjections<float> projections{wq, wk, wv, wo};
-    attn::Workers workers(2);
-    for (bool kept_threads : {false, true})
-        for (bool weights : {true, false}) {
-            CAPTURE(kept_threads);
-            CAPTURE(weights);
-            attn::AttentionWorkspace<float> workspace;
-            attn::AttentionOptions<float> options;
-            options.keep_weights = weights;
-            options.keep_log_sum_exp = true;
-            options.workspace = &workspace;
-            if (kept_threads) options.workers = &workers;
-            attn::MultiHeadAttention<float> result;
-            attn::multi_head_attention_into(x, projections, heads, options, result);  // the first call allocates
-            const float* output_storage = result.output.data();
-            const float* weights_storage = result.weights.data();
-            CHECK(attn::test::allocations_in(
-                      [&] { attn::multi_head_attention_into(x, projections, heads, options, result); }) == 0);
-            CHECK(result.output.data() == output_storage);
-            CHECK(result.weights.data() == weights_storage);
-            check_identical(result, attn::multi_head_attention(x, projections, heads, options));
-        }
+    for_each_reuse_case([&](const attn::AttentionOptions<float>& options) {
+        attn::MultiHeadAttention<float> result;
+        attn::multi_head_attention_into(x, projections, heads, options, result);  // the first call allocates
+        const float* output_storage = result.output.data();
+        const float* weights_storage = result.weights.data();
+        CHECK(attn::test::allocations_in(
+                  [&] { attn::multi_head_attention_into(x, projections, heads, options, result); }) == 0);
+        CHECK(result.output.data() == output_storage);
+        CHECK(result.weights.data() == weights_storage);
+        check_identical(result, attn::multi_head_attention(x, projections, heads, options));
+    });
     CHECK(attn::test::allocations_in([&] { attn::multi_head_attention(x, projections, heads); }) > 0);
 }
 

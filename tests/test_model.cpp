@@ -39,6 +39,19 @@ void check_identical(const attn::ForwardResult<T>& a, const attn::ForwardResult<
     }
 }
 
+/// forward_into's tests' options: everything kept (attention, log-sum-exps, statistics with
+/// `request`) or nothing, one head ablated, on kept `workers` if given.
+attn::ForwardOptions reusing(bool keep_all, const attn::HeadStatisticsRequest& request, attn::HeadId ablated,
+                             attn::Workers* workers) {
+    attn::ForwardOptions options;
+    options.keep_attention = keep_all;
+    options.keep_log_sum_exp = keep_all;
+    options.statistics = keep_all ? &request : nullptr;
+    options.ablate = {ablated};
+    options.workers = workers;
+    return options;
+}
+
 /// A tiny model with room for 64 positions: up to 4 workers of 16.
 struct LongerTinyModel {
     TinyModel tiny;
@@ -300,13 +313,8 @@ TEST_CASE_TEMPLATE("Model::forward_into threads: reused storage gives forward's 
         for (bool keep_all : {true, false}) {
             CAPTURE(threads);
             CAPTURE(keep_all);
-            attn::ForwardOptions options;
-            options.keep_attention = keep_all;
-            options.keep_log_sum_exp = keep_all;
-            options.statistics = keep_all ? &request : nullptr;
-            options.ablate = {{1, 1}};
+            attn::ForwardOptions options = reusing(keep_all, request, {1, 1}, threads < 0 ? &workers : nullptr);
             options.threads = threads > 0 ? threads : 1;
-            options.workers = threads < 0 ? &workers : nullptr;
             attn::ForwardResult<T> reused;
             // the same length again, another length (more or fewer positions) and back
             for (Index length : {Index(48), Index(48), Index(20), Index(64), Index(48)}) {
@@ -335,12 +343,7 @@ TEST_CASE("Model::forward_into: a repeated call of one length allocates nothing,
         for (bool keep_all : {true, false}) {
             CAPTURE(kept_threads);
             CAPTURE(keep_all);
-            attn::ForwardOptions options;
-            options.keep_attention = keep_all;
-            options.keep_log_sum_exp = keep_all;
-            options.statistics = keep_all ? &request : nullptr;
-            options.ablate = {{0, 1}};
-            options.workers = kept_threads ? &workers : nullptr;
+            const attn::ForwardOptions options = reusing(keep_all, request, {0, 1}, kept_threads ? &workers : nullptr);
             attn::ForwardResult<float> result;
             model.forward_into(ids, options, result);  // the first call allocates
             const float* logits = result.logits.data();
