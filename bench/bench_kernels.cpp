@@ -12,6 +12,9 @@
 //                                        (weights into a kept result and workspace), weights_fresh (a new
 //                                        result per call); sight/rows: 64 rows × 4 heads of exact weights on
 //                                        demand; sight_long/...: 16,384 and 65,536 positions (only if filtered)
+//   sight/multi_head_weights_<reused|fresh>/d:64/threads:2  multi_head_attention with weights, 4 heads
+//                                        × 64, 512 and 2,048 positions: multi_head_attention_into a kept
+//                                        result and workspace, or multi_head_attention (new storage) per call
 //   products/<product>/<impl>/<weights>   one thread: the forward's matrix products on the store
 //                                        model's shapes, rows:80 and rows:160 (a forward's share on
 //                                        2 threads, and all of it); <impl> attn (detail::multiply_rows,
@@ -210,6 +213,33 @@ void sight_benchmark(benchmark::State& state, Sight sight, int threads) {
     set_counters(state, n, d, heads);
     state.counters["maxrss_MB"] = peak_rss_megabytes();
     state.counters["weights_matrix_MB"] = double(n) * double(n) * 4.0 / (1024.0 * 1024.0);
+}
+
+/// Multi-head attention with its weights, 4 heads × 64 (width 256), on 2 kept workers:
+/// reused, multi_head_attention_into one result and workspace; else multi_head_attention.
+void multi_head_benchmark(benchmark::State& state, bool reused) {
+    const Index n = state.range(0), heads = 4, d = 64, width = heads * d;
+    std::srand(5);
+    const attn::Matrix<float> x = attn::Matrix<float>::Random(n, width);
+    std::vector<attn::Matrix<float>> w;
+    for (int i = 0; i < 4; ++i) w.push_back(attn::Matrix<float>::Random(width, width) * 0.1f);
+    const attn::AttentionProjections<float> projections{w[0], w[1], w[2], w[3]};
+    attn::Workers workers(2);
+    attn::AttentionWorkspace<float> workspace;
+    attn::AttentionOptions<float> options;
+    options.workers = &workers;
+    options.keep_weights = true;
+    if (reused) options.workspace = &workspace;
+    attn::MultiHeadAttention<float> result;
+    for (auto _ : state) {
+        if (reused)
+            attn::multi_head_attention_into(x, projections, heads, options, result);
+        else
+            result = attn::multi_head_attention(x, projections, heads, options);
+        benchmark::DoNotOptimize(result.output.data());
+        benchmark::ClobberMemory();
+    }
+    state.counters["maxrss_MB"] = peak_rss_megabytes();
 }
 
 /// Exact weights of 64 query rows (the last 64: they see every key) of every head at n
@@ -448,6 +478,15 @@ void register_benchmarks() {
                 ->Unit(benchmark::kMillisecond)
                 ->UseRealTime();
     }
+    for (bool reused : {true, false})
+        benchmark::RegisterBenchmark(
+            reused ? "sight/multi_head_weights_reused/d:64/threads:2" : "sight/multi_head_weights_fresh/d:64/threads:2",
+            multi_head_benchmark, reused)
+            ->Arg(512)
+            ->Arg(2048)
+            ->ArgName("positions")
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
     benchmark::RegisterBenchmark("sight/rows/d:64/threads:2", rows_benchmark)
         ->Arg(2048)
         ->ArgName("positions")

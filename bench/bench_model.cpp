@@ -14,6 +14,9 @@
 //   hooks/keep_all_reused/threads:t  run_with_hooks_into keeping every activation ("*") at 160 positions,
 //                                    into one HookedRun reused across calls
 //   hooks/keep_all_fresh/threads:t   the same into a new HookedRun every call
+//   forward/attention_fresh/threads:t   Model::forward at 160 positions keeping every layer's attention
+//                                    (keep_attention): a new result per call
+//   forward/attention_reused/threads:t  the same by Model::forward_into one ForwardResult reused across calls
 //   hooks/patch_heads/threads:t      patch_heads over the 16 heads (clean and corrupted runs included),
 //                                    metric at the last of 160 positions
 // Steps run on the calling thread (a single position is not worth a second one).
@@ -145,6 +148,23 @@ void hooks_keep_all(benchmark::State& state, int threads, bool reused) {
     }
 }
 
+/// reused: Model::forward_into one result (its attention and working memory written again, as
+/// in a loop over texts of one length); else Model::forward, a new result per call.
+void forward_attention(benchmark::State& state, int threads, bool reused) {
+    const std::vector<int> ids = long_text(false);
+    attn::ForwardOptions options;
+    options.threads = threads;
+    options.keep_attention = true;
+    attn::ForwardResult<float> result;
+    for (auto _ : state) {
+        if (reused)
+            store_model().forward_into(ids, options, result);
+        else
+            result = store_model().forward(ids, options);
+        benchmark::DoNotOptimize(result.logits.data());
+    }
+}
+
 void hooks_patch_heads(benchmark::State& state, int threads) {
     const std::vector<int> clean = long_text(false), corrupted = long_text(true);
     attn::ForwardOptions options;
@@ -166,6 +186,12 @@ void register_benchmarks() {
         for (bool reused : {true, false})
             benchmark::RegisterBenchmark(((reused ? "hooks/keep_all_reused" : "hooks/keep_all_fresh") + suffix).c_str(),
                                          hooks_keep_all, threads, reused)
+                ->Unit(benchmark::kMillisecond)
+                ->UseRealTime();
+        for (bool reused : {true, false})
+            benchmark::RegisterBenchmark(
+                ((reused ? "forward/attention_reused" : "forward/attention_fresh") + suffix).c_str(), forward_attention,
+                threads, reused)
                 ->Unit(benchmark::kMillisecond)
                 ->UseRealTime();
         benchmark::RegisterBenchmark(("hooks/patch_heads" + suffix).c_str(), hooks_patch_heads, threads)

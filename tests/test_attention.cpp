@@ -20,6 +20,32 @@ attn::AttentionOptions<T> keeping(bool causal = true) {
     options.causal = causal;
     return options;
 }
+
+/// The allocation tests' options: log-sum-exps kept, weights if asked, in `workspace`, on kept
+/// `workers` if given.
+template <class T>
+attn::AttentionOptions<T> reusing(attn::AttentionWorkspace<T>& workspace, bool weights, attn::Workers* workers) {
+    attn::AttentionOptions<T> options;
+    options.keep_weights = weights;
+    options.keep_log_sum_exp = true;
+    options.workspace = &workspace;
+    options.workers = workers;
+    return options;
+}
+
+/// check(options) for every case of the allocation tests: on the calling thread or 2 kept
+/// workers, weights kept or not, each with a new workspace.
+template <class Check>
+void for_each_reuse_case(Check check) {
+    attn::Workers workers(2);
+    for (bool kept_threads : {false, true})
+        for (bool weights : {true, false}) {
+            CAPTURE(kept_threads);
+            CAPTURE(weights);
+            attn::AttentionWorkspace<float> workspace;
+            check(reusing(workspace, weights, kept_threads ? &workers : nullptr));
+        }
+}
 }  // namespace
 
 TEST_CASE_TEMPLATE("causal attention: rows sum to 1 and every later position gets exactly 0", T, float, double) {
@@ -205,37 +231,27 @@ TEST_CASE("reused storage and a workspace: a repeated call allocates nothing, on
         k.head(h) = random_matrix<float>(n, d, 11 + unsigned(h));
         v.head(h) = random_matrix<float>(n, d, 21 + unsigned(h));
     }
-    attn::Workers workers(2);
-    for (bool kept_threads : {false, true})
-        for (bool weights : {true, false}) {
-            CAPTURE(kept_threads);
-            CAPTURE(weights);
-            attn::AttentionWorkspace<float> workspace;
-            attn::AttentionOptions<float> options;
-            options.keep_weights = weights;
-            options.keep_log_sum_exp = true;
-            options.workspace = &workspace;
-            if (kept_threads) options.workers = &workers;
-            attn::HeadsAttention<float> result;
-            attn::attend_heads_into(q, k, v, options, result);  // the first call allocates
-            const float* weights_storage = result.weights.data();
-            const float* output_storage = result.outputs.data();
-            const attn::HeadsAttention<float> fresh = attn::attend_heads(q, k, v, options);
-            CHECK(attn::test::allocations_in([&] { attn::attend_heads_into(q, k, v, options, result); }) == 0);
-            CHECK(result.weights.data() == weights_storage);
-            CHECK(result.outputs.data() == output_storage);
-            CHECK(result.outputs == fresh.outputs);
-            CHECK(result.weights == fresh.weights);
-            CHECK(result.log_sum_exp == fresh.log_sum_exp);
+    for_each_reuse_case([&](const attn::AttentionOptions<float>& options) {
+        attn::HeadsAttention<float> result;
+        attn::attend_heads_into(q, k, v, options, result);  // the first call allocates
+        const float* weights_storage = result.weights.data();
+        const float* output_storage = result.outputs.data();
+        const attn::HeadsAttention<float> fresh = attn::attend_heads(q, k, v, options);
+        CHECK(attn::test::allocations_in([&] { attn::attend_heads_into(q, k, v, options, result); }) == 0);
+        CHECK(result.weights.data() == weights_storage);
+        CHECK(result.outputs.data() == output_storage);
+        CHECK(result.outputs == fresh.outputs);
+        CHECK(result.weights == fresh.weights);
+        CHECK(result.log_sum_exp == fresh.log_sum_exp);
 
-            attn::HeadStack<float> rows;
-            const std::vector<Index> chosen_heads = {0, 3}, chosen_rows = {5, 599, 300};
-            attn::attention_weights_rows_into(q, k, result.log_sum_exp, chosen_heads, chosen_rows, {}, options, rows);
-            CHECK(attn::test::allocations_in([&] {
-                      attn::attention_weights_rows_into(q, k, result.log_sum_exp, chosen_heads, chosen_rows, {},
-                                                        options, rows);
-                  }) == 0);
-        }
+        attn::HeadStack<float> rows;
+        const std::vector<Index> chosen_heads = {0, 3}, chosen_rows = {5, 599, 300};
+        attn::attention_weights_rows_into(q, k, result.log_sum_exp, chosen_heads, chosen_rows, {}, options, rows);
+        CHECK(attn::test::allocations_in([&] {
+                  attn::attention_weights_rows_into(q, k, result.log_sum_exp, chosen_heads, chosen_rows, {}, options,
+                                                    rows);
+              }) == 0);
+    });
     // the counter counts: a fresh result allocates
     CHECK(attn::test::allocations_in([&] { attn::attend_heads(q, k, v); }) > 0);
 }
@@ -253,4 +269,112 @@ TEST_CASE("attention_into: storage of the wrong size is a shape_error naming it"
     const attn::HeadStack<float> stack = attn::split_heads(x, 2);
     CHECK_THROWS_WITH_AS(attn::attend_heads_into(stack, stack, stack, options, heads),
                          doctest::Contains("weights storage is 2 × (6 × 5), expected 2 × (6 × 6)"), attn::shape_error);
+}
+
+namespace {
+/// Every output of two multi-head results, compared bit for bit.
+template <class T>
+void check_identical(const attn::MultiHeadAttention<T>& a, const attn::MultiHeadAttention<T>& b) {
+    CHECK(a.output == b.output);
+    CHECK(a.weights == b.weights);
+    CHECK(a.log_sum_exp == b.log_sum_exp);
+    for (attn::HeadStatistic which :
+         {attn::HeadStatistic::previous, attn::HeadStatistic::first, attn::HeadStatistic::self,
+          attn::HeadStatistic::back, attn::HeadStatistic::markers, attn::HeadStatistic::largest,
+          attn::HeadStatistic::entropy, attn::HeadStatistic::distance})
+        CHECK(a.statistics.of(which) == b.statistics.of(which));
+    CHECK(a.statistics.argmax == b.statistics.argmax);
+}
+}  // namespace
+
+TEST_CASE_TEMPLATE("multi_head_attention_into threads: reused storage gives the allocating version's bits", T, float,
+                   double) {
+    const Index n = 70, width = 32, heads = 4;
+    const auto x = random_matrix<T>(n, width, 90);
+    const auto wq = random_matrix<T>(width, width, 91, 0.5), wk = random_matrix<T>(width, width / 2, 92, 0.5),
+               wv = random_matrix<T>(width, width / 2, 93, 0.5), wo = random_matrix<T>(width / 2 * 2, 24, 94, 0.5);
+    const attn::Rope<T> rope(8, attn::RopePairing::rotate_half);
+    attn::HeadStatisticsRequest request;
+    request.markers = {0, 3};
+    for (Index kv_heads : {Index(0), Index(2)})
+        for (int threads : {1, 2})
+            for (bool fused : {true, false}) {
+                CAPTURE(kv_heads);
+                CAPTURE(threads);
+                CAPTURE(fused);
+                attn::AttentionWorkspace<T> workspace;
+                attn::AttentionOptions<T> options = keeping<T>();
+                options.keep_log_sum_exp = true;
+                options.statistics = &request;
+                options.threads = threads;
+                options.fused = fused;
+                options.rope = &rope;
+                // kv heads 2 of 4: keys and values 2 × 8 wide; all heads: the queries' 4 × 8
+                const Index kv = kv_heads == 0 ? heads : kv_heads;
+                const attn::Matrix<T> key = kv == heads ? wq : wk, value = kv == heads ? wq : wv;
+                const attn::Matrix<T> output = wo.topRows(heads * (value.cols() / kv));
+                const attn::AttentionProjections<T> projections{wq, key, value, output};
+                const auto fresh = attn::multi_head_attention(x, projections, heads, options, kv_heads);
+                attn::MultiHeadAttention<T> reused;
+                for (bool with_workspace : {false, true}) {
+                    options.workspace = with_workspace ? &workspace : nullptr;
+                    for (int call = 0; call < 2; ++call) {
+                        attn::multi_head_attention_into(x, projections, heads, options, reused, kv_heads);
+                        check_identical(reused, fresh);
+                    }
+                }
+                // and without weights, log-sum-exps or statistics, into the same storage
+                attn::AttentionOptions<T> plain;
+                plain.workspace = &workspace;
+                plain.threads = threads;
+                attn::multi_head_attention_into(x, projections, heads, plain, reused, kv_heads);
+                check_identical(reused, attn::multi_head_attention(x, projections, heads, plain, kv_heads));
+                CHECK(reused.weights.empty());
+            }
+}
+
+TEST_CASE("multi_head_attention_into: a repeated call with a workspace allocates nothing, on kept worker threads too") {
+    const Index n = 100, width = 64, heads = 4;
+    const auto x = random_matrix<float>(n, width, 100);
+    const auto wq = random_matrix<float>(width, width, 101, 0.3), wk = random_matrix<float>(width, width, 102, 0.3),
+               wv = random_matrix<float>(width, width, 103, 0.3), wo = random_matrix<float>(width, width, 104, 0.3);
+    const attn::AttentionProjections<float> projections{wq, wk, wv, wo};
+    for_each_reuse_case([&](const attn::AttentionOptions<float>& options) {
+        attn::MultiHeadAttention<float> result;
+        attn::multi_head_attention_into(x, projections, heads, options, result);  // the first call allocates
+        const float* output_storage = result.output.data();
+        const float* weights_storage = result.weights.data();
+        CHECK(attn::test::allocations_in(
+                  [&] { attn::multi_head_attention_into(x, projections, heads, options, result); }) == 0);
+        CHECK(result.output.data() == output_storage);
+        CHECK(result.weights.data() == weights_storage);
+        check_identical(result, attn::multi_head_attention(x, projections, heads, options));
+    });
+    CHECK(attn::test::allocations_in([&] { attn::multi_head_attention(x, projections, heads); }) > 0);
+}
+
+TEST_CASE("multi_head_attention_into: storage of the wrong size is a shape_error naming it") {
+    const auto x = random_matrix<float>(6, 8, 1);
+    const auto w = random_matrix<float>(8, 8, 2);
+    attn::AttentionOptions<float> options;
+    options.keep_weights = true;
+    attn::MultiHeadAttention<float> result;
+    result.weights = attn::HeadStack<float>(2, 5, 5);
+    CHECK_THROWS_WITH_AS(
+        attn::multi_head_attention_into(x, {w, w, w, w}, 2, options, result),
+        doctest::Contains("multi_head_attention: weights storage is 2 × (5 × 5), expected 2 × (6 × 6)"),
+        attn::shape_error);
+    CHECK(result.weights.rows() == 5);  // the caller's storage, given back untouched
+    result.weights = {};
+    result.output.resize(6, 7);
+    CHECK_THROWS_WITH_AS(attn::multi_head_attention_into(x, {w, w, w, w}, 2, options, result),
+                         doctest::Contains("multi_head_attention: output storage is 6 × 7, expected 6 × 8"),
+                         attn::shape_error);
+    // a workspace used at another shape before is refitted, not refused
+    attn::AttentionWorkspace<float> workspace;
+    options.workspace = &workspace;
+    attn::MultiHeadAttention<float> small, large;
+    attn::multi_head_attention_into(attn::Matrix<float>(x.topRows(3)), {w, w, w, w}, 2, options, small);
+    attn::multi_head_attention_into(x, {w, w, w, w}, 2, options, large);
+    check_identical(large, attn::multi_head_attention(x, {w, w, w, w}, 2, options));
 }

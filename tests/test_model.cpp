@@ -7,6 +7,7 @@
 #include <limits>
 #include <thread>
 
+#include "allocation_counter.hpp"
 #include "model_fixture.hpp"
 
 using attn::Index;
@@ -17,6 +18,50 @@ attn::ForwardOptions keep() {
     attn::ForwardOptions options;
     options.keep_attention = true;
     return options;
+}
+
+/// Every output of two forward results, compared bit for bit.
+template <class T>
+void check_identical(const attn::ForwardResult<T>& a, const attn::ForwardResult<T>& b) {
+    CHECK(a.logits == b.logits);
+    REQUIRE(a.attention.layers() == b.attention.layers());
+    for (Index l = 0; l < a.attention.layers(); ++l) CHECK(a.attention.layer(l) == b.attention.layer(l));
+    CHECK(a.log_sum_exp == b.log_sum_exp);
+    CHECK(a.queries_keys == b.queries_keys);
+    REQUIRE(a.statistics.size() == b.statistics.size());
+    for (std::size_t l = 0; l < a.statistics.size(); ++l) {
+        for (attn::HeadStatistic which :
+             {attn::HeadStatistic::previous, attn::HeadStatistic::first, attn::HeadStatistic::self,
+              attn::HeadStatistic::back, attn::HeadStatistic::markers, attn::HeadStatistic::largest,
+              attn::HeadStatistic::entropy, attn::HeadStatistic::distance})
+            CHECK(a.statistics[l].of(which) == b.statistics[l].of(which));
+        CHECK(a.statistics[l].argmax == b.statistics[l].argmax);
+    }
+}
+
+/// forward_into's tests' options: everything kept (attention, log-sum-exps, statistics with
+/// `request`) or nothing, one head ablated, on kept `workers` if given.
+attn::ForwardOptions reusing(bool keep_all, const attn::HeadStatisticsRequest& request, attn::HeadId ablated,
+                             attn::Workers* workers) {
+    attn::ForwardOptions options;
+    options.keep_attention = keep_all;
+    options.keep_log_sum_exp = keep_all;
+    options.statistics = keep_all ? &request : nullptr;
+    options.ablate = {ablated};
+    options.workers = workers;
+    return options;
+}
+
+/// A tiny model with room for 64 positions: up to 4 workers of 16.
+struct LongerTinyModel {
+    TinyModel tiny;
+    explicit LongerTinyModel(const std::string& name) : tiny(name) { tiny.manifest["settings"]["longest"] = 64; }
+};
+
+std::vector<int> text_of(Index length) {
+    std::vector<int> ids;
+    for (Index i = 0; i < length; ++i) ids.push_back(4 + int(i * 7 % 23));
+    return ids;
 }
 }  // namespace
 
@@ -253,4 +298,61 @@ TEST_CASE("Model::load: an empty vocabulary file is a format_error") {
     std::ofstream(tiny.directory / "vocabulary.txt", std::ios::trunc).flush();
     CHECK_THROWS_WITH_AS(attn::Model<float>::load(tiny.directory), doctest::Contains("vocabulary.txt"),
                          attn::format_error);
+}
+
+// ---- Model::forward_into: the caller's storage, reused ---------------------------------
+
+TEST_CASE_TEMPLATE("Model::forward_into threads: reused storage gives forward's bits, at any length", T, float,
+                   double) {
+    LongerTinyModel longer("forward_into");
+    const auto model = attn::Model<T>::load(longer.tiny.write());
+    attn::HeadStatisticsRequest request;
+    request.markers = {0, 2};
+    attn::Workers workers(2);
+    for (int threads : {1, 2, -2})  // -2: two kept workers
+        for (bool keep_all : {true, false}) {
+            CAPTURE(threads);
+            CAPTURE(keep_all);
+            attn::ForwardOptions options = reusing(keep_all, request, {1, 1}, threads < 0 ? &workers : nullptr);
+            options.threads = threads > 0 ? threads : 1;
+            attn::ForwardResult<T> reused;
+            // the same length again, another length (more or fewer positions) and back
+            for (Index length : {Index(48), Index(48), Index(20), Index(64), Index(48)}) {
+                CAPTURE(length);
+                const std::vector<int> ids = text_of(length);
+                model.forward_into(ids, options, reused);
+                check_identical(reused, model.forward(ids, options));
+                if (keep_all)  // storage reused is not known to be zero: the caller may have written to it
+                    const_cast<attn::AttentionWeights<T>&>(reused.attention.layer(1)).head(0).setConstant(T(7));
+            }
+            // what is no longer asked for is dropped
+            model.forward_into(text_of(30), {}, reused);
+            check_identical(reused, model.forward(text_of(30)));
+            CHECK(reused.attention.empty());
+        }
+}
+
+TEST_CASE("Model::forward_into: a repeated call of one length allocates nothing, on kept worker threads too") {
+    LongerTinyModel longer("forward_into_allocations");
+    const auto model = attn::Model<float>::load(longer.tiny.write());
+    attn::HeadStatisticsRequest request;
+    request.markers = {0, 2};
+    attn::Workers workers(2);
+    const std::vector<int> ids = text_of(64);
+    for (bool kept_threads : {false, true})
+        for (bool keep_all : {true, false}) {
+            CAPTURE(kept_threads);
+            CAPTURE(keep_all);
+            const attn::ForwardOptions options = reusing(keep_all, request, {0, 1}, kept_threads ? &workers : nullptr);
+            attn::ForwardResult<float> result;
+            model.forward_into(ids, options, result);  // the first call allocates
+            const float* logits = result.logits.data();
+            const float* weights = keep_all ? result.attention.layer(1).data() : nullptr;
+            CHECK(attn::test::allocations_in([&] { model.forward_into(ids, options, result); }) == 0);
+            CHECK(result.logits.data() == logits);
+            if (keep_all) CHECK(result.attention.layer(1).data() == weights);
+            check_identical(result, model.forward(ids, options));
+        }
+    // the counter counts: a fresh result allocates
+    CHECK(attn::test::allocations_in([&] { model.forward(ids); }) > 0);
 }

@@ -40,6 +40,12 @@ struct AttentionWorkspace {
     detail::KernelMemory<T> kernel;                       ///< the fused kernel's
     detail::AlignedBuffer<T> queries, keys, panel, tile;  ///< weights on demand's (weights_on_demand.hpp)
     HeadStack<T> rotated_queries;                         ///< attend_cache's, with RoPE
+    /// multi_head_attention_into's: one projection at a time (positions × heads·d), then the
+    /// projected queries, keys and values split into heads, every head's output (heads ×
+    /// (positions × dv)) and the outputs merged (positions × heads·dv).
+    Matrix<T> projected;
+    HeadStack<T> projected_queries, projected_keys, projected_values, head_outputs;
+    Matrix<T> merged;
 };
 
 /// How attention is computed. The defaults are the chapter's: causal, scaled by
@@ -527,6 +533,76 @@ struct MultiHeadAttention {
     HeadStatistics<T> statistics;  ///< if options.statistics
 };
 
+/// Multi-head self-attention into `result`, whose storage is reused: the shapes and checks of
+/// multi_head_attention (below), the same bits. result.output (positions × out) and, if kept,
+/// result.weights (heads × (positions × positions)) must be empty (then they are allocated) or
+/// of those shapes (shape_error otherwise); log_sum_exp and statistics are resized. With
+/// options.workspace set, the intermediates (projections, heads, merged outputs) live there
+/// too, so that a repeated call of the same shape, with threads = 1 or options.workers,
+/// allocates nothing (Eigen's products take their blocks from the stack up to
+/// EIGEN_STACK_ALLOCATION_LIMIT, 128 kB by default, and from the heap beyond).
+template <class D>
+void multi_head_attention_into(const Eigen::MatrixBase<D>& x,
+                               const AttentionProjections<typename D::Scalar>& projections, Index heads,
+                               const AttentionOptions<typename D::Scalar>& options,
+                               MultiHeadAttention<typename D::Scalar>& result, Index key_value_heads = 0) {
+    using T = typename D::Scalar;
+    const char* function = "multi_head_attention";
+    detail::check_positive(function, "heads", heads);
+    if (key_value_heads == 0) key_value_heads = heads;
+    if (!detail::serves(key_value_heads, heads))
+        throw shape_error(
+            detail::message(function, ": key_value_heads = ", key_value_heads, " does not divide heads = ", heads));
+    if (projections.query.cols() % heads != 0 || projections.value.cols() % key_value_heads != 0)
+        throw shape_error(detail::message(function, ": heads = ", heads, " does not divide the query width ",
+                                          projections.query.cols(), " or key_value_heads = ", key_value_heads,
+                                          " the value width ", projections.value.cols()));
+    const Index head_size = projections.query.cols() / heads;
+    detail::check_cols(function, "projections.key", projections.key, key_value_heads * head_size,
+                       "one key of the query head size per key/value head");
+
+    AttentionWorkspace<T> local;
+    AttentionWorkspace<T>& memory = options.workspace ? *options.workspace : local;
+    // projected one by one: with fewer key/value heads the keys are narrower than the queries
+    detail::project_into(x, projections.query, memory.projected);
+    detail::split_heads_into(memory.projected, heads, memory.projected_queries);
+    detail::project_into(x, projections.key, memory.projected);
+    detail::split_heads_into(memory.projected, key_value_heads, memory.projected_keys);
+    detail::project_into(x, projections.value, memory.projected);
+    detail::split_heads_into(memory.projected, key_value_heads, memory.projected_values);
+    const HeadStack<T>&queries = memory.projected_queries, &keys = memory.projected_keys,
+          &values = memory.projected_values;
+    detail::check_not_empty("project", "weight", projections.output);
+    detail::check_rows("project", "weight", projections.output, heads * values.cols(),
+                       "weight is (in × out) and x has `in` columns");
+    detail::reuse_storage(function, "output", result.output, x.rows(), projections.output.cols());
+    detail::fit(memory.head_outputs, heads, queries.rows(), values.cols());
+
+    // The result's storage, lent to attend_grouped's result for the call.
+    HeadsAttention<T> attended;
+    const auto lend = [&] {
+        std::swap(attended.outputs, memory.head_outputs);
+        std::swap(attended.weights, result.weights);
+        std::swap(attended.log_sum_exp, result.log_sum_exp);
+        std::swap(attended.statistics, result.statistics);
+    };
+    lend();
+    try {
+        detail::attend_grouped(
+            function, queries, key_value_heads, keys.rows(), values.cols(), [&](Index g) { return keys.head(g); },
+            [&](Index g) { return values.head(g); }, options, attended);
+    } catch (...) {
+        lend();  // back to their owners
+        throw;
+    }
+    lend();
+    detail::merge_heads_into(memory.head_outputs, memory.merged);
+    result.output.noalias() = memory.merged * projections.output;
+    if (!options.keep_weights) result.weights = AttentionWeights<T>();
+    if (!options.keep_log_sum_exp) result.log_sum_exp.resize(0, 0);
+    if (!options.statistics) result.statistics = HeadStatistics<T>();
+}
+
 /// Multi-head self-attention with output projection:
 /// x: (positions × width) → project → split into `heads` → attention in each head →
 /// merge (positions × heads·dv) → · output → (positions × out). With key_value_heads
@@ -539,28 +615,8 @@ MultiHeadAttention<typename D::Scalar> multi_head_attention(const Eigen::MatrixB
                                                             Index heads,
                                                             const AttentionOptions<typename D::Scalar>& options = {},
                                                             Index key_value_heads = 0) {
-    using T = typename D::Scalar;
-    detail::check_positive("multi_head_attention", "heads", heads);
-    if (key_value_heads == 0) key_value_heads = heads;
-    if (!detail::serves(key_value_heads, heads))
-        throw shape_error(detail::message("multi_head_attention: key_value_heads = ", key_value_heads,
-                                          " does not divide heads = ", heads));
-    if (projections.query.cols() % heads != 0 || projections.value.cols() % key_value_heads != 0)
-        throw shape_error(detail::message("multi_head_attention: heads = ", heads, " does not divide the query width ",
-                                          projections.query.cols(), " or key_value_heads = ", key_value_heads,
-                                          " the value width ", projections.value.cols()));
-    const Index head_size = projections.query.cols() / heads;
-    detail::check_cols("multi_head_attention", "projections.key", projections.key, key_value_heads * head_size,
-                       "one key of the query head size per key/value head");
-    // projected one by one: with fewer key/value heads the keys are narrower than the queries
-    HeadsAttention<T> attended = attend_heads(split_heads(project(x, projections.query), heads),
-                                              split_heads(project(x, projections.key), key_value_heads),
-                                              split_heads(project(x, projections.value), key_value_heads), options);
-    MultiHeadAttention<T> result;
-    result.output = project(merge_heads(attended.outputs), projections.output);
-    result.weights = std::move(attended.weights);
-    result.log_sum_exp = std::move(attended.log_sum_exp);
-    result.statistics = std::move(attended.statistics);
+    MultiHeadAttention<typename D::Scalar> result;
+    multi_head_attention_into(x, projections, heads, options, result, key_value_heads);
     return result;
 }
 

@@ -173,15 +173,23 @@ struct StatisticsTarget {
     Index& argmax_at(Index h, Index i) const { return argmax[h * head_stride + i]; }
 };
 
-/// Checks a request (`function` names the caller) and returns its markers sorted, unique.
-inline std::vector<Index> checked_markers(const char* function, const HeadStatisticsRequest& request) {
+/// Checks a request (`function` names the caller) and writes its markers, sorted and unique,
+/// into `markers` (no allocation if its capacity suffices).
+inline void checked_markers_into(const char* function, const HeadStatisticsRequest& request,
+                                 std::vector<Index>& markers) {
     if (request.back < 1)
         throw argument_error(message(function, ": statistics back distance must be ≥ 1, got ", request.back));
-    std::vector<Index> markers = request.markers;
+    markers.assign(request.markers.begin(), request.markers.end());
     for (Index j : markers)
         if (j < 0) throw argument_error(message(function, ": statistics marker ", j, " is negative"));
     std::sort(markers.begin(), markers.end());
     markers.erase(std::unique(markers.begin(), markers.end()), markers.end());
+}
+
+/// checked_markers_into fresh storage.
+inline std::vector<Index> checked_markers(const char* function, const HeadStatisticsRequest& request) {
+    std::vector<Index> markers;
+    checked_markers_into(function, request, markers);
     return markers;
 }
 

@@ -11,16 +11,29 @@
 
 namespace attn {
 
+namespace detail {
+
+/// project(x, weight) into `out`, resized to (positions × out) (no allocation if it has that
+/// size already): the same checks and the same product, so the same bits.
+template <class DX, class DW>
+void project_into(const Eigen::MatrixBase<DX>& x, const Eigen::MatrixBase<DW>& weight,
+                  Matrix<typename DX::Scalar>& out) {
+    static_assert(std::is_same_v<typename DX::Scalar, typename DW::Scalar>,
+                  "project: x and weight scalar types differ");
+    check_not_empty("project", "x", x);
+    check_not_empty("project", "weight", weight);
+    check_rows("project", "weight", weight, x.cols(), "weight is (in × out) and x has `in` columns");
+    out.resize(x.rows(), weight.cols());
+    out.noalias() = x * weight;
+}
+
+}  // namespace detail
+
 /// x · weight. x: (positions × in), weight: (in × out) → (positions × out).
 template <class DX, class DW>
 Matrix<typename DX::Scalar> project(const Eigen::MatrixBase<DX>& x, const Eigen::MatrixBase<DW>& weight) {
-    static_assert(std::is_same_v<typename DX::Scalar, typename DW::Scalar>,
-                  "project: x and weight scalar types differ");
-    detail::check_not_empty("project", "x", x);
-    detail::check_not_empty("project", "weight", weight);
-    detail::check_rows("project", "weight", weight, x.cols(), "weight is (in × out) and x has `in` columns");
-    Matrix<typename DX::Scalar> out(x.rows(), weight.cols());
-    out.noalias() = x * weight;
+    Matrix<typename DX::Scalar> out;
+    detail::project_into(x, weight, out);
     return out;
 }
 

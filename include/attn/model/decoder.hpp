@@ -103,8 +103,7 @@ public:
         setup.first_position = positions();
         setup.last_logits_only = !options.all_logits;
         detail::FastForward<T> pass(*model_, ids, forward, result, setup);
-        const int workers = detail::FastForward<T>::useful_workers(static_cast<Index>(ids.size()), available);
-        detail::run_team(options.workers, workers, [&](int worker, detail::Team& team) { pass.run(worker, team); });
+        pass.run(options.workers, available);
         for (KeyValueCache<T>& cache : caches_) cache.extend(static_cast<Index>(ids.size()));
 
         DecodeResult<T> out;

@@ -82,32 +82,62 @@ public:
           first_layer_(resume_ ? std::size_t(resume_->layer) : 0),
           look_up_first_layer_(
               !resume_ && !(hooks_ && (hooks_->changes({Point::embed, 0}) || hooks_->changes({Point::resid_pre, 0})))),
-          silenced_(silenced_heads("Model::forward", settings_, options.ablate)),
-          x_(n_, settings_.dimensions),
-          normed_(n_, settings_.dimensions),
-          qkv_{Matrix<T>(n_, 3 * settings_.dimensions), Matrix<T>(n_, 3 * settings_.dimensions)},
-          attended_(n_, settings_.dimensions),
-          written_(n_, settings_.dimensions),
-          hidden_(n_, settings_.mlp_width),
+          memory_(result.workspace),
+          silenced_(memory_.silenced),
+          x_(memory_.x),
+          normed_(memory_.normed),
+          qkv_(memory_.qkv),
+          attended_(memory_.attended),
+          written_(memory_.written),
+          hidden_(memory_.hidden),
           logits_(result.logits),
+          kept_(result.attention.layers_),
           log_sum_exp_(result.log_sum_exp),
-          queries_keys_(result.queries_keys) {
+          queries_keys_(result.queries_keys),
+          targets_(memory_.targets) {
+        // The result's and the workspace's storage is reused where its shape fits (no
+        // allocation), resized where it does not, and what is not asked for is dropped.
+        silenced_heads_into("Model::forward", settings_, options.ablate, memory_.silenced);
+        const Index c = settings_.dimensions, layers = settings_.layers;
+        for (Matrix<T>* buffer : {&x_, &normed_, &attended_, &written_}) buffer->resize(n_, c);
+        for (Matrix<T>& buffer : qkv_) buffer.resize(n_, 3 * c);
+        hidden_.resize(n_, settings_.mlp_width);
         logits_.resize(n_ - first_logit_, settings_.vocabulary_size);
-        if (options.keep_attention)
-            kept_.assign(std::size_t(settings_.layers), AttentionWeights<T>(settings_.heads, n_, p0_ + n_));
-        if (options.keep_log_sum_exp) {
-            result.log_sum_exp.assign(std::size_t(settings_.layers), Matrix<T>(settings_.heads, n_));
-            result.queries_keys.assign(std::size_t(settings_.layers), Matrix<T>(n_, 2 * settings_.dimensions));
+        if (options.keep_attention) {
+            const auto fits = [&](const AttentionWeights<T>& layer) {
+                return layer.heads() == settings_.heads && layer.rows() == n_ && layer.cols() == p0_ + n_;
+            };
+            // Reused weights are not known to be zero (the caller may have written to them).
+            weights_zeroed_ = kept_.size() != std::size_t(layers) || !std::all_of(kept_.begin(), kept_.end(), fits);
+            if (weights_zeroed_) kept_.assign(std::size_t(layers), AttentionWeights<T>(settings_.heads, n_, p0_ + n_));
+        } else {
+            kept_.clear();
         }
+        log_sum_exp_.resize(options.keep_log_sum_exp ? std::size_t(layers) : 0);
+        queries_keys_.resize(options.keep_log_sum_exp ? std::size_t(layers) : 0);
+        for (Matrix<T>& layer : log_sum_exp_) layer.resize(settings_.heads, n_);
+        for (Matrix<T>& layer : queries_keys_) layer.resize(n_, 2 * c);
+        targets_.clear();
+        result.statistics.resize(options.statistics ? std::size_t(layers) : 0);
         if (options.statistics) {
-            markers_ = checked_markers("Model::forward", *options.statistics);
-            result.statistics.resize(std::size_t(settings_.layers));
+            checked_markers_into("Model::forward", *options.statistics, memory_.markers);
             for (HeadStatistics<T>& layer : result.statistics)
-                targets_.push_back(
-                    statistics_target(layer, *options.statistics, markers_, settings_.heads, n_, n_, Index(0), true));
+                targets_.push_back(statistics_target(layer, *options.statistics, memory_.markers, settings_.heads, n_,
+                                                     n_, Index(0), true));
         }
     }
 
+    /// The whole pass on `kept` threads (or threads started for it, or the caller's alone),
+    /// as many as are useful of `available`.
+    void run(Workers* kept, int available) {
+        const int workers = useful_workers(n_, available);
+        if (memory_.kernels.size() < std::size_t(workers)) memory_.kernels.resize(std::size_t(workers));
+        run_team(kept, workers, [&](int worker, Team& team) { run(worker, team); });
+    }
+
+    std::vector<AttentionWeights<T>>& kept_attention() { return kept_; }
+
+private:
     /// The whole pass as worker `worker` of `team`: its positions through every layer, then
     /// its share of the unembedding.
     void run(int worker, Team& team) {
@@ -123,7 +153,7 @@ public:
                     project_qkv(l, mine);
                 store_keys_values(l, mine);
                 team.sync();  // every position's keys and values of layer l are ready
-                attend(l, mine);
+                attend(l, mine, memory_.kernels[std::size_t(worker)]);
             }
             project_output_and_mlp(l, mine);
         }
@@ -137,9 +167,6 @@ public:
         return static_cast<int>(std::min<Index>(available, std::max<Index>(1, positions / kPositionsPerThread)));
     }
 
-    std::vector<AttentionWeights<T>>& kept_attention() { return kept_; }
-
-private:
     /// Fewest positions per thread: below this, starting a thread costs more than it saves.
     static constexpr Index kPositionsPerThread = 16;
     /// How much more a FLOP of attention costs than a FLOP of the products (short rows of
@@ -235,8 +262,8 @@ private:
 
     /// Layer l's attention in every head for these query rows, which see keys
     /// 0 … rows.last − 1: their rows of attended (silenced heads' columns zero) and, if
-    /// kept, their rows of every head's weights.
-    void attend(std::size_t l, Rows rows) {
+    /// kept, their rows of every head's weights. `memory`: the kernel's, this worker's own.
+    void attend(std::size_t l, Rows rows, KernelMemory<T>& memory) {
         if (rows.count() == 0) return;
         const Matrix<T>& qkv = qkv_of(l);
         const Index c = settings_.dimensions, d = settings_.head_size;
@@ -245,6 +272,9 @@ private:
         FusedProblem<T> problem = fused_problem(settings_.heads, rows.count(), keys, d, d, options);
         problem.first_position = p0_ + rows.first;
         problem.first_row = p0_ + rows.first;  // errors name the position, whichever thread finds them
+        problem.memory = &memory;
+        problem.inputs.swap(memory.inputs);  // its capacity, lent for the call
+        problem.inputs.clear();
         for (Index h = 0; h < settings_.heads; ++h) {
             const T* queries = qkv.data() + rows.first * 3 * c + h * d;  // row stride 3C
             if (caches_) {
@@ -264,7 +294,12 @@ private:
             problem.weights = kept_[l].data() + rows.first * columns;
             problem.weights_row_stride = columns;
             problem.weights_head_stride = n_ * columns;
-            problem.weights_zeroed = true;  // AttentionWeights start zero-filled
+            problem.weights_zeroed = weights_zeroed_;
+            // The kernel writes these rows up to the keys they see; reused storage past them
+            // may hold anything (the caller's), and causal attention puts exact zeros there.
+            if (!weights_zeroed_ && keys < columns)
+                for (Index h = 0; h < settings_.heads; ++h)
+                    kept_[l].head(h).block(rows.first, keys, rows.count(), columns - keys).setZero();
         }
         if (!log_sum_exp_.empty()) {  // this share's rows, for attention_rows afterwards
             problem.log_sum_exp = log_sum_exp_[l].data() + rows.first;
@@ -279,6 +314,7 @@ private:
             problem.statistics = &statistics;
         }
         fused_attention(problem);
+        problem.inputs.swap(memory.inputs);
         for (Index h = 0; h < settings_.heads; ++h)
             if (silenced_[l][std::size_t(h)]) attended_.block(rows.first, h * d, rows.count(), d).setZero();
         hook(Point::z, l, rows, attended_.middleRows(rows.first, rows.count()));
@@ -362,40 +398,45 @@ private:
     const ModelSettings& settings_;
     const std::vector<int>& ids_;
     const Index n_;
-    const Index p0_;                                 // the position of ids[0]
-    std::vector<KeyValueCache<T>>* const caches_;    // per layer, or null (a whole text)
-    const Index first_logit_;                        // logits_ row 0's row of x: 0, or n − 1 (last only)
-    Hooks<T>* const hooks_;                          // activations kept and changed, or null
-    const Resume<T>* const resume_;                  // where a resumed pass starts, or null
-    const std::size_t first_layer_;                  // the first layer the pass runs
-    const bool look_up_first_layer_;                 // layer 0's q, k, v by token (its input is unchanged)
-    const std::vector<std::vector<bool>> silenced_;  // (layers × heads): ablated heads
-    Matrix<T> x_;                                    // (n × C) the residual stream
-    Matrix<T> normed_;                               // (n × C) layer_norm(x)
-    Matrix<T> qkv_[2];                               // (n × 3C) queries | keys | values, heads side by side
-    Matrix<T> attended_;                             // (n × C) every head's output, side by side
-    Matrix<T> written_;                              // (n × C) what attention, then the MLP, add to x
-    Matrix<T> hidden_;                               // (n × mlp width)
-    Matrix<T>& logits_;                              // (n × vocabulary)
-    std::vector<AttentionWeights<T>> kept_;          // per layer, heads × (n × (p0 + n)), if kept
-    std::vector<Matrix<T>>& log_sum_exp_;            // per layer (heads × n), if kept
-    std::vector<Matrix<T>>& queries_keys_;           // per layer (n × 2C), if kept
-    std::vector<Index> markers_;                     // the statistics' markers, sorted
-    std::vector<StatisticsTarget<T>> targets_;       // per layer, if statistics are asked
+    const Index p0_;                                  // the position of ids[0]
+    std::vector<KeyValueCache<T>>* const caches_;     // per layer, or null (a whole text)
+    const Index first_logit_;                         // logits_ row 0's row of x: 0, or n − 1 (last only)
+    Hooks<T>* const hooks_;                           // activations kept and changed, or null
+    const Resume<T>* const resume_;                   // where a resumed pass starts, or null
+    const std::size_t first_layer_;                   // the first layer the pass runs
+    const bool look_up_first_layer_;                  // layer 0's q, k, v by token (its input is unchanged)
+    ForwardWorkspace<T>& memory_;                     // the result's: the buffers below, kernels' memory
+    const std::vector<std::vector<bool>>& silenced_;  // (layers × heads): ablated heads
+    Matrix<T>& x_;                                    // (n × C) the residual stream
+    Matrix<T>& normed_;                               // (n × C) layer_norm(x)
+    Matrix<T> (&qkv_)[2];                             // (n × 3C) queries | keys | values, heads side by side
+    Matrix<T>& attended_;                             // (n × C) every head's output, side by side
+    Matrix<T>& written_;                              // (n × C) what attention, then the MLP, add to x
+    Matrix<T>& hidden_;                               // (n × mlp width)
+    Matrix<T>& logits_;                               // (n × vocabulary)
+    std::vector<AttentionWeights<T>>& kept_;          // per layer, heads × (n × (p0 + n)), if kept
+    bool weights_zeroed_ = false;                     // kept_ was allocated (zero-filled) for this pass
+    std::vector<Matrix<T>>& log_sum_exp_;             // per layer (heads × n), if kept
+    std::vector<Matrix<T>>& queries_keys_;            // per layer (n × 2C), if kept
+    std::vector<StatisticsTarget<T>>& targets_;       // per layer, if statistics are asked
 };
 
 }  // namespace detail
 
 template <class T>
-ForwardResult<T> Model<T>::forward(const std::vector<int>& ids, const ForwardOptions& options) const {
+void Model<T>::forward_into(const std::vector<int>& ids, const ForwardOptions& options,
+                            ForwardResult<T>& result) const {
     detail::check_token_ids("Model::forward", settings_, ids);
     const int available =
         options.workers ? options.workers->size() : detail::resolve_threads("Model::forward", options.threads);
+    detail::FastForward<T>(*this, ids, options, result).run(options.workers, available);
+}
+
+template <class T>
+ForwardResult<T> Model<T>::forward(const std::vector<int>& ids, const ForwardOptions& options) const {
     ForwardResult<T> result;
-    detail::FastForward<T> pass(*this, ids, options, result);
-    const int workers = detail::FastForward<T>::useful_workers(static_cast<Index>(ids.size()), available);
-    detail::run_team(options.workers, workers, [&](int worker, detail::Team& team) { pass.run(worker, team); });
-    if (options.keep_attention) result.attention = ModelAttention<T>(std::move(pass.kept_attention()));
+    forward_into(ids, options, result);
+    result.workspace = {};  // a result kept for its numbers does not keep the pass's memory too
     return result;
 }
 

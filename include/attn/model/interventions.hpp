@@ -49,22 +49,21 @@ struct HookedRun {
 
 namespace detail {
 
-/// Runs a pass with `setup` (hooks, resumption) on the options' threads.
+/// Runs a pass with `setup` (hooks, resumption) on the options' threads, into `result`, whose
+/// storage (attention weights included) and working memory are reused as Model::forward_into's.
 template <class T>
 void run_pass(const Model<T>& model, const std::vector<int>& ids, const ForwardOptions& options,
               ForwardResult<T>& result, const PassSetup<T>& setup, const char* function) {
     const int available = options.workers ? options.workers->size() : resolve_threads(function, options.threads);
-    FastForward<T> pass(model, ids, options, result, setup);
-    const int workers = FastForward<T>::useful_workers(static_cast<Index>(ids.size()), available);
-    run_team(options.workers, workers, [&](int worker, Team& team) { pass.run(worker, team); });
-    if (options.keep_attention) result.attention = ModelAttention<T>(std::move(pass.kept_attention()));
+    FastForward<T>(model, ids, options, result, setup).run(options.workers, available);
 }
 
 }  // namespace detail
 
 /// run_with_hooks into `run`, whose storage is reused: activations kept again with the same
-/// shapes, and the logits, are written where they are (no fresh pages in a loop over texts of
-/// one length); activations no longer kept are dropped.
+/// shapes, the logits and the attention weights (keep_attention) are written where they are, as
+/// Model::forward_into does (no fresh pages in a loop over texts of one length); activations no
+/// longer kept are dropped.
 template <class T>
 void run_with_hooks_into(const Model<T>& model, const std::vector<int>& ids, const HookOptions<T>& options,
                          HookedRun<T>& run) {
@@ -87,6 +86,7 @@ template <class T>
 HookedRun<T> run_with_hooks(const Model<T>& model, const std::vector<int>& ids, const HookOptions<T>& options = {}) {
     HookedRun<T> run;
     run_with_hooks_into(model, ids, options, run);
+    run.result.workspace = {};  // as Model::forward: the numbers, not the pass's memory
     return run;
 }
 

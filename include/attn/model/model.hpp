@@ -101,6 +101,16 @@ public:
     /// the same numbers as reference_forward to rounding, bit-identical for every thread count.
     ForwardResult<T> forward(const std::vector<int>& ids, const ForwardOptions& options = {}) const;
 
+    /// forward into `result`, whose storage is reused: the same bits as forward. logits,
+    /// attention (layers × heads × (positions × positions)), log_sum_exp, queries_keys and
+    /// statistics are written where they are when their shapes fit this call (texts of one
+    /// length in a loop), and resized otherwise: the result is the caller's buffer, and a text
+    /// of another length is no error. What options do not ask for is dropped. result.workspace
+    /// keeps the pass's working memory, so that a repeated call of the same length, with
+    /// threads = 1 or options.workers, allocates nothing (ablated heads and statistics'
+    /// markers included).
+    void forward_into(const std::vector<int>& ids, const ForwardOptions& options, ForwardResult<T>& result) const;
+
 private:
     friend class detail::FastForward<T>;
 

@@ -14,9 +14,15 @@
 #include "attn/core/rope.hpp"
 #include "attn/core/types.hpp"
 #include "attn/core/workers.hpp"
+#include "attn/detail/causal_kernel.hpp"
 #include "attn/detail/check.hpp"
 
 namespace attn {
+
+namespace detail {
+template <class T>
+class FastForward;
+}
 
 /// The MLP's activation, decided when the manifest is read.
 enum class Activation {
@@ -62,6 +68,8 @@ public:
     T operator()(Index l, Index h, Index i, Index j) const { return layers_[static_cast<std::size_t>(l)](h, i, j); }
 
 private:
+    friend class detail::FastForward<T>;  // fills the layers in place (Model::forward_into)
+
     std::vector<AttentionWeights<T>> layers_;
 };
 
@@ -94,6 +102,17 @@ struct ForwardOptions {
     const HeadStatisticsRequest* statistics = nullptr;
 };
 
+/// Model::forward_into's working memory, kept in its ForwardResult between calls: with the
+/// same number of positions a repeated call allocates nothing. Its contents are internal.
+template <class T>
+struct ForwardWorkspace {
+    Matrix<T> x, normed, qkv[2], attended, written, hidden;  ///< the pass's (positions × …) buffers
+    std::vector<detail::KernelMemory<T>> kernels;            ///< the attention kernel's, one per worker
+    std::vector<std::vector<bool>> silenced;                 ///< (layers × heads): ablated heads
+    std::vector<Index> markers;                              ///< the statistics' markers, sorted
+    std::vector<detail::StatisticsTarget<T>> targets;        ///< per layer, if statistics are asked
+};
+
 template <class T>
 struct ForwardResult {
     Matrix<T> logits;                           ///< (positions × vocabulary): next-token scores at every position
@@ -101,6 +120,9 @@ struct ForwardResult {
     std::vector<Matrix<T>> log_sum_exp;         ///< per layer (heads × positions), if keep_log_sum_exp
     std::vector<Matrix<T>> queries_keys;        ///< per layer (positions × 2C): rotated queries | keys, if kept
     std::vector<HeadStatistics<T>> statistics;  ///< per layer, heads × positions, if asked
+    /// Model::forward_into's working memory for the next call into this result; Model::forward
+    /// returns it empty.
+    ForwardWorkspace<T> workspace;
 };
 
 namespace detail {
@@ -118,16 +140,24 @@ inline void check_token_ids(const char* function, const ModelSettings& settings,
                                          settings.vocabulary_size, ")"));
 }
 
-/// (layers × heads) flags of the heads in `ablate`, each checked to exist.
-inline std::vector<std::vector<bool>> silenced_heads(const char* function, const ModelSettings& settings,
-                                                     const std::vector<HeadId>& ablate) {
-    std::vector<std::vector<bool>> silenced(static_cast<std::size_t>(settings.layers),
-                                            std::vector<bool>(static_cast<std::size_t>(settings.heads)));
+/// (layers × heads) flags of the heads in `ablate`, each checked to exist, into `silenced`
+/// (no allocation if it has that shape already).
+inline void silenced_heads_into(const char* function, const ModelSettings& settings, const std::vector<HeadId>& ablate,
+                                std::vector<std::vector<bool>>& silenced) {
+    silenced.resize(static_cast<std::size_t>(settings.layers));
+    for (std::vector<bool>& layer : silenced) layer.assign(static_cast<std::size_t>(settings.heads), false);
     for (const HeadId& id : ablate) {
         check_index(function, "ablated layer", id.layer, settings.layers);
         check_index(function, "ablated head", id.head, settings.heads);
         silenced[std::size_t(id.layer)][std::size_t(id.head)] = true;
     }
+}
+
+/// silenced_heads_into into fresh flags.
+inline std::vector<std::vector<bool>> silenced_heads(const char* function, const ModelSettings& settings,
+                                                     const std::vector<HeadId>& ablate) {
+    std::vector<std::vector<bool>> silenced;
+    silenced_heads_into(function, settings, ablate, silenced);
     return silenced;
 }
 
