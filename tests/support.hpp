@@ -40,6 +40,18 @@ Matrix<T> random_matrix(Index rows, Index cols, unsigned seed, double stddev = 1
     return m;
 }
 
+/// heads × (rows × cols), head h from random_matrix with seed + h.
+template <class T>
+HeadStack<T> random_stack(Index heads, Index rows, Index cols, unsigned seed, double stddev = 1.0) {
+    HeadStack<T> stack(heads, rows, cols);
+    for (Index h = 0; h < heads; ++h) stack.head(h) = random_matrix<T>(rows, cols, seed + unsigned(h), stddev);
+    return stack;
+}
+
+inline bool contains(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
+
 using Table = std::vector<std::vector<double>>;
 
 template <class D>

@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "model_fixture.hpp"
+#include "store_model.hpp"
 
 using attn::Index;
 
 namespace {
-const attn::Model<float>& store_model() {
-    static const attn::Model<float> model = attn::Model<float>::load(std::string(ATTN_SOURCE_DIR) + "/models/store");
-    return model;
+const attn::Model<float>& float_store_model() {
+    return attn::test::store_model<float>();
 }
 
 std::vector<int> ordinary_ids(const attn::Model<float>& model, Index count) {
@@ -26,7 +26,7 @@ std::vector<int> ordinary_ids(const attn::Model<float>& model, Index count) {
 }  // namespace
 
 TEST_CASE("Model: attention_rows after a forward that kept log-sum-exps equals keep_attention, on 1 and 2 threads") {
-    const auto& model = store_model();
+    const auto& model = float_store_model();
     const std::vector<int> ids = ordinary_ids(model, 150);
     attn::ForwardOptions options;
     options.keep_attention = true;
@@ -57,7 +57,7 @@ TEST_CASE("Model: attention_rows after a forward that kept log-sum-exps equals k
 }
 
 TEST_CASE("Model: head statistics measured in the forward's kernel equal those of the kept weights, 2 threads") {
-    const auto& model = store_model();
+    const auto& model = float_store_model();
     const std::vector<int> ids = ordinary_ids(model, 120);
     attn::HeadStatisticsRequest request;
     request.back = 4;

@@ -9,16 +9,10 @@
 #include "support.hpp"
 
 using attn::Index;
+using attn::test::random_stack;
 
 namespace {
 
-template <class T>
-attn::HeadStack<T> random_stack(Index heads, Index rows, Index cols, unsigned seed, double stddev = 1.0) {
-    attn::HeadStack<T> stack(heads, rows, cols);
-    for (Index h = 0; h < heads; ++h)
-        stack.head(h) = attn::test::random_matrix<T>(rows, cols, seed + unsigned(h), stddev);
-    return stack;
-}
 
 /// The statistics of head h, row i, from its full weights row, in double with loops.
 struct Expected {

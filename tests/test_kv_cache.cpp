@@ -4,7 +4,7 @@
 // Equalities are bit-identical where both sides run the same arithmetic on the same numbers
 // (the kernel on a cache against the kernel on the whole sequence, a folded step against an
 // unfolded one, grouped heads against repeated heads); fused against plain is within
-// relative_tolerance (1e-6 float, 1e-13 double, relative to the largest entry).
+// cache_tolerance (1e-6 float, 1e-13 double, relative to the largest entry).
 #include <doctest/doctest.h>
 #include <attn/core/attention.hpp>
 #include <attn/core/kv_cache.hpp>
@@ -23,7 +23,7 @@ using attn::test::random_matrix;
 namespace {
 
 template <class T>
-HeadStack<T> random_stack(Index heads, Index rows, Index cols, unsigned seed) {
+HeadStack<T> random_heads(Index heads, Index rows, Index cols, unsigned seed) {
     HeadStack<T> stack(heads, rows, cols);
     for (Index h = 0; h < heads; ++h) stack.head(h) = random_matrix<T>(rows, cols, seed + 100 * unsigned(h));
     return stack;
@@ -59,7 +59,7 @@ attn::KeyValueCache<T> cache_of(const HeadStack<T>& keys, const HeadStack<T>& va
 }
 
 template <class T>
-double relative_tolerance() {
+double cache_tolerance() {
     return sizeof(T) == sizeof(float) ? 1e-6 : 1e-13;
 }
 
@@ -98,7 +98,7 @@ TEST_CASE_TEMPLATE("KeyValueCache: append, truncate, extend and clear keep keys 
                    float, double) {
     const Index heads = 2, d = 8, dv = 6;
     const attn::Rope<T> rope(d, attn::RopePairing::rotate_half, 10000.0, 4);  // later positions computed on the fly
-    const HeadStack<T> keys = random_stack<T>(heads, 9, d, 1), values = random_stack<T>(heads, 9, dv, 2);
+    const HeadStack<T> keys = random_heads<T>(heads, 9, d, 1), values = random_heads<T>(heads, 9, dv, 2);
     attn::KeyValueCache<T> cache(heads, 12, d, dv);
     CHECK(cache.empty());
     CHECK(cache.room() == 12);
@@ -202,8 +202,8 @@ TEST_CASE_TEMPLATE("attend_cache gives the newest rows of attend_heads over the 
                 CAPTURE(kv_heads);
                 CAPTURE(total);
                 CAPTURE(n);
-                const HeadStack<T> q = random_stack<T>(heads, total, d, 1), k = random_stack<T>(kv_heads, total, d, 2),
-                                   v = random_stack<T>(kv_heads, total, dv, 3);
+                const HeadStack<T> q = random_heads<T>(heads, total, d, 1), k = random_heads<T>(kv_heads, total, d, 2),
+                                   v = random_heads<T>(kv_heads, total, dv, 3);
                 const attn::KeyValueCache<T> cache = cache_of(k, v, &rope, 64);
                 const HeadStack<T> newest = rows_of(q, total - n, n);
                 for (bool keep : {false, true}) {
@@ -223,9 +223,9 @@ TEST_CASE_TEMPLATE("attend_cache gives the newest rows of attend_heads over the 
                         if (keep) CHECK(step.weights == rows_of(whole.weights, total - n, n));
                     } else {
                         CHECK(relative_difference(step.outputs, rows_of(whole.outputs, total - n, n)) <
-                              relative_tolerance<T>());
+                              cache_tolerance<T>());
                         CHECK(relative_difference(step.log_sum_exp, whole.log_sum_exp.rightCols(n)) <
-                              relative_tolerance<T>());
+                              cache_tolerance<T>());
                     }
                     options.threads = 2;
                     const attn::HeadsAttention<T> two = attn::attend_cache(newest, cache, options);
@@ -243,14 +243,14 @@ TEST_CASE_TEMPLATE("attend_cache gives the newest rows of attend_heads over the 
                     options.fused = false;
                     const attn::HeadsAttention<T> plain = attn::attend_cache(newest, cache, options);
                     CHECK(relative_difference(plain.outputs, rows_of(whole.outputs, total - n, n)) <
-                          relative_tolerance<T>());
+                          cache_tolerance<T>());
                     CHECK(relative_difference(plain.log_sum_exp, whole.log_sum_exp.rightCols(n)) <
-                          relative_tolerance<T>());
+                          cache_tolerance<T>());
                     if (keep)
                         CHECK(relative_difference(plain.weights, rows_of(whole.weights, total - n, n)) <
-                              relative_tolerance<T>());
+                              cache_tolerance<T>());
                     CHECK(relative_difference(plain.statistics.entropy, measured.statistics.entropy) <
-                          relative_tolerance<T>());
+                          cache_tolerance<T>());
                 }
             }
 }
@@ -258,8 +258,8 @@ TEST_CASE_TEMPLATE("attend_cache gives the newest rows of attend_heads over the 
 TEST_CASE_TEMPLATE("attend_cache: causal = false and a mask see the whole cache; plain equals fused", T, float,
                    double) {
     const Index heads = 2, d = 8, total = 130, n = 5;
-    const HeadStack<T> q = random_stack<T>(heads, n, d, 4), k = random_stack<T>(heads, total, d, 5),
-                       v = random_stack<T>(heads, total, d, 6);
+    const HeadStack<T> q = random_heads<T>(heads, n, d, 4), k = random_heads<T>(heads, total, d, 5),
+                       v = random_heads<T>(heads, total, d, 6);
     const attn::KeyValueCache<T> cache = cache_of(k, v, static_cast<const attn::Rope<T>*>(nullptr), total);
     attn::AttentionOptions<T> options;
     options.causal = false;
@@ -278,7 +278,7 @@ TEST_CASE_TEMPLATE("attend_cache: causal = false and a mask see the whole cache;
     options.mask = nullptr;
     const HeadStack<T> shorter_k = rows_of(k, 0, total - 2), shorter_v = rows_of(v, 0, total - 2);
     const attn::HeadsAttention<T> shorter = attn::attend_heads(q, shorter_k, shorter_v, options);
-    CHECK(relative_difference(masked.outputs, shorter.outputs) < relative_tolerance<T>());
+    CHECK(relative_difference(masked.outputs, shorter.outputs) < cache_tolerance<T>());
     for (Index h = 0; h < heads; ++h) CHECK(masked.weights.head(h).rightCols(2).isZero(0));
 
     // causal: query row i (position total − n + i) sees keys up to its own position only
@@ -294,10 +294,10 @@ TEST_CASE_TEMPLATE("grouped-query attention: fused equals plain equals each key/
                    float, double) {
     const Index heads = 8, d = 16, n = 130;
     const attn::Rope<T> rope(d, attn::RopePairing::interleaved);
-    const HeadStack<T> q = random_stack<T>(heads, n, d, 7);
+    const HeadStack<T> q = random_heads<T>(heads, n, d, 7);
     for (Index kv_heads : {8, 4, 2, 1}) {  // groups 1, 2, 4 and multi-query attention
         CAPTURE(kv_heads);
-        const HeadStack<T> k = random_stack<T>(kv_heads, n, d, 8), v = random_stack<T>(kv_heads, n, 8, 9);
+        const HeadStack<T> k = random_heads<T>(kv_heads, n, d, 8), v = random_heads<T>(kv_heads, n, 8, 9);
         const HeadStack<T> repeated_k = repeat_heads(k, heads / kv_heads),
                            repeated_v = repeat_heads(v, heads / kv_heads);
         for (bool causal : {true, false})
@@ -320,9 +320,9 @@ TEST_CASE_TEMPLATE("grouped-query attention: fused equals plain equals each key/
                 const attn::HeadsAttention<T> plain_repeated = attn::attend_heads(q, repeated_k, repeated_v, options);
                 CHECK(plain.outputs == plain_repeated.outputs);
                 CHECK(plain.weights == plain_repeated.weights);
-                CHECK(relative_difference(plain.outputs, grouped.outputs) < relative_tolerance<T>());
-                CHECK(relative_difference(plain.log_sum_exp, grouped.log_sum_exp) < relative_tolerance<T>());
-                if (keep) CHECK(relative_difference(plain.weights, grouped.weights) < relative_tolerance<T>());
+                CHECK(relative_difference(plain.outputs, grouped.outputs) < cache_tolerance<T>());
+                CHECK(relative_difference(plain.log_sum_exp, grouped.log_sum_exp) < cache_tolerance<T>());
+                if (keep) CHECK(relative_difference(plain.weights, grouped.weights) < cache_tolerance<T>());
             }
     }
 }
@@ -359,8 +359,8 @@ TEST_CASE_TEMPLATE("attend_cache: one new position with grouped heads, folded pe
             CAPTURE(kv_heads);
             CAPTURE(total);
             const Index group = heads / kv_heads;
-            const HeadStack<T> q = random_stack<T>(heads, 1, d, 11), k = random_stack<T>(kv_heads, total, d, 12),
-                               v = random_stack<T>(kv_heads, total, dv, 13);
+            const HeadStack<T> q = random_heads<T>(heads, 1, d, 11), k = random_heads<T>(kv_heads, total, d, 12),
+                               v = random_heads<T>(kv_heads, total, dv, 13);
             const attn::KeyValueCache<T> cache = cache_of(k, v, &rope, 100);
             const attn::KeyValueCache<T> repeated =
                 cache_of(repeat_heads(k, group), repeat_heads(v, group), &rope, 100);
@@ -384,8 +384,8 @@ TEST_CASE_TEMPLATE("attend_cache: one new position with grouped heads, folded pe
                     options.statistics = &request;
                     const attn::HeadsAttention<T> measured = attn::attend_cache(q, cache, options);
                     // (the streaming task, not the decoding one: equal to rounding)
-                    CHECK(relative_difference(measured.outputs, folded.outputs) < relative_tolerance<T>());
-                    CHECK(relative_difference(measured.log_sum_exp, folded.log_sum_exp) < relative_tolerance<T>());
+                    CHECK(relative_difference(measured.outputs, folded.outputs) < cache_tolerance<T>());
+                    CHECK(relative_difference(measured.log_sum_exp, folded.log_sum_exp) < cache_tolerance<T>());
                     CHECK(measured.statistics.heads() == heads);
                 }
         }
@@ -399,33 +399,33 @@ TEST_CASE_TEMPLATE("attend_cache: head sizes that are not whole packets, up to 8
             CAPTURE(n);
             const Index total = 150;
             const attn::Rope<T> rope(d, attn::RopePairing::interleaved);
-            const HeadStack<T> q = random_stack<T>(4, total, d, 21), k = random_stack<T>(2, total, d, 22),
-                               v = random_stack<T>(2, total, d + 1, 23);
+            const HeadStack<T> q = random_heads<T>(4, total, d, 21), k = random_heads<T>(2, total, d, 22),
+                               v = random_heads<T>(2, total, d + 1, 23);
             const attn::KeyValueCache<T> cache = cache_of(k, v, &rope, 70);
             attn::AttentionOptions<T> options;
             options.rope = &rope;
             options.keep_log_sum_exp = true;
             const attn::HeadsAttention<T> whole = attn::attend_heads(q, k, v, options);
             const attn::HeadsAttention<T> step = attn::attend_cache(rows_of(q, total - n, n), cache, options);
-            CHECK(relative_difference(step.outputs, rows_of(whole.outputs, total - n, n)) < relative_tolerance<T>());
-            CHECK(relative_difference(step.log_sum_exp, whole.log_sum_exp.rightCols(n)) < relative_tolerance<T>());
+            CHECK(relative_difference(step.outputs, rows_of(whole.outputs, total - n, n)) < cache_tolerance<T>());
+            CHECK(relative_difference(step.log_sum_exp, whole.log_sum_exp.rightCols(n)) < cache_tolerance<T>());
         }
 }
 
 TEST_CASE_TEMPLATE("attend_cache: a NaN in the cache is a numeric_error naming the head and row, on every route", T,
                    float, double) {
     const Index d = 8;
-    HeadStack<T> keys = random_stack<T>(2, 300, d, 1);
+    HeadStack<T> keys = random_heads<T>(2, 300, d, 1);
     keys(1, 250, 3) = std::numeric_limits<T>::quiet_NaN();
     const attn::KeyValueCache<T> cache =
-        cache_of(keys, random_stack<T>(2, 300, d, 2), static_cast<const attn::Rope<T>*>(nullptr), 300);
+        cache_of(keys, random_heads<T>(2, 300, d, 2), static_cast<const attn::Rope<T>*>(nullptr), 300);
     for (Index n : {1, 3, 17})
         for (bool keep : {false, true}) {
             CAPTURE(n);
             CAPTURE(keep);
             attn::AttentionOptions<T> options;
             options.keep_weights = keep;
-            CHECK_THROWS_WITH_AS(attn::attend_cache(random_stack<T>(4, n, d, 3), cache, options),
+            CHECK_THROWS_WITH_AS(attn::attend_cache(random_heads<T>(4, n, d, 3), cache, options),
                                  doctest::Contains("(head 2) contain NaN"), attn::numeric_error);
         }
 }
@@ -482,10 +482,10 @@ TEST_CASE("attend_cache_into with a workspace: a repeated decoding step allocate
     const Index heads = 8, kv_heads = 2, d = 32, total = 400;
     const attn::Rope<float> rope(d, attn::RopePairing::rotate_half);
     const attn::KeyValueCache<float> cache =
-        cache_of(random_stack<float>(kv_heads, total, d, 1), random_stack<float>(kv_heads, total, d, 2), &rope, total);
+        cache_of(random_heads<float>(kv_heads, total, d, 1), random_heads<float>(kv_heads, total, d, 2), &rope, total);
     for (Index n : {1, 3}) {
         CAPTURE(n);
-        const HeadStack<float> q = random_stack<float>(heads, n, d, 3);
+        const HeadStack<float> q = random_heads<float>(heads, n, d, 3);
         attn::AttentionWorkspace<float> workspace;
         attn::AttentionOptions<float> options;
         options.rope = &rope;
@@ -504,12 +504,12 @@ TEST_CASE("attend_cache: on 2 threads and on kept workers a long cache gives the
     // 2 × 8,192 positions × 128 numbers of keys and values: 8 MB, enough to start a second thread
     const Index heads = 8, kv_heads = 2, d = 64, total = 8192;
     const attn::KeyValueCache<float> cache =
-        cache_of(random_stack<float>(kv_heads, total, d, 1), random_stack<float>(kv_heads, total, d, 2),
+        cache_of(random_heads<float>(kv_heads, total, d, 1), random_heads<float>(kv_heads, total, d, 2),
                  static_cast<const attn::Rope<float>*>(nullptr), total);
     attn::Workers workers(2);
     for (Index n : {1, 3}) {
         CAPTURE(n);
-        const HeadStack<float> q = random_stack<float>(heads, n, d, 3);
+        const HeadStack<float> q = random_heads<float>(heads, n, d, 3);
         attn::AttentionOptions<float> options;
         options.keep_log_sum_exp = true;
         const attn::HeadsAttention<float> one = attn::attend_cache(q, cache, options);

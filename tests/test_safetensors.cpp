@@ -20,6 +20,8 @@
 
 namespace fs = std::filesystem;
 
+using attn::test::contains;
+
 namespace {
 
 /// A fresh directory under the system temporary directory, removed afterwards.
@@ -80,9 +82,6 @@ std::string format_error_message(F&& f) {
     return {};
 }
 
-bool contains(const std::string& text, const std::string& part) {
-    return text.find(part) != std::string::npos;
-}
 
 attn::SafeTensorsEntry raw_entry(std::string name, attn::DType dtype, std::vector<std::int64_t> shape,
                                  const std::vector<std::uint16_t>& halves) {

@@ -20,6 +20,8 @@
 
 namespace fs = std::filesystem;
 
+using attn::test::contains;
+
 namespace {
 
 const fs::path fixture_dir = fs::path(ATTN_TEST_DATA_DIR) / "tokenizer";
@@ -42,9 +44,6 @@ std::vector<std::string> encode_tokens(std::string_view text) {
 
 using Strings = std::vector<std::string>;
 
-bool contains(const std::string& text, const std::string& part) {
-    return text.find(part) != std::string::npos;
-}
 
 using attn::test::TempDir;
 

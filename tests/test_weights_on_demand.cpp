@@ -10,15 +10,10 @@
 #include "support.hpp"
 
 using attn::Index;
+using attn::test::random_stack;
 
 namespace {
 
-template <class T>
-attn::HeadStack<T> random_stack(Index heads, Index rows, Index cols, unsigned seed) {
-    attn::HeadStack<T> stack(heads, rows, cols);
-    for (Index h = 0; h < heads; ++h) stack.head(h) = attn::test::random_matrix<T>(rows, cols, seed + unsigned(h));
-    return stack;
-}
 
 /// a equals b to `relative` for every weight ≥ 1e-6 and to 1e-12 absolute below, where the
 /// weights path's own exp(s − m), with s − m rounded to float, is off by |s − m|·2⁻²⁴ relative.
