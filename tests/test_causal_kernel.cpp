@@ -353,3 +353,34 @@ TEST_CASE("fused kernel: column-major and strided inputs are read correctly") {
     CHECK(relative_error(fused.output, expected.output) < 1e-12);
     CHECK(attn::test::max_abs_difference(fused.weights, expected.weights) < 1e-12);
 }
+
+TEST_CASE("fused kernel: weights larger than a cache go out with streaming stores, over storage holding anything") {
+    // 2 heads × 1,500² floats = 18 MB, past detail::kStreamWeightsBytes
+    const Index n = 1500, d = 32, heads = 2;
+    attn::HeadStack<float> q(heads, n, d), k(heads, n, d), v(heads, n, d);
+    for (Index h = 0; h < heads; ++h) {
+        q.head(h) = random_matrix<float>(n, d, 40 + unsigned(h));
+        k.head(h) = random_matrix<float>(n, d, 50 + unsigned(h));
+        v.head(h) = random_matrix<float>(n, d, 60 + unsigned(h));
+    }
+    REQUIRE(double(heads * n * n) * sizeof(float) > attn::detail::kStreamWeightsBytes);
+    attn::AttentionOptions<float> options;
+    options.keep_weights = true;
+    options.threads = 2;
+    attn::HeadsAttention<float> fused;
+    fused.weights = attn::AttentionWeights<float>(heads, n, n);
+    std::fill(fused.weights.data(), fused.weights.data() + fused.weights.size(), 7.0f);  // reused, not zero
+    attn::attend_heads_into(q, k, v, options, fused);
+    options.fused = false;
+    const attn::HeadsAttention<float> plain = attn::attend_heads(q, k, v, options);
+    double worst = 0;
+    for (Index h = 0; h < heads; ++h)
+        for (Index i = 0; i < n; ++i)
+            for (Index j = 0; j < n; ++j) {
+                if (j > i) REQUIRE(fused.weights(h, i, j) == 0.0f);
+                worst = std::max(worst, double(std::abs(fused.weights(h, i, j) - plain.weights(h, i, j))));
+            }
+    CHECK(worst <= 1e-6);
+    for (Index h = 0; h < heads; ++h)
+        CHECK((fused.outputs.head(h) - plain.outputs.head(h)).cwiseAbs().maxCoeff() <= 1e-5f);
+}

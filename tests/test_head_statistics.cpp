@@ -13,7 +13,6 @@ using attn::test::random_stack;
 
 namespace {
 
-
 /// The statistics of head h, row i, from its full weights row, in double with loops.
 struct Expected {
     double previous = 0, first = 0, self = 0, back = 0, markers = 0, largest = -1, entropy = 0, distance = 0;
@@ -199,4 +198,85 @@ TEST_CASE("head statistics: a bad request is an argument_error naming it") {
     request.markers = {-1};
     CHECK_THROWS_WITH_AS(attn::attend_heads(q, k, v, options), doctest::Contains("marker -1 is negative"),
                          attn::argument_error);
+}
+
+namespace {
+
+template <class T>
+void check_same_bits(const attn::HeadStatistics<T>& a, const attn::HeadStatistics<T>& b) {
+    CHECK(a.previous == b.previous);
+    CHECK(a.first == b.first);
+    CHECK(a.self == b.self);
+    CHECK(a.back == b.back);
+    CHECK(a.markers == b.markers);
+    CHECK(a.largest == b.largest);
+    CHECK(a.argmax == b.argmax);
+    CHECK(a.entropy == b.entropy);
+    CHECK(a.distance == b.distance);
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("attention_statistics without outputs: the bits of attend_heads's statistics, on 1 and 2 threads", T,
+                   float, double) {
+    attn::HeadStatisticsRequest request;
+    request.markers = {0, 3};
+    const attn::Rope<T> rope(64, attn::RopePairing::rotate_half);
+    for (Index n : {1, 95, 97, 300})
+        for (Index d : {32, 64, 128})
+            for (Index key_value_heads : {4, 2})
+                for (int threads : {1, 2}) {
+                    CAPTURE(n);
+                    CAPTURE(d);
+                    CAPTURE(key_value_heads);
+                    CAPTURE(threads);
+                    const auto q = random_stack<T>(4, n, d, 5), k = random_stack<T>(key_value_heads, n, d, 15),
+                               v = random_stack<T>(key_value_heads, n, d, 25);
+                    attn::AttentionOptions<T> options;
+                    options.statistics = &request;
+                    options.keep_log_sum_exp = true;
+                    options.threads = threads;
+                    options.causal = n != 97;
+                    if (d == 64) options.rope = &rope;
+                    const auto full = attn::attend_heads(q, k, v, options);
+                    attn::Matrix<T> lse;
+                    const attn::HeadStatistics<T> only = attn::attention_statistics(q, k, options, &lse);
+                    check_same_bits(only, full.statistics);
+                    CHECK(lse == full.log_sum_exp);
+                }
+}
+
+TEST_CASE("attention_statistics: the plain path (a mask) agrees, storage is reused, bad requests are errors") {
+    attn::HeadStatisticsRequest request;
+    const Index n = 60, d = 32;
+    const auto q = random_stack<float>(2, n, d, 7), k = random_stack<float>(2, n, d, 8),
+               v = random_stack<float>(2, n, d, 9);
+    attn::AllowedMask mask = attn::AllowedMask::Constant(n, n, true);
+    for (Index i = 0; i < n; ++i) mask(i, i / 3) = false;
+    attn::AttentionOptions<float> options;
+    options.statistics = &request;
+    options.mask = &mask;
+    check_same_bits(attn::attention_statistics(q, k, options), attn::attend_heads(q, k, v, options).statistics);
+
+    options.mask = nullptr;
+    attn::AttentionWorkspace<float> workspace;
+    options.workspace = &workspace;
+    attn::HeadStatistics<float> statistics;
+    attn::Matrix<float> lse;
+    attn::attention_statistics_into(q, k, options, statistics, lse);
+    const float* kept = statistics.entropy.data();
+    attn::attention_statistics_into(q, k, options, statistics, lse);
+    CHECK(statistics.entropy.data() == kept);
+    CHECK(lse.size() == 0);  // not asked for
+
+    options.statistics = nullptr;
+    CHECK_THROWS_WITH_AS(attn::attention_statistics(q, k, options), doctest::Contains("options.statistics is not set"),
+                         attn::argument_error);
+    options.statistics = &request;
+    options.keep_weights = true;
+    CHECK_THROWS_AS(attn::attention_statistics(q, k, options), attn::argument_error);
+    options.keep_weights = false;
+    CHECK_THROWS_WITH_AS(attn::attention_statistics(q, random_stack<float>(3, n, d, 1), options),
+                         doctest::Contains("keys have 3 heads, queries 2"), attn::shape_error);
+    CHECK_THROWS_AS(attn::attention_statistics(q, random_stack<float>(2, n, 16, 1), options), attn::shape_error);
 }

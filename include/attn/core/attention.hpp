@@ -389,6 +389,67 @@ void attend_heads_into(const HeadStack<T>& queries, const HeadStack<T>& keys, co
         [&](Index g) { return values.head(g); }, options, result);
 }
 
+/// Head statistics without the attention's output: the streaming pass's scores and softmax,
+/// no values and no weights · values (half of attend_heads's arithmetic), no (queries × keys)
+/// storage. queries: heads × (queries × d), keys: kv heads × (keys × d) (kv heads = heads or a
+/// divisor) → statistics as options.statistics asks (it must be set) and, with
+/// options.keep_log_sum_exp, log_sum_exp (heads × queries), else left as it is. The same bits
+/// as attend_heads's statistics and log-sum-exps with the same options. A mask or fused = false
+/// takes the plain path (with values of zeros). keep_weights is an argument_error: use
+/// attend_heads. Storage is reused as in attend_heads_into; with options.workspace set, and
+/// threads = 1 or options.workers, a repeated call allocates nothing.
+template <class T>
+void attention_statistics_into(const HeadStack<T>& queries, const HeadStack<T>& keys,
+                               const AttentionOptions<T>& options, HeadStatistics<T>& statistics,
+                               Matrix<T>& log_sum_exp) {
+    const char* function = "attention_statistics";
+    if (!options.statistics)
+        throw argument_error(detail::message(function, ": options.statistics is not set: nothing to measure"));
+    if (options.keep_weights)
+        throw argument_error(detail::message(function, ": keep_weights is attend_heads's; statistics need no weights"));
+    if (queries.empty() || keys.empty())
+        throw shape_error(detail::message(function, ": queries and keys must not be empty"));
+    if (!detail::serves(keys.heads(), queries.heads()))
+        throw shape_error(detail::message(function, ": keys have ", keys.heads(), " heads, queries ", queries.heads(),
+                                          "; keys need as many heads as the queries, or a divisor of them"));
+    const Index heads = queries.heads(), group = heads / keys.heads();
+    if (!detail::fused_applies(options)) {
+        HeadsAttention<T> result;
+        std::swap(result.statistics, statistics);
+        std::swap(result.log_sum_exp, log_sum_exp);
+        const HeadStack<T> zeros(keys.heads(), keys.rows(), 1);
+        detail::attend_grouped(
+            function, queries, keys.heads(), keys.rows(), 1, [&](Index g) { return keys.head(g); },
+            [&](Index g) { return zeros.head(g); }, options, result);
+        std::swap(result.statistics, statistics);
+        std::swap(result.log_sum_exp, log_sum_exp);
+        return;
+    }
+    detail::check_fused_inputs(function, queries.head(0), keys.head(0), keys.head(0), options);
+    detail::FusedProblem<T> problem =
+        detail::fused_problem(heads, queries.rows(), keys.rows(), queries.cols(), 0, options);
+    problem.key_value_heads = keys.heads();
+    detail::SightOutputs<T> sight;
+    sight.attach(function, options, problem, log_sum_exp, statistics);
+    detail::run_fused(problem, options, [&](std::vector<detail::HeadInputs<T>>& inputs) {
+        for (Index h = 0; h < heads; ++h)
+            inputs.push_back(
+                {{queries.head(h).data(), queries.cols()}, {keys.head(h / group).data(), keys.cols()}, {nullptr, 0}});
+    });
+}
+
+/// attention_statistics_into into fresh storage: heads × queries statistics (and log_sum_exp
+/// with options.keep_log_sum_exp, else empty).
+template <class T>
+HeadStatistics<T> attention_statistics(const HeadStack<T>& queries, const HeadStack<T>& keys,
+                                       const AttentionOptions<T>& options, Matrix<T>* log_sum_exp = nullptr) {
+    HeadStatistics<T> statistics;
+    Matrix<T> lse;
+    attention_statistics_into(queries, keys, options, statistics, lse);
+    if (log_sum_exp) *log_sum_exp = std::move(lse);
+    return statistics;
+}
+
 /// Attention in every head of already split queries, keys and values.
 /// queries: heads × (queries × d), keys: kv heads × (keys × d), values: kv heads × (keys × dv),
 /// where kv heads = heads, or a divisor of it (grouped-query attention: query head h reads

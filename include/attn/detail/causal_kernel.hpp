@@ -14,10 +14,12 @@
 //    values. Keys and values are read where they lie (only RoPE or an unusual layout
 //    makes a copy) and the queries of a task are transposed into the buffer, so a call
 //    allocates its output and a few hundred KiB per thread, nothing of size positions².
-//  * Exact (weights kept): the scores of the lower blocks are written straight into
-//    the weights matrix (keys packed into panels for that), each row gets the plain
-//    softmax over its visible keys (softmax_rows's flush-to-zero rule), and the output
-//    is weights · values over the lower blocks only.
+//  * Exact (weights kept): rows go in chunks through a per-thread buffer of about 256 KiB:
+//    the scores of the lower blocks (keys packed into panels for that), each row's plain
+//    softmax over its visible keys (softmax_rows's flush-to-zero rule, its sum compensated),
+//    weights · values over the lower blocks only while the buffer is in cache, and then the
+//    rows are written to the weights matrix, with streaming stores when it is larger than a
+//    cache (they would otherwise first read every line they overwrite).
 //
 // All products run on one register-tiled micro-kernel over Eigen's packets (detail/tiles.hpp:
 // 8 keys × 3 packets of queries for the streaming scores, 6 rows × 4 packets for
@@ -34,9 +36,15 @@
 #include <atomic>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <numeric>
+#include <type_traits>
 #include <vector>
+
+#if defined(__AVX__) || defined(__SSE2__)
+#include <immintrin.h>  // streaming stores for large weights (weights_task)
+#endif
 
 #include "attn/core/error.hpp"
 #include "attn/core/head_statistics.hpp"
@@ -119,7 +127,8 @@ struct FusedProblem {
     int threads = 1;
     Workers* workers = nullptr;         ///< kept threads to run on (then at most workers->size() of them)
     std::vector<HeadInputs<T>> inputs;  ///< one per head
-    T* outputs = nullptr;               ///< heads × (queries × value_size), laid out as the strides say
+    T* outputs = nullptr;               ///< heads × (queries × value_size), laid out as the strides say;
+                                        ///< null: statistics (and log-sum-exps) only, no values read
     Index output_row_stride = 0;        ///< between an output's rows; 0: value_size (contiguous rows)
     Index output_head_stride = 0;       ///< between heads' outputs; 0: queries × the row stride
     T* weights = nullptr;               ///< heads × (queries × keys) as the strides say, or null (streaming)
@@ -203,7 +212,7 @@ struct Scratch {
     AlignedBuffer<T> queries;                 ///< streaming: (d × kQueryBlock) queriesᵀ; exact: (kQueryBlock × d)
     AlignedBuffer<T> scores;                  ///< streaming: (kKeyBlock × kQueryBlock) scoresᵀ
     AlignedBuffer<T> output;                  ///< kQueryBlock × padded dv
-    AlignedBuffer<T> tile;                    ///< exact: kValueRows × kPanel, for stores past a row's end
+    AlignedBuffer<T> weights;                 ///< exact: a chunk of rows' scores, then weights (weights_task)
     AlignedBuffer<T> largest, total, factor;  ///< kQueryBlock each
     AlignedBuffer<T> sight;                   ///< statistics: kSightSums × kQueryBlock running sums
 };
@@ -336,19 +345,18 @@ T exp_shifted(T* x, Index count, T shift) {
     }
 }
 
-/// flushed exp(x − shift), with x − shift's rounding error put back: exp(y + e) ≈ exp(y)·(1 + e),
-/// e the exact error of y = x − shift (Knuth's two-sum). Without it a weight is off by up to
-/// |x − shift|·2⁻²⁴ relative in float (about 1e-6 for scores 16 apart), and could not be the
-/// weights on demand recompute from the row's log-sum-exp to within 1e-6 (weights_on_demand.hpp).
+/// flushed exp(x − shift) for x ≤ shift, with x − shift's rounding error put back: exp(y + e) ≈
+/// exp(y)·(1 + e), e the exact error of y = x − shift (Knuth's two-sum). Without it a weight is
+/// off by up to |x − shift|·2⁻²⁴ relative in float (about 1e-6 for scores 16 apart), and could
+/// not be the weights on demand recompute from the row's log-sum-exp (weights_on_demand.hpp).
 template <class Packet>
-EIGEN_ALWAYS_INLINE Packet exp_of_difference(const Packet& x, const Packet& shift, const Packet& cutoff,
+EIGEN_ALWAYS_INLINE Packet exp_of_difference(const Packet& x, const Packet& minus_shift, const Packet& cutoff,
                                              const Packet& zero) {
-    const Packet minus_shift = ei::pnegate(shift);
     const Packet y = ei::padd(x, minus_shift);
     const Packet shift_part = ei::psub(y, x), x_part = ei::psub(y, shift_part);
     const Packet error = ei::padd(ei::psub(x, x_part), ei::psub(minus_shift, shift_part));
-    const Packet w = ei::pexp(y);
-    return ei::pselect(ei::pcmp_lt(y, cutoff), zero, ei::pmadd(w, error, w));
+    const Packet w = exp_nonpositive(y, cutoff, zero);
+    return ei::pmadd(w, ei::pselect(ei::pcmp_eq(w, zero), zero, error), w);  // error is NaN where x = −∞
 }
 
 template <class T>
@@ -361,9 +369,17 @@ T exp_of_difference(T x, T shift) {
     return w + w * error;
 }
 
+/// sum += term, Kahan-compensated: `lost` carries what the sum's rounding dropped.
+template <class Packet>
+EIGEN_ALWAYS_INLINE void add_compensated(Packet& sum, Packet& lost, const Packet& term) {
+    const Packet corrected = ei::psub(term, lost), next = ei::padd(sum, corrected);
+    lost = ei::psub(ei::psub(next, sum), corrected);
+    sum = next;
+}
+
 /// x[j] = exp_of_difference(x[j], shift) for j < count (a multiple of the packet size); returns
-/// their sum, compensated (Kahan): a plain sum of a few thousand weights would be off by up to
-/// ~1e-6 in float, and every weight of the row with it.
+/// their sum, compensated (Kahan): a plain sum of a few thousand weights in float would be off by
+/// up to ~1e-6, and every weight of the row with it. Two sums, for two chains of additions.
 template <class T>
 T exp_shifted_exactly(T* x, Index count, T shift) {
     using Tiling = KernelTiling<T>;
@@ -371,25 +387,26 @@ T exp_shifted_exactly(T* x, Index count, T shift) {
     constexpr int L = Tiling::kLanes;
     if constexpr (L == 1) {
         T sum = 0, lost = 0;
-        for (Index j = 0; j < count; ++j) {
-            const T term = (x[j] = exp_of_difference(x[j], shift)) - lost;
-            const T next = sum + term;
-            lost = (next - sum) - term;
-            sum = next;
-        }
+        for (Index j = 0; j < count; ++j) add_compensated(sum, lost, x[j] = exp_of_difference(x[j], shift));
         return sum - lost;
     } else {
-        const Packet s = ei::pset1<Packet>(shift), zero = ei::pset1<Packet>(T(0));
+        const Packet minus_shift = ei::pset1<Packet>(-shift), zero = ei::pset1<Packet>(T(0));
         const Packet cutoff = ei::pset1<Packet>(std::log(std::numeric_limits<T>::min()));
-        Packet sum = zero, lost = zero;
-        for (Index j = 0; j < count; j += L) {
-            const Packet e = exp_of_difference(ei::ploadu<Packet>(x + j), s, cutoff, zero);
+        Packet sum[2] = {zero, zero}, lost[2] = {zero, zero};
+        Index j = 0;
+        for (; j + 2 * L <= count; j += 2 * L)
+            for (int k = 0; k < 2; ++k) {
+                const Packet e = exp_of_difference(ei::ploadu<Packet>(x + j + k * L), minus_shift, cutoff, zero);
+                ei::pstoreu(x + j + k * L, e);
+                add_compensated(sum[k], lost[k], e);
+            }
+        if (j < count) {
+            const Packet e = exp_of_difference(ei::ploadu<Packet>(x + j), minus_shift, cutoff, zero);
             ei::pstoreu(x + j, e);
-            const Packet term = ei::psub(e, lost), next = ei::padd(sum, term);
-            lost = ei::psub(ei::psub(next, sum), term);
-            sum = next;
+            add_compensated(sum[0], lost[0], e);
         }
-        return ei::predux(sum) - ei::predux(lost);
+        add_compensated(sum[0], lost[0], ei::psub(sum[1], lost[1]));
+        return ei::predux(sum[0]) - ei::predux(lost[0]);
     }
 }
 
@@ -664,7 +681,7 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
     }
     std::fill(m, m + width, minus_infinity);
     std::fill(l, l + width, T(0));
-    std::fill(o, o + rows * padded, T(0));
+    if (problem.outputs) std::fill(o, o + rows * padded, T(0));
     const StatisticsTarget<T>* statistics = problem.statistics;
     T* sums = scratch.sight.data();  // (kSightSums × width), statistics only
     if (statistics) std::fill(sums, sums + kSightSums * width, T(0));
@@ -698,10 +715,11 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
                                                         sums + kSumEntropy * width + c0);
             else
                 kernel::online_softmax_packets(packets, st + c0, width, count, m + c0, l + c0, alpha + c0);
-            for (Index i = c0; i < c0 + c_rows; ++i)
-                if (alpha[i] != T(1)) kernel::scale_row(o + i * padded, padded, alpha[i]);
             if (statistics)
                 kernel::sight_block(problem, *statistics, st, width, count, j0, i0, c0, c_rows, packets, alpha, sums);
+            if (!problem.outputs) continue;  // statistics only (attention_statistics)
+            for (Index i = c0; i < c0 + c_rows; ++i)
+                if (alpha[i] != T(1)) kernel::scale_row(o + i * padded, padded, alpha[i]);
             // output += weights · values: weights(i, j) = st[j·width + i]
             kernel::weights_times_values(c_rows, st + c0, 1, width, count, head.values.data + j0 * head.values.stride,
                                          head.values.stride, padded, o + c0 * padded, padded, true);
@@ -712,7 +730,7 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
         if (!std::isfinite(l[i])) problem.bad_scores(h, i0 + i);
         if (problem.log_sum_exp) problem.log_sum_exp_at(h, i0 + i) = kernel::log_sum_exp(m[i], l[i]);
         if (statistics) kernel::finish_sight(*statistics, sums, width, i, l[i], h, i0 + i);
-        kernel::finish_output(problem, h, i0 + i, o + i * padded, l[i]);
+        if (problem.outputs) kernel::finish_output(problem, h, i0 + i, o + i * padded, l[i]);
     }
 }
 
@@ -816,7 +834,69 @@ void decode_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
     }
 }
 
-/// Exact task, weights kept: query rows [i0, i1) of head h.
+/// Query rows per chunk of the exact path: whole groups of kValueRows whose weights rows, `keys`
+/// long, fill about 256 KiB (half of a common L2), so that weights · values reads them from cache.
+template <class T>
+Index weights_chunk_rows(Index keys) {
+    constexpr Index group = KernelTiling<T>::kValueRows;
+    const Index row_bytes = std::max<Index>(1, keys) * Index(sizeof(T));
+    return std::max<Index>(1, Index(256 * 1024) / (row_bytes * group)) * group;
+}
+
+/// Weights larger than this (bytes) go to memory with non-temporal stores: they cannot stay in
+/// cache anyway, and ordinary stores would first read every line they write.
+inline constexpr double kStreamWeightsBytes = 8e6;
+
+namespace kernel {
+
+/// dst[0 … count) = src[0 … count), bypassing the caches where the target has streaming stores
+/// (call store_fence before the data is read by another thread).
+template <class T>
+void stream_copy(const T* src, T* dst, Index count) {
+#if defined(__AVX__) || defined(__SSE2__)
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+#if defined(__AVX__)
+        constexpr Index bytes = 32;
+#else
+        constexpr Index bytes = 16;
+#endif
+        constexpr Index lanes = bytes / Index(sizeof(T));
+        Index j = 0;
+        for (; j < count && reinterpret_cast<std::uintptr_t>(dst + j) % bytes != 0; ++j) dst[j] = src[j];
+        for (; j + lanes <= count; j += lanes) {
+            if constexpr (std::is_same_v<T, float>) {
+#if defined(__AVX__)
+                _mm256_stream_ps(dst + j, _mm256_loadu_ps(src + j));
+#else
+                _mm_stream_ps(dst + j, _mm_loadu_ps(src + j));
+#endif
+            } else {
+#if defined(__AVX__)
+                _mm256_stream_pd(dst + j, _mm256_loadu_pd(src + j));
+#else
+                _mm_stream_pd(dst + j, _mm_loadu_pd(src + j));
+#endif
+            }
+        }
+        for (; j < count; ++j) dst[j] = src[j];
+        return;
+    }
+#endif
+    std::copy(src, src + count, dst);
+}
+
+inline void store_fence() {
+#if defined(__AVX__) || defined(__SSE2__)
+    _mm_sfence();
+#endif
+}
+
+}  // namespace kernel
+
+/// Exact task, weights kept: query rows [i0, i1) of head h. Rows go in chunks (weights_chunk_rows)
+/// through the thread's own buffer: scores, then each row's plain softmax over its visible keys
+/// (softmax_rows's flush-to-zero rule), then weights · values from the buffer while it is in cache;
+/// then the chunk's rows are written out, zero past each row's visible keys.
 template <class T>
 void weights_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, Index h, Index i0, Index i1,
                   Scratch<T>& scratch) {
@@ -827,43 +907,30 @@ void weights_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, I
     using PanelTiles = kernel::Tiles<T, Tiling::kValueRows, Tiling::kValuePackets>;
     const Index rows = i1 - i0, d = problem.depth, dv = problem.value_size, n = problem.keys;
     const Index padded = kernel::round_up(dv, lanes);
-    T* weights = problem.weights_at(h, i0);
-    const Index stride = problem.weights_row();  // between weight rows
-    T* q = scratch.queries.data();               // (rows × d), rotated and scaled
+    const Index width = kernel::round_up(n, panel);  // of a buffered row: whole panels
+    const Index chunk = weights_chunk_rows<T>(n);
+    const Index stride = problem.weights_row();  // between the caller's weight rows
+    const bool streamed =
+        double(problem.heads) * double(problem.queries) * double(stride) * double(sizeof(T)) > kStreamWeightsBytes;
+    T* q = scratch.queries.data();  // (rows × d), rotated and scaled
     T* o = scratch.output.data();
-    T* tile = scratch.tile.data();
+    T* buffer = scratch.weights.data();  // (chunk × width)
     kernel::load_queries(problem, h, i0, i1, q);
 
-    // Rows in chunks of whole groups that fit in half of a 512 KiB L2 with their weights: a chunk's
-    // weights · values then reads its weights from cache, not from memory, which they fill.
-    const Index chunk =
-        std::max<Index>(1, (Index(256 * 1024) / Index(sizeof(T))) / std::max<Index>(1, n * group)) * group;
     for (Index c0 = 0; c0 < rows; c0 += chunk) {
         const Index c1 = std::min(rows, c0 + chunk);
         for (Index g = c0; g < c1; g += group) {
             const Index group_rows = std::min(group, c1 - g);
             const Index visible = problem.allowed(i0 + g + group_rows - 1);
             const Index panels = (visible + panel - 1) / panel;
-            // scores of the lower blocks, straight into the weights
-            for (Index p = 0; p < panels; ++p) {
-                const T* keys = head.panels.data() + p * d * panel;
-                T* dst = weights + g * stride + p * panel;
-                if ((p + 1) * panel <= n) {
-                    PanelTiles::run(int(group_rows), Tiling::kValuePackets, q + g * d, d, 1, keys, panel, d, dst,
-                                    stride, false);
-                } else {  // the last panel reaches past the row's end: through the tile
-                    PanelTiles::run(int(group_rows), Tiling::kValuePackets, q + g * d, d, 1, keys, panel, d, tile,
-                                    panel, false);
-                    for (Index r = 0; r < group_rows; ++r)
-                        std::copy(tile + r * panel, tile + r * panel + (n - p * panel), dst + r * stride);
-                }
-            }
-            // softmax over each row's visible keys; the rest exactly 0
-            const Index written = std::min(n, panels * panel);
+            T* scores = buffer + (g - c0) * width;
+            for (Index p = 0; p < panels; ++p)
+                PanelTiles::run(int(group_rows), Tiling::kValuePackets, q + g * d, d, 1,
+                                head.panels.data() + p * d * panel, panel, d, scores + p * panel, width, false);
             for (Index r = g; r < g + group_rows; ++r) {
-                T* row = weights + r * stride;
+                T* row = buffer + (r - c0) * width;
                 const Index own = problem.allowed(i0 + r);
-                std::fill(row + own, row + (problem.weights_zeroed ? written : n), T(0));
+                std::fill(row + own, row + n, T(0));  // exactly 0, for weights · values and the caller
                 const Index whole = own / lanes * lanes;
                 T largest = whole > 0 ? kernel::row_max(row, whole) : minus_infinity;
                 for (Index j = whole; j < own; ++j) largest = std::isnan(row[j]) ? row[j] : std::max(largest, row[j]);
@@ -883,19 +950,29 @@ void weights_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, I
                     row_statistics(row, own, problem.first_position + i0 + r, *problem.statistics, h, i0 + r);
             }
         }
-        // output = weights · values over the lower blocks, while the chunk's rows are in cache
+        // output = weights · values over the keys each group sees
         const Index end = problem.allowed(i0 + c1 - 1);
         for (Index j0 = 0; j0 < end; j0 += block) {
             for (Index g = c0; g < c1; g += group) {
                 const Index group_rows = std::min(group, c1 - g);
                 const Index count = std::min(block, problem.allowed(i0 + g + group_rows - 1) - j0);
                 if (count <= 0) continue;
-                kernel::weights_times_values(group_rows, weights + g * stride + j0, stride, 1, count,
+                kernel::weights_times_values(group_rows, buffer + (g - c0) * width + j0, width, 1, count,
                                              head.values.data + j0 * head.values.stride, head.values.stride, padded,
                                              o + g * padded, padded, j0 > 0);
             }
         }
+        // the chunk's rows to the caller (the zeros too, unless already there)
+        for (Index r = c0; r < c1; ++r) {
+            const T* row = buffer + (r - c0) * width;
+            const Index written = problem.weights_zeroed ? problem.allowed(i0 + r) : n;
+            if (streamed)
+                kernel::stream_copy(row, problem.weights_at(h, i0 + r), written);
+            else
+                std::copy(row, row + written, problem.weights_at(h, i0 + r));
+        }
     }
+    if (streamed) kernel::store_fence();
     for (Index r = 0; r < rows; ++r) std::copy(o + r * padded, o + r * padded + dv, problem.output_row(h, i0 + r));
 }
 
@@ -905,7 +982,10 @@ void fused_attention(const FusedProblem<T>& problem) {
     using Tiling = KernelTiling<T>;
     const Index heads = problem.heads, nq = problem.queries, width = Tiling::kQueryBlock;
     const Index blocks_per_head = (nq + width - 1) / width;
-    const bool decoding = problem.few_queries && nq <= Tiling::kDecodeRows && !problem.weights && !problem.statistics;
+    const bool decoding = problem.few_queries && nq <= Tiling::kDecodeRows && !problem.weights &&
+                          !problem.statistics && problem.outputs;
+    if (!problem.outputs && (problem.weights || !problem.statistics))
+        throw argument_error("attention: without outputs the kernel measures statistics only");
     const Index tasks = heads * blocks_per_head;
 
     if (problem.key_value_heads < 0 || (problem.key_value_heads != 0 && heads % problem.key_value_heads != 0))
@@ -959,7 +1039,7 @@ void fused_attention(const FusedProblem<T>& problem) {
         mine.total.resize(width);
         mine.factor.resize(width);
         if (problem.weights)
-            mine.tile.resize(Tiling::kValueRows * Tiling::kPanel);
+            mine.weights.resize(weights_chunk_rows<T>(problem.keys) * kernel::round_up(problem.keys, Tiling::kPanel));
         else
             mine.scores.resize(Tiling::kKeyBlock * width);
         if (problem.statistics) mine.sight.resize(kSightSums * width);
