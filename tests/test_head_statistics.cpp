@@ -13,7 +13,6 @@ using attn::test::random_stack;
 
 namespace {
 
-
 /// The statistics of head h, row i, from its full weights row, in double with loops.
 struct Expected {
     double previous = 0, first = 0, self = 0, back = 0, markers = 0, largest = -1, entropy = 0, distance = 0;
