@@ -82,7 +82,6 @@ std::string format_error_message(F&& f) {
     return {};
 }
 
-
 attn::SafeTensorsEntry raw_entry(std::string name, attn::DType dtype, std::vector<std::int64_t> shape,
                                  const std::vector<std::uint16_t>& halves) {
     attn::SafeTensorsEntry e{std::move(name), dtype, std::move(shape), std::vector<std::uint8_t>(halves.size() * 2)};

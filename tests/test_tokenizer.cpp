@@ -44,7 +44,6 @@ std::vector<std::string> encode_tokens(std::string_view text) {
 
 using Strings = std::vector<std::string>;
 
-
 using attn::test::TempDir;
 
 void write_text(const fs::path& path, const std::string& text) {

@@ -14,7 +14,6 @@ using attn::test::random_stack;
 
 namespace {
 
-
 /// a equals b to `relative` for every weight ≥ 1e-6 and to 1e-12 absolute below, where the
 /// weights path's own exp(s − m), with s − m rounded to float, is off by |s − m|·2⁻²⁴ relative.
 template <class T>

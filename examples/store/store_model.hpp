@@ -17,6 +17,9 @@
 #include <unistd.h>
 #endif
 
+// The examples' Model<float> is compiled once, in model_instance.cpp, not in every example.
+extern template class attn::Model<float>;
+
 namespace store {
 
 /// The model directory: --model if given, else $ATTN_MODEL_DIR, else the source tree's
