@@ -8,7 +8,8 @@
 //   matrix_multiply/threads:<t>/size:1024  Eigen's float GEMM, the machine's reference rate
 //   fma_peak/threads:<t>                 the fp32 FMA peak: independent chains at the build's vector width
 //   sight/<what>/d:64/threads:2          attend_heads_into() on kept Workers, 512 … 4,096 positions: stream,
-//                                        statistics (every head statistic + log-sum-exps), weights_reused
+//                                        statistics (every head statistic + log-sum-exps), statistics_only
+//                                        (the same without outputs: attention_statistics_into), weights_reused
 //                                        (weights into a kept result and workspace), weights_fresh (a new
 //                                        result per call); sight/rows: 64 rows × 4 heads of exact weights on
 //                                        demand; sight_long/...: 16,384 and 65,536 positions (only if filtered)
@@ -167,7 +168,7 @@ void matrix_multiply(benchmark::State& state, int threads) {
 // ---- Sight at speed: statistics, rows on demand, weights into reused storage, FMA peak ---------
 // 4 heads × 64, causal, on an attn::Workers of `threads` kept across calls.
 
-enum class Sight { stream, statistics, weights_reused, weights_fresh };
+enum class Sight { stream, statistics, statistics_only, weights_reused, weights_fresh };
 
 const char* sight_name(Sight sight) {
     switch (sight) {
@@ -175,6 +176,8 @@ const char* sight_name(Sight sight) {
             return "stream";
         case Sight::statistics:
             return "statistics";
+        case Sight::statistics_only:
+            return "statistics_only";
         case Sight::weights_reused:
             return "weights_reused";
         case Sight::weights_fresh:
@@ -184,10 +187,11 @@ const char* sight_name(Sight sight) {
 }
 
 /// stream: outputs only; statistics: outputs and every head statistic (back 4, markers 0 and
-/// 1) with log-sum-exps; weights_reused: outputs and weights into a result and workspace kept
-/// across calls; weights_fresh: the same, a new result every call. maxrss_MB is the process's
-/// peak (meaningful when one benchmark runs alone); weights_matrix_MB is one head's
-/// (positions × positions) floats, heads × that is what keep_weights would hold.
+/// 1) with log-sum-exps; statistics_only: the same statistics and log-sum-exps without outputs
+/// (attention_statistics_into; GFLOP/s counts q·k only); weights_reused: outputs and weights into a result and
+/// workspace kept across calls; weights_fresh: the same, a new result every call. maxrss_MB is the process's peak
+/// (meaningful when one benchmark runs alone); weights_matrix_MB is one head's (positions × positions) floats, heads ×
+/// that is what keep_weights would hold.
 void sight_benchmark(benchmark::State& state, Sight sight, int threads) {
     const Index n = state.range(0), heads = 4, d = 64;
     const auto q = random_stack(heads, n, d, 1), k = random_stack(heads, n, d, 2), v = random_stack(heads, n, d, 3);
@@ -199,18 +203,23 @@ void sight_benchmark(benchmark::State& state, Sight sight, int threads) {
     options.workers = &workers;
     options.workspace = &workspace;
     options.keep_weights = sight == Sight::weights_reused || sight == Sight::weights_fresh;
-    if (sight == Sight::statistics) {
+    if (sight == Sight::statistics || sight == Sight::statistics_only) {
         options.statistics = &request;
         options.keep_log_sum_exp = true;
     }
     attn::HeadsAttention<float> result;
     for (auto _ : state) {
-        if (sight == Sight::weights_fresh) result = attn::HeadsAttention<float>();
-        attn::attend_heads_into(q, k, v, options, result);
-        benchmark::DoNotOptimize(result.outputs.data());
+        if (sight == Sight::statistics_only) {
+            attn::attention_statistics_into(q, k, options, result.statistics, result.log_sum_exp);
+            benchmark::DoNotOptimize(result.statistics.entropy.data());
+        } else {
+            if (sight == Sight::weights_fresh) result = attn::HeadsAttention<float>();
+            attn::attend_heads_into(q, k, v, options, result);
+            benchmark::DoNotOptimize(result.outputs.data());
+        }
         benchmark::ClobberMemory();
     }
-    set_counters(state, n, d, heads);
+    set_counters(state, n, d, sight == Sight::statistics_only ? heads / 2 : heads);
     state.counters["maxrss_MB"] = peak_rss_megabytes();
     state.counters["weights_matrix_MB"] = double(n) * double(n) * 4.0 / (1024.0 * 1024.0);
 }
@@ -460,7 +469,8 @@ void register_benchmarks() {
         benchmark::RegisterBenchmark(("fma_peak/threads:" + std::to_string(threads)).c_str(), fma_peak, threads)
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
-    for (Sight sight : {Sight::stream, Sight::statistics, Sight::weights_reused, Sight::weights_fresh}) {
+    for (Sight sight :
+         {Sight::stream, Sight::statistics, Sight::statistics_only, Sight::weights_reused, Sight::weights_fresh}) {
         const std::string name = std::string(sight_name(sight)) + "/d:64/threads:2";
         benchmark::RegisterBenchmark(("sight/" + name).c_str(), sight_benchmark, sight, 2)
             ->Arg(512)
@@ -469,7 +479,7 @@ void register_benchmarks() {
             ->ArgName("positions")
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
-        if (sight == Sight::stream || sight == Sight::statistics)  // long: one call each
+        if (sight == Sight::stream || sight == Sight::statistics || sight == Sight::statistics_only)  // long: 1 call
             benchmark::RegisterBenchmark(("sight_long/" + name).c_str(), sight_benchmark, sight, 2)
                 ->Arg(16384)
                 ->Arg(65536)

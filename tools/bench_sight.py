@@ -9,7 +9,7 @@ Steps, each command printed as it runs:
  (1) build/bench/bench/attn_bench_kernels on fma_peak, matrix_multiply, sight/* (512 ... 4,096
      positions) and heads/{stream,weights}/d:64/threads:2 at 2,048, medians of 3, twice: in the
      default environment and with GLIBC_TUNABLES=glibc.malloc.hugetlb=1;
- (2) sight_long/{stream,statistics} at 16,384 (2 interleaved rounds, the faster of each kept)
+ (2) sight_long/{stream,statistics,statistics_only} at 16,384 (2 interleaved rounds, the faster of each kept)
      and 65,536 positions, and sight_long/rows at 16,384, each in a process of its own, so that
      its maxrss_MB is its own;
  (3) tools/bench_peers.py (OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE unset for that command only):
@@ -62,7 +62,7 @@ def measure(args):
     # takes each one's fastest round, the least disturbed on a shared machine
     for n in args.long:
         for round_ in range(args.rounds if n < 65536 else 1):
-            for what in ("stream", "statistics"):
+            for what in ("stream", "statistics", "statistics_only"):
                 path = os.path.join(args.out, f"sight_long_{what}_{n}_{round_}.json")
                 run([binary, f"--benchmark_filter=^sight_long/{what}/d:64/threads:2/positions:{n}/",
                      f"--benchmark_out={path}", "--benchmark_out_format=json"])
@@ -120,20 +120,24 @@ def report(args):
               f"{short['matrix_multiply/threads:1/size:1024']['GFLOP/s']:.1f} / "
               f"{short['matrix_multiply/threads:2/size:1024']['GFLOP/s']:.1f}.", ""]
     lines += ["| positions | stream | GFLOP/s (% of 2-thread FMA peak) | statistics | statistics / stream | "
-              "max RSS, stream / statistics | one head's positions² floats | PyTorch statistics | NumPy statistics | "
-              "vs PyTorch | PyTorch max RSS |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "statistics only (no outputs) | max RSS, stream / statistics | one head's positions² floats | "
+              "PyTorch statistics | NumPy statistics | vs PyTorch (statistics / statistics only) | PyTorch max RSS |",
+              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for n in (512, 2048, 4096, 16384, 65536):
-        s, t = our("stream", n), our("statistics", n)
+        s, t, o = our("stream", n), our("statistics", n), our("statistics_only", n)
         if not s or not t:
             continue
         p = peer_statistics.get(n, {})
         torch_ms = p.get("pytorch")
+        versus = ""
+        if torch_ms:
+            versus = f"{torch_ms / ms(t):.1f}×" + (f" / {torch_ms / ms(o):.1f}×" if o else "")
         lines.append(
             f"| {n:,} | {ms(s):.1f} ms | {s['GFLOP/s']:.1f} ({100 * s['GFLOP/s'] / fma2['GFLOP/s']:.0f}%) | "
-            f"{ms(t):.1f} ms | {ms(t) / ms(s):.2f}× | {s['maxrss_MB']:.0f} / {t['maxrss_MB']:.0f} MB | "
+            f"{ms(t):.1f} ms | {ms(t) / ms(s):.2f}× | " + (f"{ms(o):.1f} ms" if o else "") + " | "
+            f"{s['maxrss_MB']:.0f} / {t['maxrss_MB']:.0f} MB | "
             f"{s['weights_matrix_MB']:,.0f} MB | " + (f"{torch_ms:.0f} ms" if torch_ms else "") + " | " +
-            (f"{p['numpy']:.0f} ms" if p.get("numpy") else "") + " | " +
-            (f"{torch_ms / ms(t):.1f}×" if torch_ms else "") + " | " +
+            (f"{p['numpy']:.0f} ms" if p.get("numpy") else "") + " | " + versus + " | " +
             (f"{p['maxrss_MB']:,.0f} MB" if p.get("maxrss_MB") else "") + " |")
     lines += ["", "| rows on demand (64 rows × 4 heads, the last rows) | time | stream pass | share |",
               "|---:|---:|---:|---:|"]
@@ -168,6 +172,7 @@ def plot(args, our, peer_statistics, short):
     fig, (time_axis, memory_axis) = plt.subplots(1, 2, figsize=(11, 4.2))
     sizes = (512, 2048, 4096, 16384, 65536)
     for what, label in (("stream", "attn, stream"), ("statistics", "attn, statistics"),
+                        ("statistics_only", "attn, statistics without outputs"),
                         ("weights_reused", "attn, weights into reused storage")):
         points = [(n, our(what, n)) for n in sizes if our(what, n)]
         time_axis.loglog([n for n, _ in points], [ms(b) for _, b in points], "o-", label=label)

@@ -14,12 +14,11 @@
 //    values. Keys and values are read where they lie (only RoPE or an unusual layout
 //    makes a copy) and the queries of a task are transposed into the buffer, so a call
 //    allocates its output and a few hundred KiB per thread, nothing of size positions².
-//  * Exact (weights kept): rows go in chunks through a per-thread buffer of about 256 KiB:
-//    the scores of the lower blocks (keys packed into panels for that), each row's plain
-//    softmax over its visible keys (softmax_rows's flush-to-zero rule, its sum compensated),
-//    weights · values over the lower blocks only while the buffer is in cache, and then the
-//    rows are written to the weights matrix, with streaming stores when it is larger than a
-//    cache (they would otherwise first read every line they overwrite).
+//  * Exact (weights kept): the scores of the lower blocks are written straight into
+//    the weights matrix (keys packed into panels for that), each row gets the plain
+//    softmax over its visible keys (softmax_rows's flush-to-zero rule; its sum compensated,
+//    its exponents' arguments exact), and the output is weights · values over the lower
+//    blocks only.
 //
 // All products run on one register-tiled micro-kernel over Eigen's packets (detail/tiles.hpp:
 // 8 keys × 3 packets of queries for the streaming scores, 6 rows × 4 packets for
@@ -36,15 +35,10 @@
 #include <atomic>
 #include <cmath>
 #include <cstddef>
-#include <cstdint>
 #include <limits>
 #include <numeric>
 #include <type_traits>
 #include <vector>
-
-#if defined(__AVX__) || defined(__SSE2__)
-#include <immintrin.h>  // streaming stores for large weights (weights_task)
-#endif
 
 #include "attn/core/error.hpp"
 #include "attn/core/head_statistics.hpp"
@@ -212,7 +206,7 @@ struct Scratch {
     AlignedBuffer<T> queries;                 ///< streaming: (d × kQueryBlock) queriesᵀ; exact: (kQueryBlock × d)
     AlignedBuffer<T> scores;                  ///< streaming: (kKeyBlock × kQueryBlock) scoresᵀ
     AlignedBuffer<T> output;                  ///< kQueryBlock × padded dv
-    AlignedBuffer<T> weights;                 ///< exact: a chunk of rows' scores, then weights (weights_task)
+    AlignedBuffer<T> tile;                    ///< exact: kValueRows × kPanel, for stores past a row's end
     AlignedBuffer<T> largest, total, factor;  ///< kQueryBlock each
     AlignedBuffer<T> sight;                   ///< statistics: kSightSums × kQueryBlock running sums
 };
@@ -834,69 +828,7 @@ void decode_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
     }
 }
 
-/// Query rows per chunk of the exact path: whole groups of kValueRows whose weights rows, `keys`
-/// long, fill about 256 KiB (half of a common L2), so that weights · values reads them from cache.
-template <class T>
-Index weights_chunk_rows(Index keys) {
-    constexpr Index group = KernelTiling<T>::kValueRows;
-    const Index row_bytes = std::max<Index>(1, keys) * Index(sizeof(T));
-    return std::max<Index>(1, Index(256 * 1024) / (row_bytes * group)) * group;
-}
-
-/// Weights larger than this (bytes) go to memory with non-temporal stores: they cannot stay in
-/// cache anyway, and ordinary stores would first read every line they write.
-inline constexpr double kStreamWeightsBytes = 8e6;
-
-namespace kernel {
-
-/// dst[0 … count) = src[0 … count), bypassing the caches where the target has streaming stores
-/// (call store_fence before the data is read by another thread).
-template <class T>
-void stream_copy(const T* src, T* dst, Index count) {
-#if defined(__AVX__) || defined(__SSE2__)
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-#if defined(__AVX__)
-        constexpr Index bytes = 32;
-#else
-        constexpr Index bytes = 16;
-#endif
-        constexpr Index lanes = bytes / Index(sizeof(T));
-        Index j = 0;
-        for (; j < count && reinterpret_cast<std::uintptr_t>(dst + j) % bytes != 0; ++j) dst[j] = src[j];
-        for (; j + lanes <= count; j += lanes) {
-            if constexpr (std::is_same_v<T, float>) {
-#if defined(__AVX__)
-                _mm256_stream_ps(dst + j, _mm256_loadu_ps(src + j));
-#else
-                _mm_stream_ps(dst + j, _mm_loadu_ps(src + j));
-#endif
-            } else {
-#if defined(__AVX__)
-                _mm256_stream_pd(dst + j, _mm256_loadu_pd(src + j));
-#else
-                _mm_stream_pd(dst + j, _mm_loadu_pd(src + j));
-#endif
-            }
-        }
-        for (; j < count; ++j) dst[j] = src[j];
-        return;
-    }
-#endif
-    std::copy(src, src + count, dst);
-}
-
-inline void store_fence() {
-#if defined(__AVX__) || defined(__SSE2__)
-    _mm_sfence();
-#endif
-}
-
-}  // namespace kernel
-
-/// Exact task, weights kept: query rows [i0, i1) of head h. Rows go in chunks (weights_chunk_rows)
-/// through the thread's own buffer: scores, then each row's plain softmax over its visible keys
-/// (softmax_rows's flush-to-zero rule), then weights · values from the buffer while it is in cache;
-/// then the chunk's rows are written out, zero past each row's visible keys.
+/// Exact task, weights kept: query rows [i0, i1) of head h.
 template <class T>
 void weights_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, Index h, Index i0, Index i1,
                   Scratch<T>& scratch) {
@@ -907,72 +839,69 @@ void weights_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, I
     using PanelTiles = kernel::Tiles<T, Tiling::kValueRows, Tiling::kValuePackets>;
     const Index rows = i1 - i0, d = problem.depth, dv = problem.value_size, n = problem.keys;
     const Index padded = kernel::round_up(dv, lanes);
-    const Index width = kernel::round_up(n, panel);  // of a buffered row: whole panels
-    const Index chunk = weights_chunk_rows<T>(n);
-    const Index stride = problem.weights_row();  // between the caller's weight rows
-    const bool streamed =
-        double(problem.heads) * double(problem.queries) * double(stride) * double(sizeof(T)) > kStreamWeightsBytes;
-    T* q = scratch.queries.data();  // (rows × d), rotated and scaled
+    T* weights = problem.weights_at(h, i0);
+    const Index stride = problem.weights_row();  // between weight rows
+    T* q = scratch.queries.data();               // (rows × d), rotated and scaled
     T* o = scratch.output.data();
-    T* buffer = scratch.weights.data();  // (chunk × width)
+    T* tile = scratch.tile.data();
     kernel::load_queries(problem, h, i0, i1, q);
 
-    for (Index c0 = 0; c0 < rows; c0 += chunk) {
-        const Index c1 = std::min(rows, c0 + chunk);
-        for (Index g = c0; g < c1; g += group) {
-            const Index group_rows = std::min(group, c1 - g);
-            const Index visible = problem.allowed(i0 + g + group_rows - 1);
-            const Index panels = (visible + panel - 1) / panel;
-            T* scores = buffer + (g - c0) * width;
-            for (Index p = 0; p < panels; ++p)
-                PanelTiles::run(int(group_rows), Tiling::kValuePackets, q + g * d, d, 1,
-                                head.panels.data() + p * d * panel, panel, d, scores + p * panel, width, false);
-            for (Index r = g; r < g + group_rows; ++r) {
-                T* row = buffer + (r - c0) * width;
-                const Index own = problem.allowed(i0 + r);
-                std::fill(row + own, row + n, T(0));  // exactly 0, for weights · values and the caller
-                const Index whole = own / lanes * lanes;
-                T largest = whole > 0 ? kernel::row_max(row, whole) : minus_infinity;
-                for (Index j = whole; j < own; ++j) largest = std::isnan(row[j]) ? row[j] : std::max(largest, row[j]);
-                if (kernel::bad_largest(largest)) problem.bad_scores(h, i0 + r);
-                if (largest == minus_infinity) {  // every visible score −∞: a zero row, as softmax_rows gives
-                    std::fill(row, row + own, T(0));
-                } else {
-                    T sum = kernel::exp_shifted_exactly(row, whole, largest);
-                    for (Index j = whole; j < own; ++j) sum += (row[j] = kernel::exp_of_difference(row[j], largest));
-                    const T inverse = T(1) / sum;
-                    kernel::scale_row(row, whole, inverse);
-                    for (Index j = whole; j < own; ++j) row[j] *= inverse;
-                    largest = kernel::log_sum_exp(largest, sum);
-                }
-                if (problem.log_sum_exp) problem.log_sum_exp_at(h, i0 + r) = largest;
-                if (problem.statistics)
-                    row_statistics(row, own, problem.first_position + i0 + r, *problem.statistics, h, i0 + r);
+    for (Index g = 0; g < rows; g += group) {
+        const Index group_rows = std::min(group, rows - g);
+        const Index visible = problem.allowed(i0 + g + group_rows - 1);
+        const Index panels = (visible + panel - 1) / panel;
+        // scores of the lower blocks, straight into the weights
+        for (Index p = 0; p < panels; ++p) {
+            const T* keys = head.panels.data() + p * d * panel;
+            T* dst = weights + g * stride + p * panel;
+            if ((p + 1) * panel <= n) {
+                PanelTiles::run(int(group_rows), Tiling::kValuePackets, q + g * d, d, 1, keys, panel, d, dst, stride,
+                                false);
+            } else {  // the last panel reaches past the row's end: through the tile
+                PanelTiles::run(int(group_rows), Tiling::kValuePackets, q + g * d, d, 1, keys, panel, d, tile, panel,
+                                false);
+                for (Index r = 0; r < group_rows; ++r)
+                    std::copy(tile + r * panel, tile + r * panel + (n - p * panel), dst + r * stride);
             }
         }
-        // output = weights · values over the keys each group sees
-        const Index end = problem.allowed(i0 + c1 - 1);
-        for (Index j0 = 0; j0 < end; j0 += block) {
-            for (Index g = c0; g < c1; g += group) {
-                const Index group_rows = std::min(group, c1 - g);
-                const Index count = std::min(block, problem.allowed(i0 + g + group_rows - 1) - j0);
-                if (count <= 0) continue;
-                kernel::weights_times_values(group_rows, buffer + (g - c0) * width + j0, width, 1, count,
-                                             head.values.data + j0 * head.values.stride, head.values.stride, padded,
-                                             o + g * padded, padded, j0 > 0);
+        // softmax over each row's visible keys; the rest exactly 0
+        const Index written = std::min(n, panels * panel);
+        for (Index r = g; r < g + group_rows; ++r) {
+            T* row = weights + r * stride;
+            const Index own = problem.allowed(i0 + r);
+            std::fill(row + own, row + (problem.weights_zeroed ? written : n), T(0));
+            const Index whole = own / lanes * lanes;
+            T largest = whole > 0 ? kernel::row_max(row, whole) : minus_infinity;
+            for (Index j = whole; j < own; ++j) largest = std::isnan(row[j]) ? row[j] : std::max(largest, row[j]);
+            if (kernel::bad_largest(largest)) problem.bad_scores(h, i0 + r);
+            if (largest == minus_infinity) {  // every visible score −∞: a zero row, as softmax_rows gives
+                std::fill(row, row + own, T(0));
+            } else {
+                T sum = kernel::exp_shifted_exactly(row, whole, largest);
+                for (Index j = whole; j < own; ++j) sum += (row[j] = kernel::exp_of_difference(row[j], largest));
+                const T inverse = T(1) / sum;
+                kernel::scale_row(row, whole, inverse);
+                for (Index j = whole; j < own; ++j) row[j] *= inverse;
+                largest = kernel::log_sum_exp(largest, sum);
             }
-        }
-        // the chunk's rows to the caller (the zeros too, unless already there)
-        for (Index r = c0; r < c1; ++r) {
-            const T* row = buffer + (r - c0) * width;
-            const Index written = problem.weights_zeroed ? problem.allowed(i0 + r) : n;
-            if (streamed)
-                kernel::stream_copy(row, problem.weights_at(h, i0 + r), written);
-            else
-                std::copy(row, row + written, problem.weights_at(h, i0 + r));
+            if (problem.log_sum_exp) problem.log_sum_exp_at(h, i0 + r) = largest;
+            if (problem.statistics)
+                row_statistics(row, own, problem.first_position + i0 + r, *problem.statistics, h, i0 + r);
         }
     }
-    if (streamed) kernel::store_fence();
+
+    // output = weights · values over the lower blocks
+    const Index end = problem.allowed(i1 - 1);
+    for (Index j0 = 0; j0 < end; j0 += block) {
+        for (Index g = 0; g < rows; g += group) {
+            const Index group_rows = std::min(group, rows - g);
+            const Index count = std::min(block, problem.allowed(i0 + g + group_rows - 1) - j0);
+            if (count <= 0) continue;
+            kernel::weights_times_values(group_rows, weights + g * stride + j0, stride, 1, count,
+                                         head.values.data + j0 * head.values.stride, head.values.stride, padded,
+                                         o + g * padded, padded, j0 > 0);
+        }
+    }
     for (Index r = 0; r < rows; ++r) std::copy(o + r * padded, o + r * padded + dv, problem.output_row(h, i0 + r));
 }
 
@@ -982,8 +911,8 @@ void fused_attention(const FusedProblem<T>& problem) {
     using Tiling = KernelTiling<T>;
     const Index heads = problem.heads, nq = problem.queries, width = Tiling::kQueryBlock;
     const Index blocks_per_head = (nq + width - 1) / width;
-    const bool decoding = problem.few_queries && nq <= Tiling::kDecodeRows && !problem.weights &&
-                          !problem.statistics && problem.outputs;
+    const bool decoding =
+        problem.few_queries && nq <= Tiling::kDecodeRows && !problem.weights && !problem.statistics && problem.outputs;
     if (!problem.outputs && (problem.weights || !problem.statistics))
         throw argument_error("attention: without outputs the kernel measures statistics only");
     const Index tasks = heads * blocks_per_head;
@@ -1039,7 +968,7 @@ void fused_attention(const FusedProblem<T>& problem) {
         mine.total.resize(width);
         mine.factor.resize(width);
         if (problem.weights)
-            mine.weights.resize(weights_chunk_rows<T>(problem.keys) * kernel::round_up(problem.keys, Tiling::kPanel));
+            mine.tile.resize(Tiling::kValueRows * Tiling::kPanel);
         else
             mine.scores.resize(Tiling::kKeyBlock * width);
         if (problem.statistics) mine.sight.resize(kSightSums * width);
