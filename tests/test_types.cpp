@@ -1,7 +1,9 @@
 #include <doctest/doctest.h>
 #include <attn/core/types.hpp>
 
+#include <cstdint>
 #include <string>
+#include <utility>
 
 TEST_CASE_TEMPLATE("HeadStack: head(h) is a contiguous (rows × cols) slice, head axis first", T, float, double) {
     attn::HeadStack<T> stack(3, 2, 4);
@@ -14,6 +16,26 @@ TEST_CASE_TEMPLATE("HeadStack: head(h) is a contiguous (rows × cols) slice, hea
     CHECK(stack.data()[1 * 8 + 1 * 4 + 2] == T(7));  // heads × rows × cols, row-major
     CHECK(stack.head(0).isZero());
     CHECK(stack.head(2).isZero());
+}
+
+TEST_CASE_TEMPLATE("HeadStack: a stack of 4 MiB or more starts on a 2 MiB boundary and behaves as a small one", T,
+                   float, double) {
+    // 2 × 1,024 × 1,024 numbers: 8 or 16 MB, from detail::LargeArrayAllocator (huge pages where there are)
+    attn::HeadStack<T> large(2, 1024, 1024);
+    REQUIRE(large.size() * sizeof(T) >= attn::detail::kLargeArrayBytes);
+    CHECK(reinterpret_cast<std::uintptr_t>(large.data()) % attn::detail::kHugePageBytes == 0);
+    CHECK(large.head(1).isZero());
+    large(1, 1023, 1023) = T(3);
+    attn::HeadStack<T> copy = large;
+    CHECK(copy == large);
+    CHECK(reinterpret_cast<std::uintptr_t>(copy.data()) % attn::detail::kHugePageBytes == 0);
+    copy(0, 0, 0) = T(1);
+    CHECK(copy != large);
+    attn::HeadStack<T> small(2, 3, 4);
+    small = std::move(copy);
+    CHECK(small(1, 1023, 1023) == T(3));
+    large = attn::HeadStack<T>(1, 2, 2);  // the large array goes back where it came from (ASan checks)
+    CHECK(large.size() == 4);
 }
 
 TEST_CASE("HeadStack: an out-of-range head is an argument_error naming h") {

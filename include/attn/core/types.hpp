@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attn/detail/check.hpp"
+#include "attn/detail/large_arrays.hpp"
 
 static_assert(EIGEN_VERSION_AT_LEAST(3, 4, 0), "attn needs Eigen 3.4 or newer (reshaped(), PropagateNaN)");
 
@@ -83,7 +84,7 @@ private:
     Index heads_ = 0;
     Index rows_ = 0;
     Index cols_ = 0;
-    std::vector<T> values_;
+    std::vector<T, detail::LargeArrayAllocator<T>> values_;  // 2 MiB pages for large stacks (large_arrays.hpp)
 };
 
 /// Attention weights of one layer: heads × (positions × positions), query rows, key columns.
