@@ -357,12 +357,9 @@ TEST_CASE("fused kernel: column-major and strided inputs are read correctly") {
 TEST_CASE("fused kernel: weights larger than a cache, 2 threads, into storage holding anything, equal the plain path") {
     // 2 heads × 1,500² floats = 18 MB: more than the caches; the storage starts full of 7s
     const Index n = 1500, d = 32, heads = 2;
-    attn::HeadStack<float> q(heads, n, d), k(heads, n, d), v(heads, n, d);
-    for (Index h = 0; h < heads; ++h) {
-        q.head(h) = random_matrix<float>(n, d, 40 + unsigned(h));
-        k.head(h) = random_matrix<float>(n, d, 50 + unsigned(h));
-        v.head(h) = random_matrix<float>(n, d, 60 + unsigned(h));
-    }
+    const auto q = attn::test::random_stack<float>(heads, n, d, 40),
+               k = attn::test::random_stack<float>(heads, n, d, 50),
+               v = attn::test::random_stack<float>(heads, n, d, 60);
     attn::AttentionOptions<float> options;
     options.keep_weights = true;
     options.threads = 2;
