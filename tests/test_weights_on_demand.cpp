@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <attn/core/weights_on_demand.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -142,6 +143,46 @@ TEST_CASE_TEMPLATE("weights on demand: whole rows within 1e-6 of the weights pat
     options.keep_weights = false;
     check_close(attn::attention_weights_rows(q, k, streamed.log_sum_exp, {}, {}, {}, options), exact.weights,
                 tolerance<T>());
+}
+
+TEST_CASE("weights path and whole rows on demand against the softmax of exact scores, in float") {
+    // Inputs in quarters and d = 64 (scale 1/8): every float score is exact, so a double softmax of
+    // them is the truth both routes aim at, and what is left is each route's own rounding.
+    const Index n = 1000, d = 64, heads = 2;
+    attn::HeadStack<float> q = random_stack<float>(heads, n, d, 71, 2.0), k = random_stack<float>(heads, n, d, 81, 2.0);
+    for (attn::HeadStack<float>* stack : {&q, &k})
+        for (std::size_t e = 0; e < stack->size(); ++e) stack->data()[e] = std::round(stack->data()[e] * 4) / 4;
+    const auto v = random_stack<float>(heads, n, d, 91);
+    attn::AttentionOptions<float> options;
+    options.keep_log_sum_exp = true;
+    options.threads = 2;
+    const auto streamed = attn::attend_heads(q, k, v, options);
+    options.keep_weights = true;
+    const auto exact = attn::attend_heads(q, k, v, options);
+    options.keep_weights = false;
+    const auto rows = attn::attention_weights_rows(q, k, streamed.log_sum_exp, {}, {}, {}, options);
+    double worst_path = 0, worst_rows = 0;
+    std::vector<double> scores;
+    for (Index h = 0; h < heads; ++h)
+        for (Index i = 0; i < n; ++i) {
+            scores.assign(std::size_t(i + 1), 0.0);
+            double largest = -std::numeric_limits<double>::infinity();
+            for (Index j = 0; j <= i; ++j) {
+                for (Index c = 0; c < d; ++c) scores[std::size_t(j)] += double(q(h, i, c)) * double(k(h, j, c));
+                scores[std::size_t(j)] /= 8.0;
+                largest = std::max(largest, scores[std::size_t(j)]);
+            }
+            double sum = 0;
+            for (double s : scores) sum += std::exp(s - largest);
+            for (Index j = 0; j <= i; ++j) {
+                const double truth = std::exp(scores[std::size_t(j)] - largest) / sum;
+                if (truth < 1e-6) continue;
+                worst_path = std::max(worst_path, std::abs(double(exact.weights(h, i, j)) - truth) / truth);
+                worst_rows = std::max(worst_rows, std::abs(double(rows(h, i, j)) - truth) / truth);
+            }
+        }
+    CHECK(worst_path <= 5e-7);    // measured 3.3e-7: exp, the compensated sum and 1/sum, each rounded
+    CHECK(worst_rows <= 2.5e-7);  // measured 1.3e-7: rounded once from double, and once when rescaled
 }
 
 TEST_CASE("weights on demand: a custom mask on the plain path") {
