@@ -3,6 +3,7 @@
 #include <attn/core/weights_on_demand.hpp>
 
 #include <cmath>
+#include <limits>
 #include <tuple>
 #include <vector>
 
@@ -254,6 +255,22 @@ TEST_CASE("reused storage and a workspace: a repeated call allocates nothing, on
     });
     // the counter counts: a fresh result allocates
     CHECK(attn::test::allocations_in([&] { attn::attend_heads(q, k, v); }) > 0);
+}
+
+TEST_CASE("a call that throws leaves its workspace able to serve the next call without allocating") {
+    const Index heads = 2, n = 200, d = 32;
+    const auto q = attn::test::random_stack<float>(heads, n, d, 1), k = attn::test::random_stack<float>(heads, n, d, 2),
+               v = attn::test::random_stack<float>(heads, n, d, 3);
+    attn::HeadStack<float> bad = q;
+    bad(1, 150, 7) = std::numeric_limits<float>::quiet_NaN();
+    attn::AttentionWorkspace<float> workspace;
+    attn::AttentionOptions<float> options;
+    options.workspace = &workspace;
+    attn::HeadsAttention<float> result;
+    attn::attend_heads_into(q, k, v, options, result);
+    CHECK_THROWS_AS(attn::attend_heads_into(bad, k, v, options, result), attn::numeric_error);
+    CHECK(attn::test::allocations_in([&] { attn::attend_heads_into(q, k, v, options, result); }) == 0);
+    CHECK(result.outputs == attn::attend_heads(q, k, v).outputs);
 }
 
 TEST_CASE("attention_into: storage of the wrong size is a shape_error naming it") {

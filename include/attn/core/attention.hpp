@@ -175,11 +175,9 @@ template <class T, class AddInputs>
 void run_fused(FusedProblem<T>& problem, const AttentionOptions<T>& options, AddInputs add_inputs) {
     KernelMemory<T>* memory = options.workspace ? &options.workspace->kernel : nullptr;
     problem.memory = memory;
-    if (memory) problem.inputs.swap(memory->inputs);
-    problem.inputs.clear();
+    const LentInputs<T> lent(problem.inputs, memory ? &memory->inputs : nullptr);
     add_inputs(problem.inputs);
     fused_attention(problem);
-    if (memory) problem.inputs.swap(memory->inputs);
 }
 
 /// What the fused kernel needs to measure statistics and keep log-sum-exps, held for a call.

@@ -236,6 +236,28 @@ struct KernelMemory {
     std::vector<HeadInputs<T>> inputs;  ///< lent to a FusedProblem while a call builds it
 };
 
+/// Lends `owner`'s capacity (a workspace's inputs) to `borrower` (a problem's) for a scope, emptied,
+/// and hands it back when the scope ends, by an exception too: a call that throws leaves the
+/// workspace as able to serve the next call without allocating.
+template <class T>
+class LentInputs {
+public:
+    LentInputs(std::vector<HeadInputs<T>>& borrower, std::vector<HeadInputs<T>>* owner)
+        : borrower_(borrower), owner_(owner) {
+        if (owner_) borrower_.swap(*owner_);
+        borrower_.clear();
+    }
+    ~LentInputs() {
+        if (owner_) borrower_.swap(*owner_);
+    }
+    LentInputs(const LentInputs&) = delete;
+    LentInputs& operator=(const LentInputs&) = delete;
+
+private:
+    std::vector<HeadInputs<T>>& borrower_;
+    std::vector<HeadInputs<T>>* owner_;
+};
+
 namespace kernel {
 
 namespace ei = Eigen::internal;

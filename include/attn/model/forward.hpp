@@ -273,8 +273,7 @@ private:
         problem.first_position = p0_ + rows.first;
         problem.first_row = p0_ + rows.first;  // errors name the position, whichever thread finds them
         problem.memory = &memory;
-        problem.inputs.swap(memory.inputs);  // its capacity, lent for the call
-        problem.inputs.clear();
+        const LentInputs<T> lent(problem.inputs, &memory.inputs);
         for (Index h = 0; h < settings_.heads; ++h) {
             const T* queries = qkv.data() + rows.first * 3 * c + h * d;  // row stride 3C
             if (caches_) {
@@ -314,7 +313,6 @@ private:
             problem.statistics = &statistics;
         }
         fused_attention(problem);
-        problem.inputs.swap(memory.inputs);
         for (Index h = 0; h < settings_.heads; ++h)
             if (silenced_[l][std::size_t(h)]) attended_.block(rows.first, h * d, rows.count(), d).setZero();
         hook(Point::z, l, rows, attended_.middleRows(rows.first, rows.count()));
