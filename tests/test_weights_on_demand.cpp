@@ -44,6 +44,23 @@ double tolerance() {
     return std::is_same_v<T, float> ? 1e-6 : 1e-13;
 }
 
+/// Every head's whole rows two ways, causal, on 2 threads: the weights path's, and on demand from
+/// the streaming pass's log-sum-exps.
+template <class T>
+struct Routes {
+    attn::HeadStack<T> weights_path, on_demand;
+    Routes(const attn::HeadStack<T>& q, const attn::HeadStack<T>& k, const attn::HeadStack<T>& v) {
+        attn::AttentionOptions<T> options;
+        options.keep_log_sum_exp = true;
+        options.threads = 2;
+        const attn::Matrix<T> lse = attn::attend_heads(q, k, v, options).log_sum_exp;
+        options.keep_weights = true;
+        weights_path = attn::attend_heads(q, k, v, options).weights;
+        options.keep_weights = false;
+        on_demand = attn::attention_weights_rows(q, k, lse, {}, {}, {}, options);
+    }
+};
+
 }  // namespace
 
 TEST_CASE_TEMPLATE("weights on demand equal the weights path on many shapes, from either pass's log-sum-exp", T, float,
@@ -134,15 +151,8 @@ TEST_CASE_TEMPLATE("weights on demand: whole rows within 1e-6 of the weights pat
     // stddev 2: scores spread over ±20, where an inexact exponent argument would cost ~1e-6
     const auto q = random_stack<T>(2, n, d, 31, 2.0), k = random_stack<T>(2, n, d, 41, 2.0),
                v = random_stack<T>(2, n, d, 51);
-    attn::AttentionOptions<T> options;
-    options.keep_log_sum_exp = true;
-    options.threads = 2;
-    const auto streamed = attn::attend_heads(q, k, v, options);
-    options.keep_weights = true;
-    const auto exact = attn::attend_heads(q, k, v, options);
-    options.keep_weights = false;
-    check_close(attn::attention_weights_rows(q, k, streamed.log_sum_exp, {}, {}, {}, options), exact.weights,
-                tolerance<T>());
+    const Routes<T> routes(q, k, v);
+    check_close(routes.on_demand, routes.weights_path, tolerance<T>());
 }
 
 TEST_CASE("weights path and whole rows on demand against the softmax of exact scores, in float") {
@@ -153,14 +163,8 @@ TEST_CASE("weights path and whole rows on demand against the softmax of exact sc
     for (attn::HeadStack<float>* stack : {&q, &k})
         for (std::size_t e = 0; e < stack->size(); ++e) stack->data()[e] = std::round(stack->data()[e] * 4) / 4;
     const auto v = random_stack<float>(heads, n, d, 91);
-    attn::AttentionOptions<float> options;
-    options.keep_log_sum_exp = true;
-    options.threads = 2;
-    const auto streamed = attn::attend_heads(q, k, v, options);
-    options.keep_weights = true;
-    const auto exact = attn::attend_heads(q, k, v, options);
-    options.keep_weights = false;
-    const auto rows = attn::attention_weights_rows(q, k, streamed.log_sum_exp, {}, {}, {}, options);
+    const Routes<float> routes(q, k, v);
+    const attn::HeadStack<float>&exact = routes.weights_path, &rows = routes.on_demand;
     double worst_path = 0, worst_rows = 0;
     std::vector<double> scores;
     for (Index h = 0; h < heads; ++h)
@@ -177,7 +181,7 @@ TEST_CASE("weights path and whole rows on demand against the softmax of exact sc
             for (Index j = 0; j <= i; ++j) {
                 const double truth = std::exp(scores[std::size_t(j)] - largest) / sum;
                 if (truth < 1e-6) continue;
-                worst_path = std::max(worst_path, std::abs(double(exact.weights(h, i, j)) - truth) / truth);
+                worst_path = std::max(worst_path, std::abs(double(exact(h, i, j)) - truth) / truth);
                 worst_rows = std::max(worst_rows, std::abs(double(rows(h, i, j)) - truth) / truth);
             }
         }
