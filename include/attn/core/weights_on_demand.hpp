@@ -54,6 +54,9 @@ struct DemandShape {
     const AllowedMask* mask = nullptr;
     bool causal = true;
     Index first_position = 0;
+
+    /// Query row i sees keys 0 … visible(i) − 1 (a mask may hide some of them).
+    Index visible(Index i) const { return causal ? std::min(keys, first_position + i + 1) : keys; }
 };
 
 /// `chosen`, or 0 … count − 1 (kept in `all`) if it is empty.
@@ -119,8 +122,7 @@ void demand_head(const char* function, const DemandShape<T>& shape, const Demand
                 T* row = tile + (r - g) * panel;
                 const T lse = head.log_sum_exp[i];
                 T* dst = out + r * out_row + (p0 - shape.first);
-                const Index visible =
-                    shape.causal ? std::min(shape.keys, shape.first_position + i + 1) : shape.keys;  // keys < visible
+                const Index visible = shape.visible(i);
                 if (lse == -std::numeric_limits<T>::infinity()) {  // a fully masked row: zeros, as softmax_rows gives
                     std::fill(dst, dst + width, T(0));
                     continue;
@@ -146,7 +148,7 @@ void demand_head(const char* function, const DemandShape<T>& shape, const Demand
     // float for 8 ≤ lse < 16), and leaves each weight within about one rounding of the softmax.
     for (Index r = 0; r < count; ++r) {
         const Index i = rows[std::size_t(r)];
-        const Index visible = shape.causal ? std::min(shape.keys, shape.first_position + i + 1) : shape.keys;
+        const Index visible = shape.visible(i);
         if (shape.first != 0 || shape.last < visible) continue;
         T* dst = out + r * out_row;
         double sum = 0;

@@ -378,10 +378,10 @@ EIGEN_ALWAYS_INLINE Packet exp_of_difference(const Packet& x, const Packet& minu
 template <class T>
 T exp_of_difference(T x, T shift) {
     const T y = x - shift;
-    if (y < std::log(std::numeric_limits<T>::min())) return T(0);
+    const T w = flushed_exp(y);
+    if (w == T(0)) return w;  // error is NaN where x = −∞
     const T shift_part = y - x, x_part = y - shift_part;
     const T error = (x - x_part) + (-shift - shift_part);
-    const T w = std::exp(y);
     return w + w * error;
 }
 
@@ -933,10 +933,10 @@ void fused_attention(const FusedProblem<T>& problem) {
     using Tiling = KernelTiling<T>;
     const Index heads = problem.heads, nq = problem.queries, width = Tiling::kQueryBlock;
     const Index blocks_per_head = (nq + width - 1) / width;
-    const bool decoding =
-        problem.few_queries && nq <= Tiling::kDecodeRows && !problem.weights && !problem.statistics && problem.outputs;
     if (!problem.outputs && (problem.weights || !problem.statistics))
         throw argument_error("attention: without outputs the kernel measures statistics only");
+    // (statistics-only problems, without outputs, are streamed: decoding measures no statistics)
+    const bool decoding = problem.few_queries && nq <= Tiling::kDecodeRows && !problem.weights && !problem.statistics;
     const Index tasks = heads * blocks_per_head;
 
     if (problem.key_value_heads < 0 || (problem.key_value_heads != 0 && heads % problem.key_value_heads != 0))
