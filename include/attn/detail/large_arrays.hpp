@@ -3,9 +3,10 @@
 // heads × positions² numbers, 64 MB at 2,048 positions. Arrays from 4 MiB up are aligned to
 // 2 MiB and, on Linux, marked MADV_HUGEPAGE, so that where transparent huge pages are
 // enabled "always" or "madvise" (the common defaults) the kernel backs them with 2 MiB pages.
-// Writing weights row after row through 4 KiB pages costs a TLB walk, and a stop of the
-// hardware prefetcher, every 4 KiB: on the AMD EPYC VM the weights path at 2,048 positions
-// took 60.6 ms into reused 4 KiB pages and 47.8 ms into huge pages (docs/bench/sight.md).
+// A fresh 2,048-position result then takes 32 page faults instead of 16,384, and rows are
+// written without a TLB walk every 4 KiB: on the AMD EPYC VM the weights path at 2,048
+// positions took 81.6–84.0 ms into a new result before and 57.0–58.6 ms after, 63.5–64.9
+// and 51.5–59.8 ms into reused storage (interleaved runs: docs/bench/huge_pages_before_after.txt).
 // Smaller arrays come from std::allocator, as before.
 
 #include <cstddef>
