@@ -41,7 +41,7 @@ TEST_CASE("Model: attention_rows after a forward that kept log-sum-exps equals k
         CHECK(kept.logits == model.forward(ids).logits);  // the same pass
         for (Index layer = 0; layer < full.attention.layers(); ++layer) {
             const std::vector<Index> heads = {2, 0}, rows = {0, 1, 95, 96, 149};
-            const attn::HeadStack<float> chosen = attn::attention_rows(kept, layer, heads, rows);
+            const attn::HeadStack<float> chosen = attn::attention_rows(model.settings(), kept, layer, heads, rows);
             REQUIRE(chosen.cols() == 150);
             for (std::size_t a = 0; a < heads.size(); ++a)
                 for (std::size_t b = 0; b < rows.size(); ++b)
@@ -52,7 +52,7 @@ TEST_CASE("Model: attention_rows after a forward that kept log-sum-exps equals k
                     }
         }
     }
-    CHECK_THROWS_WITH_AS(attn::attention_rows(full, 0, {}, {}), doctest::Contains("keep_log_sum_exp"),
+    CHECK_THROWS_WITH_AS(attn::attention_rows(model.settings(), full, 0, {}, {}), doctest::Contains("keep_log_sum_exp"),
                          attn::argument_error);
 }
 

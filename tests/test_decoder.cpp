@@ -199,7 +199,7 @@ TEST_CASE("Decoder: past the context, empty and unknown ids are argument_errors 
     decoder.append(std::vector<int>(150, 7));
     CHECK_THROWS_WITH_AS(
         decoder.append(std::vector<int>(11, 7)),
-        doctest::Contains("11 more positions after the 150 decoded would pass the model's context of 160"),
+        doctest::Contains("11 more positions after the 150 decoded would pass the decoder's capacity of 160"),
         attn::argument_error);
     CHECK_THROWS_WITH_AS(decoder.append({}), doctest::Contains("ids is empty"), attn::argument_error);
     CHECK_THROWS_WITH_AS(decoder.step(2048), doctest::Contains("is not a token id"), attn::argument_error);
@@ -208,7 +208,7 @@ TEST_CASE("Decoder: past the context, empty and unknown ids are argument_errors 
     decoder.append(std::vector<int>(10, 7));
     CHECK(decoder.positions() == 160);
     CHECK(decoder.room() == 0);
-    CHECK_THROWS_WITH_AS(decoder.step(7), doctest::Contains("would pass the model's context of 160"),
+    CHECK_THROWS_WITH_AS(decoder.step(7), doctest::Contains("would pass the decoder's capacity of 160"),
                          attn::argument_error);
     CHECK_THROWS_WITH_AS(attn::Decoder<float>(model, {{4, 0}}), doctest::Contains("ablated layer = 4"),
                          attn::argument_error);

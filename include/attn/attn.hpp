@@ -7,6 +7,7 @@
 
 #include "attn/core/activation.hpp"
 #include "attn/core/attention.hpp"
+#include "attn/core/embedding.hpp"
 #include "attn/core/error.hpp"
 #include "attn/core/head_statistics.hpp"
 #include "attn/core/heads.hpp"

@@ -7,6 +7,7 @@
 
 #include "attn/attn.hpp"
 #include "attn/model/activations.hpp"
+#include "attn/model/architectures.hpp"
 #include "attn/model/attention_rows.hpp"
 #include "attn/model/decoder.hpp"
 #include "attn/model/generate.hpp"
@@ -14,4 +15,5 @@
 #include "attn/model/model.hpp"
 #include "attn/model/reference_forward.hpp"
 #include "attn/model/safetensors.hpp"
+#include "attn/model/tensor_files.hpp"
 #include "attn/model/tokenizer.hpp"

@@ -30,4 +30,12 @@ void gelu_tanh_in_place(const Eigen::MatrixBase<D>& x) {
     m = m.unaryExpr([c](T v) { return T(0.5) * v * (T(1) + std::tanh(c * (v + T(0.044715) * v * v * v))); });
 }
 
+/// SiLU (swish): x · sigmoid(x) = x / (1 + exp(−x)), the gate of Llama's SwiGLU MLP, in place.
+template <class D>
+void silu_in_place(const Eigen::MatrixBase<D>& x) {
+    using T = typename D::Scalar;
+    auto& m = const_cast<Eigen::MatrixBase<D>&>(x);
+    m.array() = m.array() / ((-m.array()).exp() + T(1));
+}
+
 }  // namespace attn

@@ -1,5 +1,6 @@
 #pragma once
-// Layer normalisation over each row (each position's vector).
+// Normalisation over each row (each position's vector): LayerNorm (GPT-2, the store model)
+// and RMSNorm (Llama, Qwen2).
 
 #include <Eigen/Core>
 
@@ -40,6 +41,33 @@ void layer_norm_into(const Eigen::MatrixBase<D>& x, const Eigen::MatrixBase<DW>&
     }
 }
 
+/// A row's √(mean(x²) + ε): what RMS norm divides by (TransformerLens's hook_scale).
+template <class Row>
+typename Row::Scalar root_mean_square(const Eigen::ArrayBase<Row>& row, double epsilon) {
+    using T = typename Row::Scalar;
+    return std::sqrt(row.square().sum() / static_cast<T>(row.size()) + static_cast<T>(epsilon));
+}
+
+/// rms_norm's arithmetic, written into out (positions × width, already sized); unchecked.
+template <class D, class DW, class DO>
+void rms_norm_into(const Eigen::MatrixBase<D>& x, const Eigen::MatrixBase<DW>& weight, double epsilon,
+                   const Eigen::MatrixBase<DO>& out) {
+    using T = typename D::Scalar;
+    auto& result = const_cast<Eigen::MatrixBase<DO>&>(out);  // Eigen's idiom for writable expressions
+    const auto scale = weight.reshaped().transpose().array();
+    for (Index i = 0; i < x.rows(); ++i) {
+        const auto row = x.row(i).array();
+        const T inverse = T(1) / root_mean_square(row, epsilon);
+        result.row(i) = (row * inverse * scale).matrix();
+    }
+}
+
+inline void check_epsilon(const char* function, double epsilon) {
+    // epsilon 0 would turn a zero row into 0 / 0 = NaN
+    if (!(epsilon > 0.0) || !std::isfinite(epsilon))
+        throw argument_error(message(function, ": epsilon must be positive and finite, got ", epsilon));
+}
+
 }  // namespace detail
 
 /// (x − mean) / √(variance + epsilon) · weight + bias along each row, with the biased
@@ -51,11 +79,22 @@ Matrix<typename D::Scalar> layer_norm(const Eigen::MatrixBase<D>& x, const Eigen
     detail::check_not_empty("layer_norm", "x", x);
     detail::check_vector_size("layer_norm", "weight", weight, x.cols());
     detail::check_vector_size("layer_norm", "bias", bias, x.cols());
-    // epsilon 0 would turn a constant row into 0 / 0 = NaN
-    if (!(epsilon > 0.0) || !std::isfinite(epsilon))
-        throw argument_error(detail::message("layer_norm: epsilon must be positive and finite, got ", epsilon));
+    detail::check_epsilon("layer_norm", epsilon);
     Matrix<typename D::Scalar> out(x.rows(), x.cols());
     detail::layer_norm_into(x, weight, bias, epsilon, out);
+    return out;
+}
+
+/// x / √(mean(x²) + epsilon) · weight along each row, as Llama's RMSNorm (no mean removed, no
+/// bias). x: (positions × width); weight: width entries → (positions × width).
+template <class D, class DW>
+Matrix<typename D::Scalar> rms_norm(const Eigen::MatrixBase<D>& x, const Eigen::MatrixBase<DW>& weight,
+                                    double epsilon = 1e-6) {
+    detail::check_not_empty("rms_norm", "x", x);
+    detail::check_vector_size("rms_norm", "weight", weight, x.cols());
+    detail::check_epsilon("rms_norm", epsilon);
+    Matrix<typename D::Scalar> out(x.rows(), x.cols());
+    detail::rms_norm_into(x, weight, epsilon, out);
     return out;
 }
 

@@ -6,18 +6,26 @@
 //
 //   name                          shape            what
 //   hook_embed                    (n × C)          the token embeddings
+//   hook_pos_embed                (n × C)          the learned positions' embeddings (GPT-2)
 //   blocks.L.hook_resid_pre       (n × C)          the residual stream entering layer L
-//   blocks.L.ln1.hook_scale       (n × 1)          √(variance + ε) of the attention's LayerNorm
+//   blocks.L.ln1.hook_scale       (n × 1)          the attention's norm divisor: √(variance + ε), or
+//                                                  √(mean(x²) + ε) for RMSNorm
+//   blocks.L.attn.hook_q          (n × H·d)        queries as projected (bias included), before rotation
+//   blocks.L.attn.hook_k          (n × H_kv·d)     keys, likewise
+//   blocks.L.attn.hook_v          (n × H_kv·d)     values
+//   blocks.L.attn.hook_rot_q      (n × H·d)        queries rotated (rotary models)
+//   blocks.L.attn.hook_rot_k      (n × H_kv·d)     keys rotated (rotary models)
 //   blocks.L.attn.hook_z          (n × H·d)        each head's output, before the output projection
 //   blocks.L.attn.hook_result     (n × H·C)        what each head writes into the residual: z_h · Wo_h
-//   blocks.L.hook_attn_out        (n × C)          z · Wo, the attention's output (Σ over heads of result)
+//   blocks.L.hook_attn_out        (n × C)          z · Wo + bo, the attention's output
 //   blocks.L.hook_resid_mid       (n × C)          resid_pre + attn_out
-//   blocks.L.ln2.hook_scale       (n × 1)          √(variance + ε) of the MLP's LayerNorm
-//   blocks.L.mlp.hook_pre         (n × M)          the MLP's hidden layer before the GELU
-//   blocks.L.mlp.hook_post        (n × M)          after the GELU
+//   blocks.L.ln2.hook_scale       (n × 1)          the MLP's norm divisor
+//   blocks.L.mlp.hook_pre         (n × M)          x · W_up + b before the activation; gated: x · W_gate + b
+//   blocks.L.mlp.hook_pre_linear  (n × M)          gated MLPs: x · W_up + b
+//   blocks.L.mlp.hook_post        (n × M)          after the activation (gated: act(pre) ⊙ pre_linear)
 //   blocks.L.hook_mlp_out         (n × C)          the MLP's output (its bias included)
 //   blocks.L.hook_resid_post      (n × C)          resid_mid + mlp_out
-//   ln_final.hook_scale           (n × 1)          √(variance + ε) of the final LayerNorm
+//   ln_final.hook_scale           (n × 1)          the final norm's divisor
 //
 // (Attention weights, TransformerLens's hook_pattern, come from ForwardOptions::keep_attention.)
 // Layers count from 0, as in TransformerLens; the chapter's "layer 4" is blocks.3.
@@ -42,21 +50,28 @@ namespace attn {
 /// A place in the forward pass (see the table above); per layer except embed and final_scale.
 enum class Point {
     embed,
+    pos_embed,
     resid_pre,
     ln1_scale,
+    q,
+    k,
+    v,
+    rot_q,
+    rot_k,
     z,
     result,
     attn_out,
     resid_mid,
     ln2_scale,
     mlp_pre,
+    mlp_pre_linear,
     mlp_post,
     mlp_out,
     resid_post,
     final_scale,
 };
 
-/// A point of one layer (layer is 0 for embed and final_scale).
+/// A point of one layer (layer is 0 for embed, pos_embed and final_scale).
 struct ActivationId {
     Point point = Point::embed;
     Index layer = 0;
@@ -77,14 +92,21 @@ struct PointName {
 
 inline constexpr PointName kPointNames[] = {
     {Point::embed, "hook_embed"},
+    {Point::pos_embed, "hook_pos_embed"},
     {Point::resid_pre, "hook_resid_pre"},
     {Point::ln1_scale, "ln1.hook_scale"},
+    {Point::q, "attn.hook_q"},
+    {Point::k, "attn.hook_k"},
+    {Point::v, "attn.hook_v"},
+    {Point::rot_q, "attn.hook_rot_q"},
+    {Point::rot_k, "attn.hook_rot_k"},
     {Point::z, "attn.hook_z"},
     {Point::result, "attn.hook_result"},
     {Point::attn_out, "hook_attn_out"},
     {Point::resid_mid, "hook_resid_mid"},
     {Point::ln2_scale, "ln2.hook_scale"},
     {Point::mlp_pre, "mlp.hook_pre"},
+    {Point::mlp_pre_linear, "mlp.hook_pre_linear"},
     {Point::mlp_post, "mlp.hook_post"},
     {Point::mlp_out, "hook_mlp_out"},
     {Point::resid_post, "hook_resid_post"},
@@ -92,7 +114,23 @@ inline constexpr PointName kPointNames[] = {
 };
 
 inline bool per_layer(Point point) {
-    return point != Point::embed && point != Point::final_scale;
+    return point != Point::embed && point != Point::pos_embed && point != Point::final_scale;
+}
+
+/// Whether a model of these settings has the point: learned positions, rotation and a gated
+/// MLP's second projection exist only where the architecture has them.
+inline bool has_point(Point point, const ModelSettings& s) {
+    switch (point) {
+        case Point::pos_embed:
+            return s.positions == PositionEncoding::learned;
+        case Point::rot_q:
+        case Point::rot_k:
+            return s.positions == PositionEncoding::rotary;
+        case Point::mlp_pre_linear:
+            return s.gated_mlp;
+        default:
+            return true;
+    }
 }
 
 }  // namespace detail
@@ -105,8 +143,10 @@ inline std::string activation_name(ActivationId id) {
     return "?";
 }
 
-/// The point a name denotes, checked against the model's layers; argument_error naming it otherwise.
-inline ActivationId parse_activation(std::string_view name, const ModelSettings& settings) {
+namespace detail {
+
+/// The point a name denotes, checked against the model's layers (not whether it has the point).
+inline ActivationId parse_activation_name(std::string_view name, const ModelSettings& settings) {
     const auto unknown = [&](const char* why) {
         return argument_error(detail::message("activation '", name, "': ", why,
                                               " (names: hook_embed, blocks.L.hook_resid_pre, blocks.L.attn.hook_z, "
@@ -134,18 +174,42 @@ inline ActivationId parse_activation(std::string_view name, const ModelSettings&
     throw unknown("unknown name");
 }
 
-/// Columns of a point's matrix for a model: C, H·d, H·C, M or 1.
+}  // namespace detail
+
+/// The point a name denotes, checked against the model's layers and architecture;
+/// argument_error naming it otherwise.
+inline ActivationId parse_activation(std::string_view name, const ModelSettings& settings) {
+    const ActivationId id = detail::parse_activation_name(name, settings);
+    if (!detail::has_point(id.point, settings))
+        throw argument_error(detail::message("activation '", name, "': a ", architecture_name(settings.architecture),
+                                             " model has no such point (",
+                                             id.point == Point::pos_embed ? "its positions are rotary"
+                                             : id.point == Point::mlp_pre_linear
+                                                 ? "its MLP is not gated"
+                                                 : "its positions are learned, nothing is rotated",
+                                             ")"));
+    return id;
+}
+
+/// Columns of a point's matrix for a model: C, H·d, H_kv·d, H·C, M or 1.
 inline Index activation_width(Point point, const ModelSettings& s) {
     switch (point) {
         case Point::ln1_scale:
         case Point::ln2_scale:
         case Point::final_scale:
             return 1;
+        case Point::q:
+        case Point::rot_q:
         case Point::z:
-            return s.heads * s.head_size;
+            return s.query_width();
+        case Point::k:
+        case Point::v:
+        case Point::rot_k:
+            return s.key_value_width();
         case Point::result:
             return s.heads * s.dimensions;
         case Point::mlp_pre:
+        case Point::mlp_pre_linear:
         case Point::mlp_post:
             return s.mlp_width;
         default:
@@ -193,7 +257,7 @@ private:
 };
 
 /// A change to one activation during a forward pass: its rows at `positions` (all if empty),
-/// and, for the per-head points (hook_z), only head `head`'s columns, become
+/// and, for the per-head points (hook_q … hook_z), only head `head`'s columns, become
 ///   values (positions × width, one row per position), zero, or mean (1 × width, every row).
 template <class T>
 struct Intervention {
@@ -201,7 +265,7 @@ struct Intervention {
     std::string activation;        ///< a name from the table above; not hook_result, attn_out or a scale
     Kind kind = Kind::zero;        ///<
     std::vector<Index> positions;  ///< rows to change; empty: every position
-    std::optional<Index> head;     ///< hook_z only: change this head's d columns; unset: all columns
+    std::optional<Index> head;     ///< per-head points (q, k, v, rot_q, rot_k, z): this head's d columns; unset: all
     Matrix<T> values;              ///< kind values: (positions × width); kind mean: (1 × width)
 
     static Intervention zero(std::string activation, std::optional<Index> head = {},
@@ -223,9 +287,10 @@ namespace detail {
 /// Every activation name of a model, in forward order.
 inline std::vector<std::string> every_activation(const ModelSettings& s) {
     std::vector<std::string> names{activation_name({Point::embed, 0})};
+    if (has_point(Point::pos_embed, s)) names.push_back(activation_name({Point::pos_embed, 0}));
     for (Index l = 0; l < s.layers; ++l)
         for (const PointName& point : kPointNames)
-            if (per_layer(point.point)) names.push_back(activation_name({point.point, l}));
+            if (per_layer(point.point) && has_point(point.point, s)) names.push_back(activation_name({point.point, l}));
     names.push_back(activation_name({Point::final_scale, 0}));
     return names;
 }
@@ -324,10 +389,13 @@ private:
                                          "hook_z or a residual stream instead)"));
         change.columns = activation_width(point, s);
         if (what.head) {
-            if (point != Point::z)
+            const bool query_heads = point == Point::q || point == Point::rot_q || point == Point::z;
+            const bool key_value_heads = point == Point::k || point == Point::v || point == Point::rot_k;
+            if (!query_heads && !key_value_heads)
                 throw argument_error(message(function, ": a head is given for ", what.activation,
-                                             ", which is not per head (only attn.hook_z is)"));
-            check_index(function, "intervention head", *what.head, s.heads);
+                                             ", which is not per head (attn.hook_q, hook_k, hook_v, hook_rot_q, "
+                                             "hook_rot_k and hook_z are)"));
+            check_index(function, "intervention head", *what.head, query_heads ? s.heads : s.key_value_heads);
             change.first_column = *what.head * s.head_size;
             change.columns = s.head_size;
         }

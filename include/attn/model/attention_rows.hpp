@@ -15,32 +15,41 @@ namespace attn {
 
 /// Layer `layer`'s weights of query positions `rows` in heads `heads` (empty: all of them)
 /// over keys `range` → heads.size() × (rows.size() × range width), from a ForwardResult
-/// kept with keep_log_sum_exp. Throws argument_error if it was not kept or an index is out
-/// of range.
+/// of a model with these settings kept with keep_log_sum_exp. Throws argument_error if it was
+/// not kept or an index is out of range.
 template <class T>
-HeadStack<T> attention_rows(const ForwardResult<T>& result, Index layer, const std::vector<Index>& chosen_heads,
-                            const std::vector<Index>& chosen_rows, KeyRange range = {}) {
+HeadStack<T> attention_rows(const ModelSettings& settings, const ForwardResult<T>& result, Index layer,
+                            const std::vector<Index>& chosen_heads, const std::vector<Index>& chosen_rows,
+                            KeyRange range = {}) {
     const char* function = "attention_rows";
     if (result.log_sum_exp.empty() || result.queries_keys.empty())
         throw argument_error(detail::message(function, ": the forward pass kept no log-sum-exps (set ",
                                              "ForwardOptions::keep_log_sum_exp)"));
     detail::check_index(function, "layer", layer, Index(result.log_sum_exp.size()));
-    const Matrix<T>& lse = result.log_sum_exp[std::size_t(layer)];            // (heads × n)
-    const Matrix<T>& queries_keys = result.queries_keys[std::size_t(layer)];  // (n × 2C)
-    const Index n = lse.cols(), c = queries_keys.cols() / 2, d = c / lse.rows();
+    const Matrix<T>& lse = result.log_sum_exp[std::size_t(layer)];            // (H × n)
+    const Matrix<T>& queries_keys = result.queries_keys[std::size_t(layer)];  // (n × (H + H_kv)·d)
+    const Index n = lse.cols(), d = settings.head_size, heads = settings.heads;
+    const Index query_width = settings.query_width(), width = query_width + settings.key_value_width();
+    if (lse.rows() != heads || queries_keys.cols() != width)
+        throw argument_error(detail::message(function, ": the result's layer ", layer, " has ", lse.rows(),
+                                             " heads and queries | keys of width ", queries_keys.cols(),
+                                             "; these settings give ", heads, " and ", width));
+    const Index group = heads / settings.key_value_heads;
     std::vector<Index> all_heads, all_rows;
-    const std::vector<Index>& heads = detail::all_if_empty(chosen_heads, lse.rows(), all_heads);
+    const std::vector<Index>& chosen = detail::all_if_empty(chosen_heads, heads, all_heads);
     const std::vector<Index>& rows = detail::all_if_empty(chosen_rows, n, all_rows);
-    for (Index h : heads) detail::check_index(function, "head", h, lse.rows());
+    for (Index h : chosen) detail::check_index(function, "head", h, heads);
     detail::check_demand(function, rows, range, n, n);
-    const AttentionOptions<T> options;  // causal, 1/√d; the kept queries and keys are already rotated
+    AttentionOptions<T> options;  // causal; the kept queries and keys are already rotated
+    options.scale = T(settings.score_scale(layer));
     const detail::DemandShape<T> shape = detail::demand_shape(function, n, n, d, range, options);
-    HeadStack<T> out(Index(heads.size()), Index(rows.size()), range.last - range.first);
+    HeadStack<T> out(Index(chosen.size()), Index(rows.size()), range.last - range.first);
     AttentionWorkspace<T> memory;
-    for (std::size_t a = 0; a < heads.size(); ++a) {
-        const Index h = heads[a];
-        const detail::DemandHead<T> head{
-            {queries_keys.data() + h * d, 2 * c}, {queries_keys.data() + c + h * d, 2 * c}, lse.data() + h * n};
+    for (std::size_t a = 0; a < chosen.size(); ++a) {
+        const Index h = chosen[a];
+        const detail::DemandHead<T> head{{queries_keys.data() + h * d, width},
+                                         {queries_keys.data() + query_width + (h / group) * d, width},
+                                         lse.data() + h * n};
         detail::demand_head(function, shape, head, rows, out.head(Index(a)).data(), out.cols(), memory);
     }
     return out;

@@ -12,7 +12,8 @@
 // earlier ones' keys and values from the caches; the rows it returns are Model::forward's rows
 // for the whole text to rounding (tests/test_decoder.cpp). Memory: layers × context × 2C
 // numbers. A Decoder is one text's state; the Model stays immutable, so any number of
-// Decoders can run on one Model at once, from different threads.
+// Decoders can run on one Model at once, from different threads. Memory: layers × capacity ×
+// 2 H_kv·d numbers, the capacity being the model's context unless the decoder is given less.
 
 #include <Eigen/Core>
 
@@ -55,26 +56,31 @@ struct DecodeResult {
 template <class T>
 class Decoder {
 public:
-    /// A decoder for `model` with nothing decoded yet, room for the model's whole context.
-    /// ablate: heads whose output is zeroed at every position (as ForwardOptions::ablate).
-    /// The model must outlive the decoder.
-    explicit Decoder(const Model<T>& model, std::vector<HeadId> ablate = {})
+    /// A decoder for `model` with nothing decoded yet, room for `capacity` positions (0: the
+    /// model's whole context; a model with a long context may want less, since the caches take
+    /// layers × capacity × 2 H_kv·d numbers at once). ablate: heads whose output is zeroed at
+    /// every position (as ForwardOptions::ablate). The model must outlive the decoder.
+    explicit Decoder(const Model<T>& model, std::vector<HeadId> ablate = {}, Index capacity = 0)
         : model_(&model), ablate_(std::move(ablate)) {
         const ModelSettings& s = model.settings();
         detail::silenced_heads("Decoder", s, ablate_);  // checks them now, not at the first append
+        if (capacity < 0 || capacity > s.longest)
+            throw argument_error(detail::message("Decoder: capacity ", capacity, " is not in 0 … ", s.longest,
+                                                 " (the model's context)"));
         caches_.reserve(std::size_t(s.layers));
-        for (Index l = 0; l < s.layers; ++l) caches_.emplace_back(s.heads, s.longest, s.head_size);
+        for (Index l = 0; l < s.layers; ++l)
+            caches_.emplace_back(s.key_value_heads, capacity == 0 ? s.longest : capacity, s.head_size);
     }
 
     /// The decoder keeps a pointer to its model: a temporary one would be gone after this line.
-    explicit Decoder(const Model<T>&& model, std::vector<HeadId> ablate = {}) = delete;
+    explicit Decoder(const Model<T>&& model, std::vector<HeadId> ablate = {}, Index capacity = 0) = delete;
 
     const Model<T>& model() const { return *model_; }
     /// Positions decoded so far: the next token goes to this position.
     Index positions() const { return caches_.front().size(); }
     /// Positions that can still be appended before the context is full.
     Index room() const { return caches_.front().room(); }
-    /// Layer l's cache: its keys (rotated) and values, heads × (positions × head size).
+    /// Layer l's cache: its keys (rotated) and values, key/value heads × (positions × head size).
     const KeyValueCache<T>& cache(Index l) const {
         detail::check_index("Decoder::cache", "layer", l, Index(caches_.size()));
         return caches_[std::size_t(l)];
@@ -89,8 +95,8 @@ public:
         detail::check_token_ids("Decoder::append", s, ids);  // 1 … context ids of the vocabulary
         if (static_cast<Index>(ids.size()) > room())
             throw argument_error(detail::message("Decoder::append: ", ids.size(), " more positions after the ",
-                                                 positions(), " decoded would pass the model's context of ", s.longest,
-                                                 " positions"));
+                                                 positions(), " decoded would pass the decoder's capacity of ",
+                                                 caches_.front().capacity(), " positions"));
         const int available =
             options.workers ? options.workers->size() : detail::resolve_threads("Decoder::append", options.threads);
 

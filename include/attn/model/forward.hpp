@@ -1,10 +1,11 @@
 #pragma once
 // Model::forward, the fast forward pass. It computes what reference_forward
 // (model/reference_forward.hpp) computes, tested equal to it, with fewer copies:
-//   - one (C × 3C) product for q, k and v, whose heads the fused attention kernel reads in
-//     place and writes side by side into one (n × C) matrix;
-//   - layer 0's q, k, v looked up per token: that layer sees only the embeddings, so they
-//     depend on the token alone (Model::load computes the table once);
+//   - one (C × (H + 2 H_kv)·d) product for q, k and v, whose heads the fused attention kernel
+//     reads in place (a group of query heads sharing one key/value head) and writes side by
+//     side into one (n × H·d) matrix;
+//   - with rotary positions, layer 0's q, k, v looked up per token: that layer sees only the
+//     embeddings, so they depend on the token alone (Model::load computes the table once);
 //   - every product on the register-tiled kernel (detail/tiles.hpp), into buffers
 //     allocated once per call;
 //   - with several threads, each owns a share of the positions through every layer,
@@ -18,6 +19,7 @@
 
 #include "attn/core/activation.hpp"
 #include "attn/core/attention.hpp"
+#include "attn/core/embedding.hpp"
 #include "attn/core/kv_cache.hpp"
 #include "attn/core/norm.hpp"
 #include "attn/core/types.hpp"
@@ -80,8 +82,9 @@ public:
           hooks_(setup.hooks),
           resume_(setup.resume),
           first_layer_(resume_ ? std::size_t(resume_->layer) : 0),
-          look_up_first_layer_(
-              !resume_ && !(hooks_ && (hooks_->changes({Point::embed, 0}) || hooks_->changes({Point::resid_pre, 0})))),
+          look_up_first_layer_(model.first_layer_qkv_.size() != 0 && !resume_ &&
+                               !(hooks_ && (hooks_->changes({Point::embed, 0}) ||
+                                            hooks_->changes({Point::resid_pre, 0})))),
           memory_(result.workspace),
           silenced_(memory_.silenced),
           x_(memory_.x),
@@ -90,6 +93,7 @@ public:
           attended_(memory_.attended),
           written_(memory_.written),
           hidden_(memory_.hidden),
+          hidden_linear_(memory_.hidden_linear),
           logits_(result.logits),
           kept_(result.attention.layers_),
           log_sum_exp_(result.log_sum_exp),
@@ -99,9 +103,11 @@ public:
         // allocation), resized where it does not, and what is not asked for is dropped.
         silenced_heads_into("Model::forward", settings_, options.ablate, memory_.silenced);
         const Index c = settings_.dimensions, layers = settings_.layers;
-        for (Matrix<T>* buffer : {&x_, &normed_, &attended_, &written_}) buffer->resize(n_, c);
-        for (Matrix<T>& buffer : qkv_) buffer.resize(n_, 3 * c);
+        for (Matrix<T>* buffer : {&x_, &normed_, &written_}) buffer->resize(n_, c);
+        attended_.resize(n_, settings_.query_width());
+        for (Matrix<T>& buffer : qkv_) buffer.resize(n_, settings_.query_key_value_width());
         hidden_.resize(n_, settings_.mlp_width);
+        hidden_linear_.resize(settings_.gated_mlp ? n_ : 0, settings_.mlp_width);
         logits_.resize(n_ - first_logit_, settings_.vocabulary_size);
         if (options.keep_attention) {
             const auto fits = [&](const AttentionWeights<T>& layer) {
@@ -116,7 +122,7 @@ public:
         log_sum_exp_.resize(options.keep_log_sum_exp ? std::size_t(layers) : 0);
         queries_keys_.resize(options.keep_log_sum_exp ? std::size_t(layers) : 0);
         for (Matrix<T>& layer : log_sum_exp_) layer.resize(settings_.heads, n_);
-        for (Matrix<T>& layer : queries_keys_) layer.resize(n_, 2 * c);
+        for (Matrix<T>& layer : queries_keys_) layer.resize(n_, settings_.query_width() + settings_.key_value_width());
         targets_.clear();
         result.statistics.resize(options.statistics ? std::size_t(layers) : 0);
         if (options.statistics) {
@@ -186,33 +192,63 @@ private:
             hooks_->at({point, Index(l)}, rows.first, block);
     }
 
-    /// A LayerNorm's √(variance + ε) of these rows of x, for the hooks that keep it.
+    /// A norm's divisor of these rows of x, for the hooks that keep it: LayerNorm's
+    /// √(variance + ε), RMSNorm's √(mean(x²) + ε).
     void hook_scale(Point point, std::size_t l, Rows rows) {
         if (!hooks_ || rows.count() == 0 || !hooks_->keeps({point, Index(l)})) return;
         Matrix<T> scale(rows.count(), 1);  // (rows × 1)
-        for (Index i = 0; i < rows.count(); ++i)
-            scale(i, 0) = mean_and_scale(x_.row(rows.first + i).array(), settings_.norm_epsilon).second;
+        for (Index i = 0; i < rows.count(); ++i) {
+            const auto row = x_.row(rows.first + i).array();
+            scale(i, 0) = settings_.norm == Norm::rms_norm ? root_mean_square(row, settings_.norm_epsilon)
+                                                           : mean_and_scale(row, settings_.norm_epsilon).second;
+        }
         hooks_->at({point, Index(l)}, rows.first, scale);
     }
 
-    /// x at the first layer: the tokens' embeddings, or the resumed pass's residual stream.
+    /// The model's norm (weight, bias) of these rows of x into the same rows of normed_.
+    void normalize(Rows rows, const Vector<T>& weight, const Vector<T>& bias) {
+        auto x = x_.middleRows(rows.first, rows.count());
+        auto normed = normed_.middleRows(rows.first, rows.count());
+        if (settings_.norm == Norm::rms_norm)
+            rms_norm_into(x, weight, settings_.norm_epsilon, normed);
+        else
+            layer_norm_into(x, weight, bias, settings_.norm_epsilon, normed);
+    }
+
+    /// out = a · w, plus the bias on every row if there is one.
+    template <class A, class Out>
+    static void project_rows(const A& a, const Matrix<T>& w, const Vector<T>& bias, Out&& out) {
+        if (bias.size() != 0) out.rowwise() = bias.transpose();
+        multiply_rows(a, w, out, bias.size() != 0);
+    }
+
+    /// x at the first layer: the tokens' embeddings (and their positions', if learned), or
+    /// the resumed pass's residual stream.
     void enter(std::size_t l, Rows rows) {
+        auto x = x_.middleRows(rows.first, rows.count());  // (rows × C)
         if (resume_) {
-            x_.middleRows(rows.first, rows.count()) = resume_->resid_pre->middleRows(rows.first, rows.count());
+            x = resume_->resid_pre->middleRows(rows.first, rows.count());
         } else {
-            for (Index i = rows.first; i < rows.last; ++i) x_.row(i) = model_.embedding_.row(ids_[std::size_t(i)]);
-            hook(Point::embed, 0, rows, x_.middleRows(rows.first, rows.count()));
+            const auto embedding = model_.embedding();
+            for (Index i = rows.first; i < rows.last; ++i) x_.row(i) = embedding.row(ids_[std::size_t(i)]);
+            hook(Point::embed, 0, rows, x);
+            if (settings_.positions == PositionEncoding::learned) {
+                auto positions = written_.middleRows(rows.first, rows.count());  // (rows × C)
+                positions = model_.position_embedding_.middleRows(p0_ + rows.first, rows.count());
+                hook(Point::pos_embed, 0, rows, positions);
+                x += positions;
+            }
         }
-        hook(Point::resid_pre, l, rows, x_.middleRows(rows.first, rows.count()));
+        hook(Point::resid_pre, l, rows, x);
     }
 
     /// Layer 0's q, k, v looked up in first_layer_qkv_ (what project_qkv computes for each
     /// token's embedding, the same bits), then rotated.
     void look_up_first_layer_qkv(Rows rows) {
         Matrix<T>& qkv = qkv_of(0);
-        for (Index i = rows.first; i < rows.last; ++i) qkv.row(i) = model_.first_layer_qkv_.row(ids_[std::size_t(i)]);
-        rotate(qkv, rows);
         hook_scale(Point::ln1_scale, 0, rows);
+        for (Index i = rows.first; i < rows.last; ++i) qkv.row(i) = model_.first_layer_qkv_.row(ids_[std::size_t(i)]);
+        hook_qkv_and_rotate(0, qkv, rows);
     }
 
     /// A resumed layer's head outputs, given: attention is not run again.
@@ -223,40 +259,59 @@ private:
         hook_results(l, rows);
     }
 
-    /// q, k, v = layer_norm(x) · [Wq Wk Wv] of layer l, queries and keys rotated; x enters layer
-    /// l here (resid_pre).
+    /// q, k, v = norm(x) · [Wq Wk Wv] (+ b) of layer l, queries and keys rotated; x enters
+    /// layer l here (resid_pre).
     void project_qkv(std::size_t l, Rows rows) {
         const auto& layer = model_.layers_[l];
         if (l != first_layer_) hook(Point::resid_pre, l, rows, x_.middleRows(rows.first, rows.count()));
         hook_scale(Point::ln1_scale, l, rows);
-        auto normed = normed_.middleRows(rows.first, rows.count());  // (rows × C)
-        layer_norm_into(x_.middleRows(rows.first, rows.count()), layer.attention_norm_weight, layer.attention_norm_bias,
-                        settings_.norm_epsilon, normed);
+        normalize(rows, layer.attention_norm_weight, layer.attention_norm_bias);
         Matrix<T>& qkv = qkv_of(l);
-        multiply_rows(normed, model_.query_key_value_[l], qkv.middleRows(rows.first, rows.count()), false);
-        rotate(qkv, rows);
+        project_rows(normed_.middleRows(rows.first, rows.count()), layer.query_key_value, layer.query_key_value_bias,
+                     qkv.middleRows(rows.first, rows.count()));
+        hook_qkv_and_rotate(l, qkv, rows);
     }
 
-    /// Rotary positions for the queries and keys of these rows, in every head.
-    void rotate(Matrix<T>& qkv, Rows rows) const {
-        const Index c = settings_.dimensions, d = settings_.head_size;
-        for (Index h = 0; h < settings_.heads; ++h) {
-            model_.rope_.apply(qkv.block(rows.first, h * d, rows.count(), d), p0_ + rows.first);
-            model_.rope_.apply(qkv.block(rows.first, c + h * d, rows.count(), d), p0_ + rows.first);
-        }
+    /// These rows' queries (H·d columns of qkv from 0), keys and values (H_kv·d each after them).
+    auto queries_of(Matrix<T>& qkv, Rows rows) const {
+        return qkv.block(rows.first, 0, rows.count(), settings_.query_width());
+    }
+    auto keys_of(Matrix<T>& qkv, Rows rows) const {
+        return qkv.block(rows.first, settings_.query_width(), rows.count(), settings_.key_value_width());
+    }
+    auto values_of(Matrix<T>& qkv, Rows rows) const {
+        return qkv.block(rows.first, settings_.query_width() + settings_.key_value_width(), rows.count(),
+                         settings_.key_value_width());
+    }
+
+    /// The hooks of q, k and v as projected, then rotary positions in every query and key
+    /// head (if the model has them) and the hooks of the rotated ones.
+    void hook_qkv_and_rotate(std::size_t l, Matrix<T>& qkv, Rows rows) {
+        hook(Point::q, l, rows, queries_of(qkv, rows));
+        hook(Point::k, l, rows, keys_of(qkv, rows));
+        hook(Point::v, l, rows, values_of(qkv, rows));
+        if (settings_.positions != PositionEncoding::rotary) return;
+        const Index d = settings_.head_size;
+        auto queries = queries_of(qkv, rows);
+        auto keys = keys_of(qkv, rows);
+        for (Index h = 0; h < settings_.heads; ++h) model_.rope_->apply(queries.middleCols(h * d, d), p0_ + rows.first);
+        for (Index g = 0; g < settings_.key_value_heads; ++g)
+            model_.rope_->apply(keys.middleCols(g * d, d), p0_ + rows.first);
+        hook(Point::rot_q, l, rows, queries);
+        hook(Point::rot_k, l, rows, keys);
     }
 
     /// With caches: these rows' keys and values of layer l, copied to their positions in the cache.
     void store_keys_values(std::size_t l, Rows rows) {
         if (!caches_) return;
-        const Matrix<T>& qkv = qkv_of(l);
-        const Index c = settings_.dimensions, d = settings_.head_size;
+        Matrix<T>& qkv = qkv_of(l);
+        const Index d = settings_.head_size;
         KeyValueCache<T>& cache = (*caches_)[l];
-        for (Index h = 0; h < settings_.heads; ++h) {
-            cache.key_rows(h).middleRows(p0_ + rows.first, rows.count()) =
-                qkv.block(rows.first, c + h * d, rows.count(), d);
-            cache.value_rows(h).middleRows(p0_ + rows.first, rows.count()) =
-                qkv.block(rows.first, 2 * c + h * d, rows.count(), d);
+        const auto keys = keys_of(qkv, rows);
+        const auto values = values_of(qkv, rows);
+        for (Index g = 0; g < settings_.key_value_heads; ++g) {
+            cache.key_rows(g).middleRows(p0_ + rows.first, rows.count()) = keys.middleCols(g * d, d);
+            cache.value_rows(g).middleRows(p0_ + rows.first, rows.count()) = values.middleCols(g * d, d);
         }
     }
 
@@ -266,27 +321,32 @@ private:
     void attend(std::size_t l, Rows rows, KernelMemory<T>& memory) {
         if (rows.count() == 0) return;
         const Matrix<T>& qkv = qkv_of(l);
-        const Index c = settings_.dimensions, d = settings_.head_size;
-        const AttentionOptions<T> options;   // causal; queries and keys are already rotated
+        const Index d = settings_.head_size, width = settings_.query_key_value_width();
+        const Index query_width = settings_.query_width(), key_value_width = settings_.key_value_width();
+        const Index group = settings_.heads / settings_.key_value_heads;
+        AttentionOptions<T> options;  // causal; queries and keys are already rotated
+        options.scale = T(settings_.score_scale(Index(l)));
         const Index keys = p0_ + rows.last;  // what the last of these rows sees
         FusedProblem<T> problem = fused_problem(settings_.heads, rows.count(), keys, d, d, options);
+        problem.key_value_heads = settings_.key_value_heads;
         problem.first_position = p0_ + rows.first;
         problem.first_row = p0_ + rows.first;  // errors name the position, whichever thread finds them
         problem.memory = &memory;
         const LentInputs<T> lent(problem.inputs, &memory.inputs);
         for (Index h = 0; h < settings_.heads; ++h) {
-            const T* queries = qkv.data() + rows.first * 3 * c + h * d;  // row stride 3C
+            const T* queries = qkv.data() + rows.first * width + h * d;  // row stride (H + 2 H_kv)·d
+            const Index g = h / group;                                   // its key/value head
             if (caches_) {
                 KeyValueCache<T>& cache = (*caches_)[l];
                 problem.inputs.push_back(
-                    {{queries, 3 * c}, {cache.key_rows(h).data(), d}, {cache.value_rows(h).data(), d}});
+                    {{queries, width}, {cache.key_rows(g).data(), d}, {cache.value_rows(g).data(), d}});
             } else {
-                const T* head_keys = qkv.data() + c + h * d;
-                problem.inputs.push_back({{queries, 3 * c}, {head_keys, 3 * c}, {head_keys + c, 3 * c}});
+                const T* head_keys = qkv.data() + query_width + g * d;
+                problem.inputs.push_back({{queries, width}, {head_keys, width}, {head_keys + key_value_width, width}});
             }
         }
-        problem.outputs = attended_.data() + rows.first * c;
-        problem.output_row_stride = c;
+        problem.outputs = attended_.data() + rows.first * query_width;
+        problem.output_row_stride = query_width;
         problem.output_head_stride = d;
         if (!kept_.empty()) {
             const Index columns = p0_ + n_;
@@ -303,7 +363,8 @@ private:
         if (!log_sum_exp_.empty()) {  // this share's rows, for attention_rows afterwards
             problem.log_sum_exp = log_sum_exp_[l].data() + rows.first;
             problem.log_sum_exp_head_stride = n_;
-            queries_keys_[l].middleRows(rows.first, rows.count()) = qkv.block(rows.first, 0, rows.count(), 2 * c);
+            queries_keys_[l].middleRows(rows.first, rows.count()) =
+                qkv.block(rows.first, 0, rows.count(), query_width + key_value_width);
         }
         StatisticsTarget<T> statistics;  // this share's rows of layer l's statistics
         if (!targets_.empty()) {
@@ -330,54 +391,76 @@ private:
         hooks_->at({Point::result, Index(l)}, rows.first, results);
     }
 
-    /// x += attended · Wo, then x += gelu(layer_norm(x) · W1 + b1) · W2 + b2. Each block's
-    /// output is computed whole before it is added (`written`), so that hooks can keep or replace it.
+    /// x += attended · Wo (+ bo), then x += mlp(norm(x)). Each block's output is computed whole
+    /// before it is added (`written`), so that hooks can keep or replace it.
     void project_output_and_mlp(std::size_t l, Rows rows) {
         const auto& layer = model_.layers_[l];
         auto x = x_.middleRows(rows.first, rows.count());              // (rows × C)
         auto normed = normed_.middleRows(rows.first, rows.count());    // (rows × C)
         auto written = written_.middleRows(rows.first, rows.count());  // (rows × C)
-        auto hidden = hidden_.middleRows(rows.first, rows.count());    // (rows × mlp width)
-        multiply_rows(attended_.middleRows(rows.first, rows.count()), layer.output, written, false);
+        auto hidden = hidden_.middleRows(rows.first, rows.count());    // (rows × M)
+        project_rows(attended_.middleRows(rows.first, rows.count()), layer.output, layer.output_bias, written);
         hook(Point::attn_out, l, rows, written);
         x += written;
         hook(Point::resid_mid, l, rows, x);
         hook_scale(Point::ln2_scale, l, rows);
-        layer_norm_into(x, layer.mlp_norm_weight, layer.mlp_norm_bias, settings_.norm_epsilon, normed);
-        hidden.rowwise() = layer.up_bias.transpose();
-        multiply_rows(normed, layer.up, hidden, true);
-        hook(Point::mlp_pre, l, rows, hidden);
-        if (settings_.activation == Activation::gelu_tanh)
-            gelu_tanh_in_place(hidden);
-        else
-            gelu_in_place(hidden);
+        normalize(rows, layer.mlp_norm_weight, layer.mlp_norm_bias);
+        if (settings_.gated_mlp) {  // down(act(x · W_gate + b) ⊙ (x · W_up + b))
+            auto linear = hidden_linear_.middleRows(rows.first, rows.count());  // (rows × M)
+            project_rows(normed, layer.gate, layer.gate_bias, hidden);
+            hook(Point::mlp_pre, l, rows, hidden);
+            project_rows(normed, layer.up, layer.up_bias, linear);
+            hook(Point::mlp_pre_linear, l, rows, linear);
+            activate(hidden);
+            hidden.array() *= linear.array();
+        } else {  // down(act(x · W_up + b))
+            project_rows(normed, layer.up, layer.up_bias, hidden);
+            hook(Point::mlp_pre, l, rows, hidden);
+            activate(hidden);
+        }
         hook(Point::mlp_post, l, rows, hidden);
-        written.rowwise() = layer.down_bias.transpose();
-        multiply_rows(hidden, layer.down, written, true);
+        project_rows(hidden, layer.down, layer.down_bias, written);
         hook(Point::mlp_out, l, rows, written);
         x += written;
         hook(Point::resid_post, l, rows, x);
     }
 
-    /// logits = layer_norm(x) · Eᵀ, for the positions from first_logit_ on.
+    /// The MLP's activation, in place.
+    template <class Block>
+    void activate(Block& hidden) const {
+        switch (settings_.activation) {
+            case Activation::gelu_tanh:
+                gelu_tanh_in_place(hidden);
+                break;
+            case Activation::gelu_erf:
+                gelu_in_place(hidden);
+                break;
+            case Activation::silu:
+                silu_in_place(hidden);
+                break;
+        }
+    }
+
+    /// logits = norm(x) · U, for the positions from first_logit_ on.
     void unembed(Rows rows) {
         hook_scale(Point::final_scale, 0, rows);
-        auto normed = normed_.middleRows(rows.first, rows.count());
-        layer_norm_into(x_.middleRows(rows.first, rows.count()), model_.final_norm_weight_, model_.final_norm_bias_,
-                        settings_.norm_epsilon, normed);
-        multiply_rows(normed, model_.unembedding_, logits_.middleRows(rows.first - first_logit_, rows.count()), false);
+        normalize(rows, model_.final_norm_weight_, model_.final_norm_bias_);
+        multiply_rows(normed_.middleRows(rows.first, rows.count()), model_.unembedding_,
+                      logits_.middleRows(rows.first - first_logit_, rows.count()), false);
     }
 
     /// Worker `worker`'s positions in the layers, of `workers`, cut so that the work is
     /// even: every position costs the same in the products, and a later one more in causal
     /// attention (it sees more keys), so earlier shares are a little longer.
     Rows share_of_layers(int worker, int workers) const {
-        // FLOPs per position ÷ 2C in the products of the layers (layer 0's q, k, v are looked up)
+        // FLOPs per position ÷ 2C in the products of the layers (layer 0's q, k, v may be looked up)
+        const ModelSettings& s = settings_;
+        const double mlp_products = s.gated_mlp ? 3.0 : 2.0;
         const double per_position =
-            double(settings_.layers) * double(4 * settings_.dimensions + 2 * settings_.mlp_width) -
-            double(3 * settings_.dimensions);
-        // attention's FLOPs per visible key (4C per layer) ÷ 2C, weighted by kAttentionCost
-        const double per_key = double(settings_.layers) * 2.0 * kAttentionCost;
+            double(s.layers) * (double(s.query_key_value_width() + s.query_width()) + mlp_products * double(s.mlp_width)) -
+            (look_up_first_layer_ ? double(s.query_key_value_width()) : 0.0);
+        // attention's FLOPs per visible key (4·H·d per layer) ÷ 2C, weighted by kAttentionCost
+        const double per_key = double(s.layers) * 2.0 * double(s.query_width()) / double(s.dimensions) * kAttentionCost;
         const auto cost_before = [&](Index i) {  // positions p0 … p0 + i − 1 see p0 + 1 … p0 + i keys
             return per_position * double(i) + per_key * (double(p0_) * double(i) + double(i) * double(i + 1) / 2);
         };
@@ -407,15 +490,16 @@ private:
     const std::vector<std::vector<bool>>& silenced_;  // (layers × heads): ablated heads
     Matrix<T>& x_;                                    // (n × C) the residual stream
     Matrix<T>& normed_;                               // (n × C) layer_norm(x)
-    Matrix<T> (&qkv_)[2];                             // (n × 3C) queries | keys | values, heads side by side
-    Matrix<T>& attended_;                             // (n × C) every head's output, side by side
+    Matrix<T> (&qkv_)[2];                             // (n × (H + 2 H_kv)·d) queries | keys | values
+    Matrix<T>& attended_;                             // (n × H·d) every head's output, side by side
     Matrix<T>& written_;                              // (n × C) what attention, then the MLP, add to x
-    Matrix<T>& hidden_;                               // (n × mlp width)
+    Matrix<T>& hidden_;                               // (n × M)
+    Matrix<T>& hidden_linear_;                        // (n × M): a gated MLP's x · W_up
     Matrix<T>& logits_;                               // (n × vocabulary)
     std::vector<AttentionWeights<T>>& kept_;          // per layer, heads × (n × (p0 + n)), if kept
     bool weights_zeroed_ = false;                     // kept_ was allocated (zero-filled) for this pass
     std::vector<Matrix<T>>& log_sum_exp_;             // per layer (heads × n), if kept
-    std::vector<Matrix<T>>& queries_keys_;            // per layer (n × 2C), if kept
+    std::vector<Matrix<T>>& queries_keys_;            // per layer (n × (H + H_kv)·d), if kept
     std::vector<StatisticsTarget<T>>& targets_;       // per layer, if statistics are asked
 };
 

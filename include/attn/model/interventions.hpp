@@ -3,9 +3,9 @@
 //   run_with_hooks            a forward pass that keeps the named activations (only those) and
 //                             applies interventions (activations.hpp has the names)
 //   logit_attribution         direct logit attribution: each head's, each MLP's and the
-//                             embedding's share of a logit (difference), through the final
-//                             LayerNorm with its scale frozen
-//   logit_lens                the final LayerNorm and the unembedding applied after every layer
+//                             embeddings' share of a logit (difference), through the final
+//                             norm with its scale frozen
+//   logit_lens                the final norm and the unembedding applied after every layer
 //   patch_heads, patch_residual   activation patching from a clean run into a corrupted one,
 //                             normalised so that 0 is the corrupted run and 1 the clean one
 //
@@ -90,9 +90,10 @@ HookedRun<T> run_with_hooks(const Model<T>& model, const std::vector<int>& ids, 
     return run;
 }
 
-/// The activations logit_attribution and the patching sweeps read, by name (with "*" all).
+/// The activations logit_attribution reads, by name (with "*" all).
 inline std::vector<std::string> attribution_activations(const ModelSettings& s) {
     std::vector<std::string> names{"hook_embed", "ln_final.hook_scale"};
+    if (s.positions == PositionEncoding::learned) names.push_back("hook_pos_embed");
     for (Index l = 0; l < s.layers; ++l) {
         names.push_back(activation_name({Point::result, l}));
         names.push_back(activation_name({Point::mlp_out, l}));
@@ -107,12 +108,17 @@ struct LogitMetric {
     int other = -1;  ///< −1: the logit of token alone
 };
 
-/// Direct logit attribution: each component's share of the metric, through the final LayerNorm
+/// Direct logit attribution: each component's share of the metric, through the final norm
 /// with its scale frozen at the run's value σ (as TransformerLens's apply_ln_to_stack):
-///   share(c) = (((c − mean(c)) / σ) ⊙ γ) · u,   u = E[token] − E[other]
+///   share(c) = (((c − mean(c)) / σ) ⊙ γ) · u,   u = U[:, token] − U[:, other]
+/// (RMSNorm removes no mean: share(c) = ((c / σ) ⊙ γ) · u). The residual stream the final norm
+/// reads is the sum of the components, so their shares, with the final LayerNorm's bias β · u,
+/// sum to the metric.
 template <class T>
 struct LogitAttribution {
-    std::vector<std::string> components;  ///< "embed", "L0H0" … "L0H3", "mlp0", …, "bias"
+    /// "embed", "pos_embed" (learned positions), then per layer "L0H0" … "L0H3", "attn_bias0"
+    /// (an output bias), "mlp0"; last "bias" (a LayerNorm's β · u)
+    std::vector<std::string> components;
     Vector<T> shares;                     ///< one per component; they sum to the metric
     T metric = T(0);                      ///< the run's own logit (difference)
 };
@@ -130,29 +136,32 @@ LogitAttribution<T> logit_attribution(const Model<T>& model, const HookedRun<T>&
     const Index row = Index(found - positions.begin());
     detail::check_index("logit_attribution", "token", metric.token, s.vocabulary_size);
     if (metric.other != -1) detail::check_index("logit_attribution", "other token", metric.other, s.vocabulary_size);
-    Vector<T> direction = model.embedding().row(metric.token).transpose();  // u: C
-    if (metric.other != -1) direction -= model.embedding().row(metric.other).transpose();
+    Vector<T> direction = model.unembedding().col(metric.token);  // u: C
+    if (metric.other != -1) direction -= model.unembedding().col(metric.other);
     const T scale = run.cache["ln_final.hook_scale"](row, 0);
     const Vector<T> read = model.final_norm_weight().cwiseProduct(direction) / scale;  // γ ⊙ u / σ
-    const auto share = [&](const auto& component) {                                    // (1 × C)
-        const T mean = component.sum() / T(s.dimensions);
+    const bool centred = s.norm == Norm::layer_norm;
+    const auto share = [&](const auto& component) {  // (1 × C)
+        const T mean = centred ? component.sum() / T(s.dimensions) : T(0);
         return (component.array() - mean).matrix().dot(read.transpose());
     };
     LogitAttribution<T> out;
     std::vector<T> shares;
-    out.components.push_back("embed");
-    shares.push_back(share(run.cache["hook_embed"].row(row)));
+    const auto add = [&](std::string name, T value) {
+        out.components.push_back(std::move(name));
+        shares.push_back(value);
+    };
+    add("embed", share(run.cache["hook_embed"].row(row)));
+    if (s.positions == PositionEncoding::learned) add("pos_embed", share(run.cache["hook_pos_embed"].row(row)));
     for (Index l = 0; l < s.layers; ++l) {
         const Matrix<T>& results = run.cache[activation_name({Point::result, l})];
-        for (Index h = 0; h < s.heads; ++h) {
-            out.components.push_back(detail::message("L", l, "H", h));
-            shares.push_back(share(results.row(row).segment(h * s.dimensions, s.dimensions)));
-        }
-        out.components.push_back(detail::message("mlp", l));
-        shares.push_back(share(run.cache[activation_name({Point::mlp_out, l})].row(row)));
+        for (Index h = 0; h < s.heads; ++h)
+            add(detail::message("L", l, "H", h), share(results.row(row).segment(h * s.dimensions, s.dimensions)));
+        const Vector<T>& output_bias = model.layer(l).output_bias;
+        if (output_bias.size() != 0) add(detail::message("attn_bias", l), share(output_bias.transpose()));
+        add(detail::message("mlp", l), share(run.cache[activation_name({Point::mlp_out, l})].row(row)));
     }
-    out.components.push_back("bias");
-    shares.push_back(model.final_norm_bias().dot(direction));
+    if (model.final_norm_bias().size() != 0) add("bias", model.final_norm_bias().dot(direction));
     out.shares = Eigen::Map<const Vector<T>>(shares.data(), Index(shares.size()));
     out.metric = run.result.logits(metric.position, metric.token) -
                  (metric.other == -1 ? T(0) : run.result.logits(metric.position, metric.other));
@@ -160,14 +169,15 @@ LogitAttribution<T> logit_attribution(const Model<T>& model, const HookedRun<T>&
 }
 
 /// The logit lens at one position: after the embedding and after each layer, the final
-/// LayerNorm (with its own scale) and the unembedding, as probabilities.
+/// norm (with its own scale) and the unembedding, as probabilities.
 template <class T>
 struct LogitLens {
     std::vector<std::string> stages;  ///< "embed", "blocks.0", …
     Matrix<T> probabilities;          ///< (stages × vocabulary)
 };
 
-/// run: run_with_hooks keeping hook_embed and every blocks.L.hook_resid_post, at `position`.
+/// run: run_with_hooks keeping hook_embed (and hook_pos_embed, learned positions) and every
+/// blocks.L.hook_resid_post, at `position`.
 template <class T>
 LogitLens<T> logit_lens(const Model<T>& model, const HookedRun<T>& run, Index position) {
     const ModelSettings& s = model.settings();
@@ -180,12 +190,13 @@ LogitLens<T> logit_lens(const Model<T>& model, const HookedRun<T>& run, Index po
     LogitLens<T> lens;
     lens.stages.push_back("embed");
     stream.row(0) = run.cache["hook_embed"].row(row);
+    if (s.positions == PositionEncoding::learned) stream.row(0) += run.cache["hook_pos_embed"].row(row);
     for (Index l = 0; l < s.layers; ++l) {
         lens.stages.push_back(detail::message("blocks.", l));
         stream.row(l + 1) = run.cache[activation_name({Point::resid_post, l})].row(row);
     }
-    const Matrix<T> normed = layer_norm(stream, model.final_norm_weight(), model.final_norm_bias(), s.norm_epsilon);
-    lens.probabilities = normed * model.embedding().transpose();  // (stages × V) logits
+    const Matrix<T> normed = model.normalize(stream, model.final_norm_weight(), model.final_norm_bias());
+    lens.probabilities = normed * model.unembedding();  // (stages × V) logits
     softmax_rows_in_place(lens.probabilities);
     return lens;
 }

@@ -98,6 +98,7 @@ inline ModelSettings parse_settings(const nlohmann::json& manifest, const std::s
     const nlohmann::json& s = member(manifest, "settings", file);
     if (!s.is_object()) throw format_error(file + ": \"settings\" must be an object");
     ModelSettings settings;
+    settings.architecture = Architecture::store;
     settings.layers = positive_integer(s, "layers", file);
     settings.heads = positive_integer(s, "heads", file);
     settings.dimensions = positive_integer(s, "dimensions", file);
@@ -112,6 +113,8 @@ inline ModelSettings parse_settings(const nlohmann::json& manifest, const std::s
                                    ") must equal dimensions (", settings.dimensions, ")"));
     if (settings.head_size % 2 != 0)
         throw format_error(message(file, ": settings.head_size must be even for rotary positions"));
+    settings.key_value_heads = settings.heads;
+    settings.mlp_bias = true;  // the store model's MLP has biases; its attention has none
     expect_setting(s, "norm", "layernorm", file);
     expect_setting(s, "attention_bias", false, file);
     expect_setting(s, "tied_embeddings", true, file);

@@ -1,23 +1,27 @@
 #pragma once
-// A saved transformer, loaded: the store model or any model with the same manifest
-// (tools/export.py writes them: manifest.json, model.safetensors, vocabulary.txt,
-// merges.txt). Pre-norm layers with rotary positions in every head, a GELU MLP and tied
-// embeddings:
+// A saved transformer, loaded: the store model (manifest.json, written by tools/export.py) or
+// a Hugging Face checkpoint (config.json and model.safetensors, or a sharded index) of GPT-2,
+// Llama (SmolLM, TinyLlama) or Qwen2. Pre-norm layers, one compiled Model<T> for all of them;
+// what differs is decided when the model is loaded (model/architectures.hpp):
 //
-//   x = E[ids]                                                  (n × C)
+//   x = E[ids] (+ P[positions] if learned)                              (n × C)
 //   for each layer:
-//     x = x + attention(layer_norm(x))                          (n × C)
-//     x = x + mlp(layer_norm(x))                                (n × C)
-//   logits = layer_norm(x) · Eᵀ                                 (n × vocabulary)
+//     q, k, v = norm(x) · [Wq Wk Wv] (+ b), q and k rotated if rotary   (n × H·d), (n × H_kv·d) ×2
+//     x = x + attention(q, k, v) · Wo (+ bo)                            (n × C)
+//     x = x + mlp(norm(x))                                              (n × C)
+//   logits = norm(x) · U                                                (n × V), U = Eᵀ if tied
 //
-// Two forward passes compute it: reference_forward (model/reference_forward.hpp), written
-// from the core's public steps one layer at a time, is the readable one; Model::forward
-// (model/forward.hpp) is the fast one, tested equal to it.
+// norm is LayerNorm or RMSNorm; mlp is act(x · W_up + b) · W_down + b, or SwiGLU's
+// (silu(x · W_gate) ⊙ (x · W_up)) · W_down. Two forward passes compute it: reference_forward
+// (model/reference_forward.hpp), written from the core's public steps one layer at a time, is
+// the readable one; Model::forward (model/forward.hpp) is the fast one, tested equal to it.
 
 #include <Eigen/Core>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,8 +32,10 @@
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/detail/tiles.hpp"
+#include "attn/model/architectures.hpp"
 #include "attn/model/manifest.hpp"
 #include "attn/model/safetensors.hpp"
+#include "attn/model/tensor_files.hpp"
 #include "attn/model/tokenizer.hpp"
 #include "attn/model/types.hpp"
 
@@ -45,45 +51,87 @@ class FastForward;
 template <class T>
 class Model {
 public:
-    /// One layer's weights, (in × out) as the manifest's weight_layout "in_out" says.
+    /// One layer's weights, each (in × out). Biases and the gate are empty where the
+    /// architecture has none.
     struct Layer {
-        Vector<T> attention_norm_weight, attention_norm_bias;  // C each
-        Matrix<T> query, key, value, output;                   // (C × C) each
-        Vector<T> mlp_norm_weight, mlp_norm_bias;              // C each
-        Matrix<T> up;                                          // (C × mlp width)
-        Vector<T> up_bias;                                     // mlp width
-        Matrix<T> down;                                        // (mlp width × C)
-        Vector<T> down_bias;                                   // C
+        Vector<T> attention_norm_weight, attention_norm_bias;  ///< C each (no bias with RMSNorm)
+        Matrix<T> query_key_value;       ///< (C × (H + 2 H_kv)·d): [Wq Wk Wv], one product for all three
+        Vector<T> query_key_value_bias;  ///< (H + 2 H_kv)·d, or empty
+        Matrix<T> output;                ///< (H·d × C)
+        Vector<T> output_bias;           ///< C, or empty
+        Vector<T> mlp_norm_weight, mlp_norm_bias;  ///< C each (no bias with RMSNorm)
+        Matrix<T> up;                    ///< (C × M)
+        Vector<T> up_bias;               ///< M, or empty
+        Matrix<T> gate;                  ///< (C × M) in a gated MLP, else empty
+        Vector<T> gate_bias;             ///< M, or empty
+        Matrix<T> down;                  ///< (M × C)
+        Vector<T> down_bias;             ///< C, or empty
+        Index query_width = 0;           ///< H·d
+        Index key_value_width = 0;       ///< H_kv·d
+
+        /// Wq, (C × H·d).
+        auto query() const { return query_key_value.leftCols(query_width); }
+        /// Wk, (C × H_kv·d).
+        auto key() const { return query_key_value.middleCols(query_width, key_value_width); }
+        /// Wv, (C × H_kv·d).
+        auto value() const { return query_key_value.middleCols(query_width + key_value_width, key_value_width); }
     };
 
-    /// Loads directory/manifest.json and the files it names. Throws io_error for a missing
-    /// file and format_error for anything malformed, unsupported, missing or misshapen,
-    /// naming the file, setting or tensor.
+    /// The token embedding, (V × C): a view, since a tied model keeps only its transpose U.
+    using EmbeddingView = Eigen::Map<const Matrix<T>, 0, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>>;
+
+    /// Loads a model directory: manifest.json and the files it names (the store model), or a
+    /// Hugging Face directory: config.json, model.safetensors or model.safetensors.index.json
+    /// and its shards, and the tokenizer's files if present. F32, F16 and BF16 tensors convert
+    /// to T as they are read, one at a time. Throws io_error for a missing file and
+    /// format_error for anything malformed, unsupported, missing or misshapen, naming the
+    /// file, key or tensor.
     static Model load(const std::filesystem::path& directory) {
-        const Manifest manifest = read_manifest(directory);
-        Model model(manifest.settings, Tokenizer::load(manifest.vocabulary, manifest.merges));
-        if (model.tokenizer_.size() != manifest.settings.vocabulary_size)
-            throw format_error(detail::message(manifest.vocabulary, ": ", model.tokenizer_.size(), " tokens, but ",
-                                               (directory / "manifest.json").string(), " declares vocabulary_size ",
-                                               manifest.settings.vocabulary_size));
-        model.read_weights(SafeTensors::open(manifest.weights));
-        return model;
+        if (std::filesystem::exists(directory / "manifest.json")) return load_store_model(directory);
+        if (std::filesystem::exists(directory / "config.json")) return load_hugging_face(directory);
+        throw io_error(detail::message(directory.string(), ": neither manifest.json (an attn model) nor config.json (a "
+                                                           "Hugging Face model) is there"));
     }
 
     const ModelSettings& settings() const { return settings_; }
+    /// The directory's tokenizer; empty (size 0) if it has none, then ids must be given.
     const Tokenizer& tokenizer() const { return tokenizer_; }
-    /// The token embedding E, (vocabulary × C); tied: the unembedding is Eᵀ.
-    const Matrix<T>& embedding() const { return embedding_; }
+    /// The token embedding E, (V × C).
+    EmbeddingView embedding() const {
+        if (settings_.tied_embeddings)  // E(v, c) = U(c, v)
+            return EmbeddingView(unembedding_.data(), settings_.vocabulary_size, settings_.dimensions,
+                                 Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(1, settings_.vocabulary_size));
+        return EmbeddingView(embedding_.data(), settings_.vocabulary_size, settings_.dimensions,
+                             Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(settings_.dimensions, 1));
+    }
+    /// The unembedding U, (C × V): logits = norm(x) · U; Eᵀ in a tied model.
+    const Matrix<T>& unembedding() const { return unembedding_; }
+    /// Learned positions, (longest × C); empty with rotary positions.
+    const Matrix<T>& position_embedding() const { return position_embedding_; }
     /// Layer l's weights, 0 ≤ l < layers.
     const Layer& layer(Index l) const {
         detail::check_index("Model::layer", "layer", l, settings_.layers);
         return layers_[static_cast<std::size_t>(l)];
     }
-    /// The final norm's weight and bias, C each.
+    /// The final norm's weight and bias, C each (the bias is empty with RMSNorm).
     const Vector<T>& final_norm_weight() const { return final_norm_weight_; }
     const Vector<T>& final_norm_bias() const { return final_norm_bias_; }
-    /// The rotary positions of every head (head size, pairing and base from the manifest).
-    const Rope<T>& rope() const { return rope_; }
+    /// The rotary positions of every head (head size, pairing and base from the config).
+    /// Throws argument_error for a model with learned positions.
+    const Rope<T>& rope() const {
+        if (!rope_)
+            throw argument_error(detail::message("Model::rope: this ", architecture_name(settings_.architecture),
+                                                 " model has learned positions, not rotary ones"));
+        return *rope_;
+    }
+
+    /// The model's norm (LayerNorm or RMSNorm) of x's rows with these parameters.
+    /// x: (rows × C) → (rows × C).
+    template <class D>
+    Matrix<T> normalize(const Eigen::MatrixBase<D>& x, const Vector<T>& weight, const Vector<T>& bias) const {
+        return settings_.norm == Norm::rms_norm ? rms_norm(x, weight, settings_.norm_epsilon)
+                                                : layer_norm(x, weight, bias, settings_.norm_epsilon);
+    }
 
     /// `<s> name <sep> description </s>` as ids, truncated to the context length.
     std::vector<int> product_ids(std::string_view name, std::string_view description) const {
@@ -114,86 +162,220 @@ public:
 private:
     friend class detail::FastForward<T>;
 
-    Model(ModelSettings settings, Tokenizer tokenizer)
-        : settings_(std::move(settings)),
-          tokenizer_(std::move(tokenizer)),
-          rope_(settings_.head_size, settings_.rope_pairing, settings_.rope_base, settings_.longest) {}
+    /// Layer 0's q, k, v depend on the token alone when positions are rotary: the fast pass
+    /// looks them up in a (V × (H + 2 H_kv)·d) table instead of computing them, where the table
+    /// stays this small.
+    static constexpr std::size_t kFirstLayerTableBytes = std::size_t(16) << 20;
 
-    void read_weights(const SafeTensors& file) {
-        const Index c = settings_.dimensions, mlp = settings_.mlp_width;
-        std::map<std::string, std::vector<std::int64_t>> expected{
-            {"embedding", {settings_.vocabulary_size, c}}, {"final_norm.weight", {c}}, {"final_norm.bias", {c}}};
-        for (Index l = 0; l < settings_.layers; ++l) {
-            const std::string prefix = detail::message("layers.", l, ".");
-            for (const char* name :
-                 {"attention_norm.weight", "attention_norm.bias", "mlp_norm.weight", "mlp_norm.bias", "mlp.down.bias"})
-                expected[prefix + name] = {c};
-            for (const char* name : {"attention.query", "attention.key", "attention.value", "attention.output"})
-                expected[prefix + name] = {c, c};
-            expected[prefix + "mlp.up.weight"] = {c, mlp};
-            expected[prefix + "mlp.up.bias"] = {mlp};
-            expected[prefix + "mlp.down.weight"] = {mlp, c};
+    explicit Model(ModelSettings settings) : settings_(std::move(settings)) {
+        if (settings_.positions == PositionEncoding::rotary)
+            rope_.emplace(settings_.head_size, settings_.rope_pairing, settings_.rope_base, settings_.longest);
+    }
+
+    static Model load_store_model(const std::filesystem::path& directory) {
+        const Manifest manifest = read_manifest(directory);
+        Model model(manifest.settings);
+        model.tokenizer_ = Tokenizer::load(manifest.vocabulary, manifest.merges);
+        if (model.tokenizer_.size() != manifest.settings.vocabulary_size)
+            throw format_error(detail::message(manifest.vocabulary, ": ", model.tokenizer_.size(), " tokens, but ",
+                                               (directory / "manifest.json").string(), " declares vocabulary_size ",
+                                               manifest.settings.vocabulary_size));
+        model.read_weights(TensorFiles::open_file(manifest.weights), store_tensor_names(model.settings_));
+        return model;
+    }
+
+    static Model load_hugging_face(const std::filesystem::path& directory) {
+        const std::filesystem::path config_path = directory / "config.json";
+        std::ifstream in(config_path, std::ios::binary);
+        if (!in) throw io_error(detail::message(config_path.string(), ": cannot open the model's config"));
+        const nlohmann::json config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+        if (config.is_discarded()) throw format_error(detail::message(config_path.string(), ": not valid JSON"));
+        Model model(settings_from_config(config, config_path.string()));
+        const TensorFiles files = TensorFiles::open(directory);
+        const bool prefixed =
+            model.settings_.architecture == Architecture::gpt2 && files.contains("transformer.wte.weight");
+        model.read_weights(files, hugging_face_tensor_names(model.settings_, prefixed ? "transformer." : ""));
+        model.tokenizer_ = Tokenizer::from_directory(directory);
+        if (model.tokenizer_.size() > model.settings_.vocabulary_size)
+            throw format_error(detail::message(directory.string(), ": the tokenizer has ", model.tokenizer_.size(),
+                                               " tokens, more than the model's vocab_size ",
+                                               model.settings_.vocabulary_size));
+        return model;
+    }
+
+    /// The tensors `names` lists, each checked against the shape the settings give it, read
+    /// one at a time into its place. All problems of the checkpoint (missing, unexpected and
+    /// misshapen tensors) are reported in one format_error.
+    void read_weights(const TensorFiles& files, const TensorNames& names) {
+        const ModelSettings& s = settings_;
+        const Index c = s.dimensions, q = s.query_width(), kv = s.key_value_width(), m = s.mlp_width;
+        const bool transposed = names.layout == WeightLayout::out_in;
+        // A weight (in × out) as the file stores it: [in, out], or [out, in] for a Linear.
+        const auto weight_shape = [&](Index in, Index out) {
+            return transposed ? std::vector<std::int64_t>{out, in} : std::vector<std::int64_t>{in, out};
+        };
+        std::map<std::string, std::vector<std::int64_t>> expected;
+        const auto expect = [&](const std::string& name, std::vector<std::int64_t> shape) {
+            if (!name.empty()) expected[name] = std::move(shape);
+        };
+        expect(names.embedding, {s.vocabulary_size, c});
+        expect(names.position_embedding, {s.longest, c});
+        expect(names.final_norm_weight, {c});
+        expect(names.final_norm_bias, {c});
+        expect(names.unembedding, {s.vocabulary_size, c});  // lm_head: a Linear (V × C)
+        for (const LayerTensorNames& layer : names.layers) {
+            for (const std::string* norm : {&layer.attention_norm_weight, &layer.attention_norm_bias,
+                                            &layer.mlp_norm_weight, &layer.mlp_norm_bias, &layer.output_bias,
+                                            &layer.down_bias})
+                expect(*norm, {c});
+            if (layer.query_key_value.size() == 1) {
+                expect(layer.query_key_value[0], weight_shape(c, q + 2 * kv));
+            } else {
+                expect(layer.query_key_value[0], weight_shape(c, q));
+                expect(layer.query_key_value[1], weight_shape(c, kv));
+                expect(layer.query_key_value[2], weight_shape(c, kv));
+            }
+            if (layer.query_key_value_bias.size() == 1) {
+                expect(layer.query_key_value_bias[0], {q + 2 * kv});
+            } else if (layer.query_key_value_bias.size() == 3) {
+                expect(layer.query_key_value_bias[0], {q});
+                expect(layer.query_key_value_bias[1], {kv});
+                expect(layer.query_key_value_bias[2], {kv});
+            }
+            expect(layer.output, weight_shape(q, c));
+            expect(layer.up, weight_shape(c, m));
+            expect(layer.gate, weight_shape(c, m));
+            expect(layer.down, weight_shape(m, c));
+            expect(layer.up_bias, {m});
+            expect(layer.gate_bias, {m});
         }
-        std::vector<std::string> missing, extra, misshapen;
-        for (const auto& [name, shape] : expected) {
-            if (!file.contains(name))
-                missing.push_back(name);
-            else if (file.info(name).shape != shape)
-                misshapen.push_back(detail::message(name, " is ", detail::shape_text(file.info(name).shape),
-                                                    ", expected ", detail::shape_text(shape)));
-        }
-        for (const std::string& name : file.names())
-            if (!expected.count(name)) extra.push_back(name);
-        if (!missing.empty() || !extra.empty() || !misshapen.empty()) {
-            std::string text = file.source() + ": the weights do not fit the manifest;";
-            if (!missing.empty()) text += " missing: " + join(missing) + ";";
-            if (!extra.empty()) text += " unexpected: " + join(extra) + ";";
-            if (!misshapen.empty()) text += " wrong shape: " + join(misshapen) + ";";
-            text.pop_back();
-            throw format_error(text);
-        }
+        check_tensors(files, expected, names.skipped);
+
         // Weights that are not finite would only surface as NaN logits (or a numeric_error in
         // attention, far from its cause): refuse them here, naming the tensor.
-        const auto finite = [&](const std::string& name, auto values) {
+        const auto finite = [&](const std::string& name, const auto& values) {
             if (!values.allFinite())
-                throw format_error(detail::message(file.source(), ": tensor '", name, "' holds NaN or infinity",
+                throw format_error(detail::message(files.source(name), ": tensor '", name, "' holds NaN or infinity",
                                                    sizeof(T) < 8 ? " (in float)" : ""));
+        };
+        const auto vector = [&](const std::string& name) {
+            if (name.empty()) return Vector<T>();
+            Vector<T> values = files.vector<T>(name);
+            finite(name, values);
             return values;
         };
-        const auto matrix = [&](const std::string& name) { return finite(name, file.matrix<T>(name)); };
-        const auto vector = [&](const std::string& name) { return finite(name, file.vector<T>(name)); };
-        embedding_ = matrix("embedding");
-        final_norm_weight_ = vector("final_norm.weight");
-        final_norm_bias_ = vector("final_norm.bias");
-        for (Index l = 0; l < settings_.layers; ++l) {
-            const std::string prefix = detail::message("layers.", l, ".");
+        // A weight into columns first … first + out − 1 of `into` (in × …), transposed from a Linear.
+        const auto weight_into = [&](const std::string& name, Matrix<T>& into, Index first, Index out) {
+            auto block = into.middleCols(first, out);
+            files.read_matrix_into<T>(name, block, transposed);
+            finite(name, block);
+        };
+        const auto weight = [&](const std::string& name, Index in, Index out) {
+            Matrix<T> values;
+            if (name.empty()) return values;
+            values.resize(in, out);
+            weight_into(name, values, 0, out);
+            return values;
+        };
+
+        if (s.tied_embeddings) {  // U = Eᵀ, the only copy kept
+            unembedding_.resize(c, s.vocabulary_size);
+            files.read_matrix_into<T>(names.embedding, unembedding_, true);
+            finite(names.embedding, unembedding_);
+        } else {
+            embedding_.resize(s.vocabulary_size, c);
+            files.read_matrix_into<T>(names.embedding, embedding_, false);
+            finite(names.embedding, embedding_);
+            unembedding_.resize(c, s.vocabulary_size);
+            files.read_matrix_into<T>(names.unembedding, unembedding_, true);
+            finite(names.unembedding, unembedding_);
+        }
+        if (!names.position_embedding.empty()) {
+            position_embedding_.resize(s.longest, c);
+            files.read_matrix_into<T>(names.position_embedding, position_embedding_, false);
+            finite(names.position_embedding, position_embedding_);
+        }
+        final_norm_weight_ = vector(names.final_norm_weight);
+        final_norm_bias_ = vector(names.final_norm_bias);
+        for (const LayerTensorNames& names_of : names.layers) {
             Layer layer;
-            layer.attention_norm_weight = vector(prefix + "attention_norm.weight");
-            layer.attention_norm_bias = vector(prefix + "attention_norm.bias");
-            layer.query = matrix(prefix + "attention.query");
-            layer.key = matrix(prefix + "attention.key");
-            layer.value = matrix(prefix + "attention.value");
-            layer.output = matrix(prefix + "attention.output");
-            layer.mlp_norm_weight = vector(prefix + "mlp_norm.weight");
-            layer.mlp_norm_bias = vector(prefix + "mlp_norm.bias");
-            layer.up = matrix(prefix + "mlp.up.weight");
-            layer.up_bias = vector(prefix + "mlp.up.bias");
-            layer.down = matrix(prefix + "mlp.down.weight");
-            layer.down_bias = vector(prefix + "mlp.down.bias");
-            Matrix<T> query_key_value(c, 3 * c);  // (C × 3C): one product for all three
-            query_key_value << layer.query, layer.key, layer.value;
-            query_key_value_.push_back(std::move(query_key_value));
+            layer.query_width = q;
+            layer.key_value_width = kv;
+            layer.attention_norm_weight = vector(names_of.attention_norm_weight);
+            layer.attention_norm_bias = vector(names_of.attention_norm_bias);
+            layer.query_key_value.resize(c, q + 2 * kv);
+            if (names_of.query_key_value.size() == 1) {
+                weight_into(names_of.query_key_value[0], layer.query_key_value, 0, q + 2 * kv);
+            } else {
+                weight_into(names_of.query_key_value[0], layer.query_key_value, 0, q);
+                weight_into(names_of.query_key_value[1], layer.query_key_value, q, kv);
+                weight_into(names_of.query_key_value[2], layer.query_key_value, q + kv, kv);
+            }
+            if (names_of.query_key_value_bias.size() == 1) {
+                layer.query_key_value_bias = vector(names_of.query_key_value_bias[0]);
+            } else if (names_of.query_key_value_bias.size() == 3) {
+                layer.query_key_value_bias.resize(q + 2 * kv);
+                layer.query_key_value_bias << vector(names_of.query_key_value_bias[0]),
+                    vector(names_of.query_key_value_bias[1]), vector(names_of.query_key_value_bias[2]);
+            }
+            layer.output = weight(names_of.output, q, c);
+            layer.output_bias = vector(names_of.output_bias);
+            layer.mlp_norm_weight = vector(names_of.mlp_norm_weight);
+            layer.mlp_norm_bias = vector(names_of.mlp_norm_bias);
+            layer.up = weight(names_of.up, c, m);
+            layer.up_bias = vector(names_of.up_bias);
+            layer.gate = weight(names_of.gate, c, m);
+            layer.gate_bias = vector(names_of.gate_bias);
+            layer.down = weight(names_of.down, m, c);
+            layer.down_bias = vector(names_of.down_bias);
             layers_.push_back(std::move(layer));
         }
-        unembedding_ = embedding_.transpose();
-        // Layer 0 sees only the embeddings, so its queries, keys and values (before rotation)
-        // depend on the token alone: one row per vocabulary entry, computed here once.
+        tabulate_first_layer();
+    }
+
+    /// Every tensor the names expect, with its shape, and nothing else but what may be skipped.
+    static void check_tensors(const TensorFiles& files, const std::map<std::string, std::vector<std::int64_t>>& expected,
+                              const std::vector<std::string>& skipped) {
+        std::vector<std::string> missing, extra, misshapen;
+        for (const auto& [name, shape] : expected) {
+            if (!files.contains(name))
+                missing.push_back(name);
+            else if (files.info(name).shape != shape)
+                misshapen.push_back(detail::message(name, " is ", detail::shape_text(files.info(name).shape),
+                                                    ", expected ", detail::shape_text(shape)));
+        }
+        for (const std::string& name : files.names())
+            if (!expected.count(name) && std::find(skipped.begin(), skipped.end(), name) == skipped.end())
+                extra.push_back(name);
+        if (missing.empty() && extra.empty() && misshapen.empty()) return;
+        std::string text = files.description() + ": the weights do not fit the config;";
+        if (!missing.empty()) text += " missing: " + join(missing) + ";";
+        if (!extra.empty()) text += " unexpected: " + join(extra) + ";";
+        if (!misshapen.empty()) text += " wrong shape: " + join(misshapen) + ";";
+        text.pop_back();
+        throw format_error(text);
+    }
+
+    /// Layer 0 sees only the embeddings when positions are rotary, so its queries, keys and
+    /// values (before rotation) depend on the token alone: one row per vocabulary entry,
+    /// computed here once if the table is small (kFirstLayerTableBytes).
+    void tabulate_first_layer() {
+        const ModelSettings& s = settings_;
+        const Index width = s.query_key_value_width();
+        if (s.positions != PositionEncoding::rotary ||
+            std::size_t(s.vocabulary_size) * std::size_t(width) * sizeof(T) > kFirstLayerTableBytes)
+            return;
         const Layer& first = layers_.front();
-        Matrix<T> normed(settings_.vocabulary_size, c);
-        detail::layer_norm_into(embedding_, first.attention_norm_weight, first.attention_norm_bias,
-                                settings_.norm_epsilon, normed);
-        first_layer_qkv_.resize(settings_.vocabulary_size, 3 * c);
-        detail::multiply_rows(normed, query_key_value_.front(), first_layer_qkv_, false);
+        Matrix<T> normed(s.vocabulary_size, s.dimensions);
+        const Matrix<T> embedded = embedding();
+        if (s.norm == Norm::rms_norm)
+            detail::rms_norm_into(embedded, first.attention_norm_weight, s.norm_epsilon, normed);
+        else
+            detail::layer_norm_into(embedded, first.attention_norm_weight, first.attention_norm_bias, s.norm_epsilon,
+                                    normed);
+        first_layer_qkv_.resize(s.vocabulary_size, width);
+        if (first.query_key_value_bias.size() != 0) first_layer_qkv_.rowwise() = first.query_key_value_bias.transpose();
+        detail::multiply_rows(normed, first.query_key_value, first_layer_qkv_, first.query_key_value_bias.size() != 0);
     }
 
     static std::string join(const std::vector<std::string>& parts) {
@@ -204,14 +386,13 @@ private:
 
     ModelSettings settings_;
     Tokenizer tokenizer_;
-    Rope<T> rope_;
-    Matrix<T> embedding_;  // (vocabulary × C)
+    std::optional<Rope<T>> rope_;   // rotary positions only
+    Matrix<T> embedding_;           // (V × C), untied only: a tied model reads E from unembedding_
+    Matrix<T> unembedding_;         // (C × V)
+    Matrix<T> position_embedding_;  // (longest × C), learned positions only
     Vector<T> final_norm_weight_, final_norm_bias_;
     std::vector<Layer> layers_;
-    // The same weights laid out for the fast forward's products (row-major, in × out).
-    std::vector<Matrix<T>> query_key_value_;  // per layer (C × 3C): [Wq Wk Wv]
-    Matrix<T> unembedding_;                   // (C × vocabulary) = Eᵀ
-    Matrix<T> first_layer_qkv_;               // (vocabulary × 3C): layer_norm(E) · [Wq Wk Wv] of layer 0
+    Matrix<T> first_layer_qkv_;  // (V × (H + 2 H_kv)·d): norm(E) · [Wq Wk Wv] + b of layer 0, or empty
 };
 
 }  // namespace attn

@@ -75,6 +75,14 @@ public:
         return t;
     }
 
+    Tokenizer() = default;  // TEMPORARY
+    /// TEMPORARY until the tokenizer kinds land: the store files if present, else none.
+    static Tokenizer from_directory(const std::filesystem::path& directory) {
+        if (std::filesystem::exists(directory / "vocabulary.txt") && std::filesystem::exists(directory / "merges.txt"))
+            return load(directory / "vocabulary.txt", directory / "merges.txt");
+        return Tokenizer();
+    }
+
     /// Number of tokens; ids are 0 .. size() − 1.
     int size() const { return static_cast<int>(vocabulary_.size()); }
     /// Number of merges (distinct pairs).
@@ -195,7 +203,6 @@ private:
         return ids;
     }
 
-    Tokenizer() = default;
 
     /// A symbol while encoding: its id in symbols_ (vocabulary tokens, then merge
     /// parts that are not tokens), or −1 with its text when it is in neither (such a

@@ -1,10 +1,11 @@
 #pragma once
-// The model layer's plain types: what a manifest declares (ModelSettings), how a forward
+// The model layer's plain types: what a config or manifest declares (ModelSettings), how a forward
 // pass is asked for (ForwardOptions) and what it returns (ForwardResult, ModelAttention).
 // No file I/O and no JSON here, so the analysis layer can use them without the loader.
 
 #include <Eigen/Core>
 
+#include <cmath>
 #include <cstddef>
 #include <string>
 #include <utility>
@@ -24,25 +25,86 @@ template <class T>
 class FastForward;
 }
 
-/// The MLP's activation, decided when the manifest is read.
+/// The family a model's layers follow: which tensors it has and how they are laid out
+/// (model/architectures.hpp describes each).
+enum class Architecture {
+    store,  ///< attn's own manifest (manifest.json): the store model
+    gpt2,   ///< Hugging Face GPT2LMHeadModel
+    llama,  ///< Hugging Face LlamaForCausalLM: Llama, SmolLM/SmolLM2, TinyLlama
+    qwen2,  ///< Hugging Face Qwen2ForCausalLM
+};
+
+/// The name a config or manifest gives the architecture: "store", "gpt2", "llama", "qwen2".
+inline const char* architecture_name(Architecture architecture) {
+    switch (architecture) {
+        case Architecture::store:
+            return "store";
+        case Architecture::gpt2:
+            return "gpt2";
+        case Architecture::llama:
+            return "llama";
+        case Architecture::qwen2:
+            return "qwen2";
+    }
+    return "?";
+}
+
+/// How each layer normalises its input.
+enum class Norm {
+    layer_norm,  ///< (x − mean) / √(variance + ε) · weight + bias (GPT-2, the store model)
+    rms_norm,    ///< x / √(mean(x²) + ε) · weight (Llama, Qwen2)
+};
+
+/// Where positions enter the model.
+enum class PositionEncoding {
+    rotary,   ///< queries and keys rotated in every head (core/rope.hpp)
+    learned,  ///< a learned vector per position added to the token embedding (GPT-2)
+};
+
+/// The MLP's activation, decided when the model is loaded.
 enum class Activation {
     gelu_erf,   ///< x · ½ · (1 + erf(x / √2)): PyTorch's nn.GELU()
     gelu_tanh,  ///< the tanh approximation: GPT-2's "gelu_new"
+    silu,       ///< x · sigmoid(x): the gate of Llama's SwiGLU
 };
 
-/// What manifest.json's "settings" declare. Only what the forward pass implements is accepted.
+/// What a model's config declares. Only what the forward pass implements is accepted.
 struct ModelSettings {
+    Architecture architecture = Architecture::store;
     Index layers = 0;
-    Index heads = 0;
-    Index dimensions = 0;  ///< model width C
-    Index head_size = 0;   ///< C / heads
-    Index mlp_width = 0;
-    Index longest = 0;  ///< context length: the most positions a forward pass takes
-    Index vocabulary_size = 0;
+    Index heads = 0;            ///< query heads H per layer
+    Index key_value_heads = 0;  ///< key/value heads per layer: H, or a divisor (grouped-query attention)
+    Index dimensions = 0;       ///< model width C (the residual stream)
+    Index head_size = 0;        ///< d; H · d need not be C (Llama's head_dim)
+    Index mlp_width = 0;        ///< M
+    Index longest = 0;          ///< context length: the most positions a forward pass takes
+    Index vocabulary_size = 0;  ///< V: rows of the embedding, columns of the logits
     double norm_epsilon = 1e-5;
-    double rope_base = 10000.0;
+    Norm norm = Norm::layer_norm;
+    PositionEncoding positions = PositionEncoding::rotary;
+    double rope_base = 10000.0;  ///< rotary only
     RopePairing rope_pairing = RopePairing::rotate_half;
     Activation activation = Activation::gelu_erf;
+    bool gated_mlp = false;           ///< down(act(x · W_gate) ⊙ (x · W_up)), else down(act(x · W_up))
+    bool tied_embeddings = true;      ///< the unembedding is the embedding's transpose
+    bool scale_scores = true;         ///< scores divided by √d (GPT-2's scale_attn_weights)
+    bool scale_by_layer = false;      ///< and by layer + 1 (GPT-2's scale_attn_by_inverse_layer_idx)
+    bool attention_bias = false;      ///< biases on the queries, keys and values
+    bool output_bias = false;         ///< a bias on the attention's output projection
+    bool mlp_bias = false;            ///< biases on the MLP's projections
+
+    /// H · d: the queries' (and the head outputs') width.
+    Index query_width() const { return heads * head_size; }
+    /// H_kv · d: the keys' and the values' width.
+    Index key_value_width() const { return key_value_heads * head_size; }
+    /// (H + 2 H_kv) · d: queries, keys and values side by side.
+    Index query_key_value_width() const { return query_width() + 2 * key_value_width(); }
+    /// What layer l's scores are multiplied by: 1/√d, 1/(√d · (l + 1)) or 1 as the config says.
+    double score_scale(Index layer) const {
+        double scale = scale_scores ? 1.0 / std::sqrt(static_cast<double>(head_size)) : 1.0;
+        if (scale_by_layer) scale /= static_cast<double>(layer + 1);
+        return scale;
+    }
 };
 
 /// Every layer's attention weights: layers × heads × (positions × positions).
@@ -106,7 +168,7 @@ struct ForwardOptions {
 /// same number of positions a repeated call allocates nothing. Its contents are internal.
 template <class T>
 struct ForwardWorkspace {
-    Matrix<T> x, normed, qkv[2], attended, written, hidden;  ///< the pass's (positions × …) buffers
+    Matrix<T> x, normed, qkv[2], attended, written, hidden, hidden_linear;  ///< the pass's (positions × …) buffers
     std::vector<detail::KernelMemory<T>> kernels;            ///< the attention kernel's, one per worker
     std::vector<std::vector<bool>> silenced;                 ///< (layers × heads): ablated heads
     std::vector<Index> markers;                              ///< the statistics' markers, sorted
@@ -118,7 +180,7 @@ struct ForwardResult {
     Matrix<T> logits;                           ///< (positions × vocabulary): next-token scores at every position
     ModelAttention<T> attention;                ///< layers × heads × (positions × positions), if kept
     std::vector<Matrix<T>> log_sum_exp;         ///< per layer (heads × positions), if keep_log_sum_exp
-    std::vector<Matrix<T>> queries_keys;        ///< per layer (positions × 2C): rotated queries | keys, if kept
+    std::vector<Matrix<T>> queries_keys;        ///< per layer (positions × (H + H_kv)·d): rotated queries | keys, if kept
     std::vector<HeadStatistics<T>> statistics;  ///< per layer, heads × positions, if asked
     /// Model::forward_into's working memory for the next call into this result; Model::forward
     /// returns it empty.
