@@ -398,25 +398,19 @@ def write_safetensors(path, specs, values_of):
 
 
 def shard_plan(plan, shards):
-    """Split the plan, in order, into `shards` consecutive groups of about equal bytes."""
+    """Split the plan, in order, into `shards` consecutive non-empty groups of about equal bytes:
+    a new shard starts once the bytes so far reach its share (as save_pretrained starts one when
+    the next tensor would pass max_shard_size), or when every tensor left must open one."""
     if shards < 1 or shards > len(plan):
         raise ConfigError(f"shards must be between 1 and the tensor count {len(plan)}, not {shards}")
     total = sum(spec.nbytes for spec in plan)
-    groups = [[] for _ in range(shards)]
-    done = 0
+    groups, done = [[]], 0
     for index, spec in enumerate(plan):
-        group = min(shards - 1, int(done * shards // max(total, 1)))
-        # Leave at least one tensor for each later shard.
-        group = max(group, shards - (len(plan) - index))
-        groups[group].append(spec)
+        to_open = shards - len(groups)
+        if groups[-1] and to_open and (done >= len(groups) * total / shards or to_open >= len(plan) - index):
+            groups.append([])
+        groups[-1].append(spec)
         done += spec.nbytes
-    if any(not group for group in groups):
-        # Very uneven sizes: fall back to consecutive groups of about equal tensor counts.
-        size = math.ceil(len(plan) / shards)
-        groups = [plan[i * size:(i + 1) * size] for i in range(shards)]
-        groups = [g for g in groups if g]
-        if len(groups) != shards:
-            raise ConfigError(f"cannot split {len(plan)} tensors into {shards} shards")
     return groups
 
 
