@@ -57,7 +57,8 @@ def read_safetensors(path):
         raise CheckpointError(f"{path}: {len(data)} bytes, too short for the 8-byte header length")
     (header_length,) = struct.unpack("<Q", data[:8])
     if header_length > min(MAX_HEADER, len(data) - 8):
-        raise CheckpointError(f"{path}: header length {header_length} exceeds the file ({len(data)} bytes)")
+        raise CheckpointError(f"{path}: header length {header_length} exceeds the file ({len(data)} bytes) "
+                              f"or the {MAX_HEADER} byte limit")
     try:
         header = json.loads(data[8:8 + header_length].decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
