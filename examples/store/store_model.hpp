@@ -4,6 +4,7 @@
 
 #include <attn/model/model.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -63,21 +64,77 @@ inline std::vector<Product> read_split(const std::filesystem::path& file, std::s
     return products;
 }
 
-/// Where a token sits, as the chapter labels it: current:, name:, description:, or a marker.
+/// Whether the model reads store product texts: `<s> name <sep> description </s>`.
+inline bool reads_products(const attn::Tokenizer& tokenizer) {
+    return tokenizer.kind() == attn::Tokenizer::Kind::store;
+}
+
+/// A token for display: its text, or #id where the model has no tokenizer (or the id is past it).
+inline std::string token_text(const attn::Tokenizer& tokenizer, int id) {
+    return id >= 0 && id < tokenizer.size() ? tokenizer.token(id) : "#" + std::to_string(id);
+}
+
+/// The text of ids for display: decoded, or the ids as #id where the model has no tokenizer.
+inline std::string text_of(const attn::Tokenizer& tokenizer, const std::vector<int>& ids) {
+    if (tokenizer.size() > 0) return tokenizer.decode(ids);
+    std::string text;
+    for (int id : ids) text += (text.empty() ? "" : " ") + token_text(tokenizer, id);
+    return text;
+}
+
+/// Where a token sits, as the chapter labels it: current:, name:, description:, or a marker
+/// (token: in a text that is not a store product's).
 inline std::string label(const attn::Tokenizer& tokenizer, const std::vector<int>& ids, std::size_t i,
                          std::size_t current, std::size_t separator) {
-    const std::string& token = tokenizer.token(ids[i]);
+    const std::string token = token_text(tokenizer, ids[i]);
     if (i == current) return "current:" + token;
-    if (i == 0 || i == separator || ids[i] == tokenizer.end_id()) return token;
     if (separator >= ids.size()) return "token:" + token;  // no <sep>: not a product text
+    if (i == 0 || i == separator || ids[i] == tokenizer.end_id()) return token;
     return (i < separator ? "name:" : "description:") + token;
 }
 
-/// Index of the first <sep>, or ids.size() if there is none.
+/// Index of the first <sep> of a store product text, or ids.size() if there is none.
 inline std::size_t separator_position(const attn::Tokenizer& tokenizer, const std::vector<int>& ids) {
+    if (!reads_products(tokenizer)) return ids.size();
     for (std::size_t i = 0; i < ids.size(); ++i)
         if (ids[i] == tokenizer.separator_id()) return i;
     return ids.size();
+}
+
+/// "1,2,3" as token ids of a vocabulary of `vocabulary` tokens; argument_error naming the
+/// first entry that is not one.
+inline std::vector<int> parse_ids(const std::string& list, long long vocabulary) {
+    std::vector<int> ids;
+    std::size_t start = 0;
+    while (start <= list.size()) {
+        const std::size_t comma = std::min(list.find(',', start), list.size());
+        const std::string item = list.substr(start, comma - start);
+        char* end = nullptr;
+        const long long id = item.empty() ? -1 : std::strtoll(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || item.size() > 12)
+            throw attn::argument_error("--ids needs comma-separated integers, got '" + item + "'");
+        if (id < 0 || id >= vocabulary)
+            throw attn::argument_error("--ids: " + item + " is not a token id (the vocabulary has " +
+                                       std::to_string(vocabulary) + " tokens)");
+        ids.push_back(static_cast<int>(id));
+        start = comma + 1;
+    }
+    return ids;
+}
+
+/// The ids of a text given as --text (the model's tokenizer), --ids, or --name/--description
+/// (the store model's product text), exactly one of them.
+template <class Model>
+std::vector<int> text_ids(const Model& model, const std::optional<std::string>& text,
+                          const std::optional<std::string>& ids, const std::optional<std::string>& name,
+                          const std::string& description, bool as_prompt) {
+    if (ids) return parse_ids(*ids, model.settings().vocabulary_size);
+    if (text) return model.tokenizer().encode(*text);
+    if (!reads_products(model.tokenizer()))
+        throw attn::argument_error("--name and --description are the store model's product texts; this model's "
+                                   "tokenizer is " + std::string(model.tokenizer().kind_name()) +
+                                   ": give --text or --ids");
+    return as_prompt ? model.prompt_ids(*name, description) : model.product_ids(*name, description);
 }
 
 /// Whether stderr is a terminal, for progress lines.

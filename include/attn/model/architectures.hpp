@@ -114,6 +114,15 @@ public:
                                        ")"));
     }
 
+    /// An id, or −1 if the key is absent or null; a list (several end tokens) gives its first.
+    int token_id(const char* key) const {
+        if (!has(key)) return -1;
+        const nlohmann::json& value = config_[key].is_array() && !config_[key].empty() ? config_[key][0] : config_[key];
+        if (!value.is_number_integer() || value.get<std::int64_t>() < 0 || value.get<std::int64_t>() > (1 << 24))
+            throw format_error(message(file_, ": \"", key, "\" must be a token id, got ", config_[key].dump()));
+        return static_cast<int>(value.get<std::int64_t>());
+    }
+
     [[noreturn]] void unsupported(const char* key, const std::string& supported) const {
         throw format_error(message(file_, ": \"", key, "\" = ", config_[key].dump(), " is not supported (attn supports ",
                                    supported, ")"));
@@ -237,6 +246,10 @@ inline ModelSettings settings_from_config(const nlohmann::json& config, const st
                                  ? detail::config::gpt2_settings(reader)
                                  : detail::config::llama_settings(
                                        reader, model_type == std::string("qwen2") ? Architecture::qwen2 : Architecture::llama);
+    settings.end_token = reader.token_id("eos_token_id");
+    if (settings.end_token >= settings.vocabulary_size)
+        throw format_error(detail::message(file, ": \"eos_token_id\" = ", settings.end_token,
+                                           " is not a token of the vocabulary (vocab_size ", settings.vocabulary_size, ")"));
     detail::config::check_sizes(settings, file);
     return settings;
 }

@@ -9,6 +9,7 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <vector>
 
 #include "attn/core/sampling.hpp"
@@ -24,7 +25,7 @@ namespace attn {
 struct GenerationOptions {
     SamplingOptions sampling;      ///< greedy by default
     Index max_tokens = 0;          ///< the most tokens to write (0: until </s> or the context's end)
-    bool stop_at_end = true;       ///< stop after writing </s>
+    bool stop_at_end = true;       ///< stop after writing the model's end token (ModelSettings::end_token)
     bool keep_attention = false;   ///< keep each written token's attention rows (Generation::attention)
     std::vector<HeadId> ablate{};  ///< heads silenced at every position (as ForwardOptions::ablate)
     int threads = 1;               ///< for the prompt's prefill (steps run on the caller)
@@ -88,7 +89,10 @@ Generation<T> generate(const Model<T>& model, const std::vector<int>& prompt, co
         throw argument_error(
             detail::message("generate: max_tokens must be ≥ 0 (0: no limit), got ", options.max_tokens));
     TokenSampler sampler(options.sampling);
-    Decoder<T> decoder(model, options.ablate);
+    // Room for what can be written, not the whole of a long context.
+    const Index room = options.max_tokens > 0 ? std::min<Index>(s.longest, Index(prompt.size()) + options.max_tokens)
+                                              : s.longest;
+    Decoder<T> decoder(model, options.ablate, room);
     DecodeOptions decode;
     decode.keep_attention = options.keep_attention;
     decode.threads = options.threads;
@@ -110,7 +114,7 @@ Generation<T> generate(const Model<T>& model, const std::vector<int>& prompt, co
         out.ids.push_back(id);
         out.probabilities.push_back(token_probability(logits, id));
         if (options.keep_attention) out.attention.push_back(detail::last_attention_row(next.attention));
-        if (options.stop_at_end && id == model.tokenizer().end_id()) {
+        if (options.stop_at_end && id == s.end_token) {
             out.stop = StopReason::end;
             break;
         }

@@ -125,6 +125,20 @@ public:
         return *rope_;
     }
 
+    /// The numbers the model's weights hold (a tied embedding counted once).
+    Index parameters() const {
+        Index count = embedding_.size() + unembedding_.size() + position_embedding_.size() + final_norm_weight_.size() +
+                      final_norm_bias_.size();
+        for (const Layer& layer : layers_)
+            for (Index size : {layer.attention_norm_weight.size(), layer.attention_norm_bias.size(),
+                               layer.query_key_value.size(), layer.query_key_value_bias.size(), layer.output.size(),
+                               layer.output_bias.size(), layer.mlp_norm_weight.size(), layer.mlp_norm_bias.size(),
+                               layer.up.size(), layer.up_bias.size(), layer.gate.size(), layer.gate_bias.size(),
+                               layer.down.size(), layer.down_bias.size()})
+                count += size;
+        return count;
+    }
+
     /// The model's norm (LayerNorm or RMSNorm) of x's rows with these parameters.
     /// x: (rows × C) → (rows × C).
     template <class D>

@@ -92,6 +92,7 @@ struct ModelSettings {
     bool attention_bias = false;      ///< biases on the queries, keys and values
     bool output_bias = false;         ///< a bias on the attention's output projection
     bool mlp_bias = false;            ///< biases on the MLP's projections
+    int end_token = -1;               ///< the end-of-text id generation stops at (−1: none declared)
 
     /// H · d: the queries' (and the head outputs') width.
     Index query_width() const { return heads * head_size; }
