@@ -341,7 +341,7 @@ def test_committed_attention_is_neither_uniform_nor_one_hot(goldens, name):
     assert top.max() < 0.999 and top.min() > 1.5 / attention.shape[-1]
 
 
-def test_committed_checkpoints_have_the_briefed_variants():
+def test_committed_checkpoints_are_the_documented_variants():
     def config(name):
         return json.loads((DATA / name / "config.json").read_text())
 
