@@ -21,7 +21,6 @@ Run with Debian's Python (/usr/bin/python3: python3-torch for bfloat16 rounding,
 import argparse
 import json
 import math
-import os
 import struct
 import zlib
 from pathlib import Path
@@ -309,7 +308,8 @@ def _rotary_plan(config, dtype):
             plan.append(Spec(a + proj + ".weight", (rows, width), dtype, "normal", std))
             if qkv_bias:
                 plan.append(Spec(a + proj + ".bias", (rows,), dtype, "bias"))
-        plan.append(Spec(a + "o_proj.weight", (width, heads * head_dim), dtype, "normal", 1 / math.sqrt(heads * head_dim)))
+        plan.append(Spec(a + "o_proj.weight", (width, heads * head_dim), dtype, "normal",
+                         1 / math.sqrt(heads * head_dim)))
         if o_bias:
             plan.append(Spec(a + "o_proj.bias", (width,), dtype, "bias"))
         for proj, shape, std in (("gate_proj", (inner, width), 1 / math.sqrt(width)),
@@ -378,7 +378,8 @@ def safetensors_header(specs, metadata=None):
     header = {"__metadata__": metadata if metadata is not None else {"format": "pt"}}
     offset = 0
     for spec in ordered:
-        header[spec.name] = {"dtype": spec.dtype, "shape": list(spec.shape), "data_offsets": [offset, offset + spec.nbytes]}
+        header[spec.name] = {"dtype": spec.dtype, "shape": list(spec.shape),
+                             "data_offsets": [offset, offset + spec.nbytes]}
         offset += spec.nbytes
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-(8 + len(text)) % 8)

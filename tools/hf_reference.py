@@ -172,7 +172,8 @@ class Weights:
             raise CheckpointError(f"{self.where}: missing tensor {name!r}")
         values = self.tensors[name]
         if tuple(values.shape) != tuple(shape):
-            raise CheckpointError(f"{self.where}: tensor {name!r} has shape {list(values.shape)}, expected {list(shape)}")
+            raise CheckpointError(f"{self.where}: tensor {name!r} has shape {list(values.shape)}, "
+                                  f"expected {list(shape)}")
         self.taken.add(name)
         return torch.from_numpy(np.ascontiguousarray(values, dtype=np.float64))
 
@@ -239,7 +240,8 @@ class GPT2:
         self.eps = _number(c, "layer_norm_epsilon", where, 1e-5)
         activation = c.get("activation_function", "gelu_new")
         if activation not in GPT2_ACTIVATIONS:
-            raise CheckpointError(f"{where}: activation_function {activation!r} is not one of {sorted(GPT2_ACTIVATIONS)}")
+            raise CheckpointError(f"{where}: activation_function {activation!r} is not one of "
+                                  f"{sorted(GPT2_ACTIVATIONS)}")
         self.activation = GPT2_ACTIVATIONS[activation]
         self.scale_by_head_dim = _flag(c, "scale_attn_weights", where, True)
         self.scale_by_layer = _flag(c, "scale_attn_by_inverse_layer_idx", where, False)
@@ -351,7 +353,8 @@ class Rotary:
         if c.get("head_dim") is not None:
             self.head_dim = _integer(c, "head_dim", where)
         elif self.width % self.heads:
-            raise CheckpointError(f"{where}: hidden_size {self.width} is not a multiple of num_attention_heads {self.heads}")
+            raise CheckpointError(f"{where}: hidden_size {self.width} is not a multiple of "
+                                  f"num_attention_heads {self.heads}")
         else:
             self.head_dim = self.width // self.heads
         if self.head_dim % 2:
@@ -449,7 +452,8 @@ class Rotary:
             a, hooks[b + "ln2.hook_scale"] = self.rms_norm(x, block["post_norm"])
             hooks[b + "mlp.hook_pre"] = self.apply(block["gate"], a)
             hooks[b + "mlp.hook_pre_linear"] = self.apply(block["up"], a)
-            hooks[b + "mlp.hook_post"] = torch.nn.functional.silu(hooks[b + "mlp.hook_pre"]) * hooks[b + "mlp.hook_pre_linear"]
+            gate, up = hooks[b + "mlp.hook_pre"], hooks[b + "mlp.hook_pre_linear"]
+            hooks[b + "mlp.hook_post"] = torch.nn.functional.silu(gate) * up
             hooks[b + "hook_mlp_out"] = self.apply(block["down"], hooks[b + "mlp.hook_post"])
             x = x + hooks[b + "hook_mlp_out"]
             hooks[b + "hook_resid_post"] = x
@@ -457,7 +461,8 @@ class Rotary:
         return final @ self.unembed.T, torch.stack(attention), hooks
 
 
-MODELS = {"gpt2": ("GPT2LMHeadModel", GPT2), "llama": ("LlamaForCausalLM", Rotary), "qwen2": ("Qwen2ForCausalLM", Rotary)}
+MODELS = {"gpt2": ("GPT2LMHeadModel", GPT2), "llama": ("LlamaForCausalLM", Rotary),
+          "qwen2": ("Qwen2ForCausalLM", Rotary)}
 
 
 def load(directory):
