@@ -1,8 +1,8 @@
-// generate: the store model writes a product's description, and for every token it writes
-// shows where each last-layer head looked when choosing it.
+// generate: a model continues a text (the store model: a product's description), and for
+// every token it writes shows where each last-layer head looked when choosing it.
 //
-//   generate [--model DIR] --name TEXT [--description TEXT] [--seed N] [--temperature T]
-//            [--top-k K] [--top-p P] [--max-tokens M] [--json]
+//   generate [--model DIR] (--name TEXT [--description TEXT] | --text TEXT | --ids 1,2,3) [--seed N]
+//            [--temperature T] [--top-k K] [--top-p P] [--max-tokens M] [--threads T] [--json]
 #include <attn/model/generate.hpp>
 #include <attn/model/model.hpp>
 
@@ -19,30 +19,36 @@
 
 namespace {
 
-constexpr const char* usage = R"(usage: generate [--model DIR] --name TEXT [--description TEXT] [--seed N]
-                [--temperature T] [--top-k K] [--top-p P] [--max-tokens M] [--json]
+constexpr const char* usage = R"(usage: generate [--model DIR] (--name TEXT [--description TEXT] | --text TEXT | --ids 1,2,3)
+                [--seed N] [--temperature T] [--top-k K] [--top-p P] [--max-tokens M] [--threads T]
+                [--json]
 
-Continues `<s> name <sep> description` with the store model, token by token on a key/value
-cache, and prints each written token, the probability the model gave it, and for each
-last-layer head the token it weighted most when choosing it (name:, description:, markers).
+Continues a text token by token on a key/value cache (the store model: `<s> name <sep>
+description`), and prints each written token, the probability the model gave it, and for each
+last-layer head the token it weighted most when choosing it (name:, description:, markers), then
+the prompt's and the steps' speed.
 
 options:
-  --model DIR         model directory (default: the shipped models/store)
-  --name TEXT         the product's name
+  --model DIR         model directory: the store model (default: the shipped models/store)
+                      or a Hugging Face checkpoint (config.json, model.safetensors)
+  --name TEXT         the store product's name
   --description TEXT  the start of its description, to continue (default: none)
+  --text TEXT         any text to continue, read by the model directory's tokenizer
+  --ids LIST          comma-separated token ids to continue instead of a text
+  --threads T         threads for the prompt's forward pass (default 1; 0: one per hardware thread)
   --seed N            seed of the sampler's np.random.default_rng (default 0)
   --temperature T     0 writes the most likely token (default); > 0 samples
   --top-k K           sample among the K most likely tokens (default 0: all)
   --top-p P           sample among the fewest tokens whose probability reaches P (default 1)
   --max-tokens M      write at most M tokens (default: until </s> or the context's end)
   --json              one JSON object: prompt and written ids and tokens, probabilities,
-                      the stop reason, and every step's attention rows (layers × heads ×
-                      positions so far)
+                      the stop reason, every step's attention rows (layers × heads ×
+                      positions so far) and the timings (prefill_ms, decode_ms_per_token)
   --help              show this help and exit
 )";
 
 struct Arguments {
-    std::optional<std::string> model, name;
+    std::optional<std::string> model, name, text, ids;
     std::string description;
     attn::GenerationOptions options;
     bool json = false;
@@ -58,6 +64,12 @@ Arguments parse(int argc, char** argv) {
             a.name = line.value();
         } else if (line.is("--description")) {
             a.description = line.value();
+        } else if (line.is("--text")) {
+            a.text = line.value();
+        } else if (line.is("--ids")) {
+            a.ids = line.value();
+        } else if (line.is("--threads")) {
+            a.options.threads = int(line.count());
         } else if (line.is("--seed")) {
             a.options.sampling.seed = std::uint64_t(line.count());
         } else if (line.is("--temperature")) {
@@ -75,7 +87,9 @@ Arguments parse(int argc, char** argv) {
             line.unknown();
         }
     }
-    if (!a.name) line.fail("--name is required");
+    if (int(a.name.has_value()) + int(a.text.has_value()) + int(a.ids.has_value()) != 1)
+        line.fail("give one of --name, --text and --ids");
+    if (!a.description.empty() && !a.name) line.fail("--description goes with --name");
     return a;
 }
 
@@ -93,27 +107,33 @@ void print_table(const attn::Model<float>& model, const attn::Generation<float>&
     text.insert(text.end(), written.ids.begin(), written.ids.end());
     const std::size_t separator = store::separator_position(tokenizer, text);
     const attn::Index last_layer = model.settings().layers - 1;
-    std::cout << "prompt: " << tokenizer.decode(written.prompt) << "\n"
-              << "written: " << tokenizer.decode(written.ids) << "\n"
+    std::cout << "prompt: " << store::text_of(tokenizer, written.prompt) << "\n"
+              << "written: " << store::text_of(tokenizer, written.ids) << "\n"
               << "stopped: " << attn::to_string(written.stop) << "\n\n"
               << "each written token, the probability the model gave it, and the token each head of layer "
               << last_layer + 1 << " weighted most when choosing it:\n";
     for (std::size_t k = 0; k < written.ids.size(); ++k) {
         const std::size_t chooser = written.prompt.size() + k - 1;  // the position whose logits chose it
-        std::cout << "  " << std::left << std::setw(16) << tokenizer.token(written.ids[k]) << std::right << " "
+        std::cout << "  " << std::left << std::setw(16) << store::token_text(tokenizer, written.ids[k]) << std::right << " "
                   << store::fixed(written.probabilities[k]);
         const attn::AttentionWeights<float>& row = written.attention[k][std::size_t(last_layer)];
         for (attn::Index h = 0; h < row.heads(); ++h)
             std::cout << " | head " << h + 1 << ": " << strongest(row, h, tokenizer, text, chooser, separator);
         std::cout << "\n";
     }
+    std::cout << "\nprompt: " << written.prompt.size() << " tokens in " << store::fixed(written.prefill_milliseconds)
+              << " ms (" << store::fixed(1000.0 * double(written.prompt.size()) / written.prefill_milliseconds, 1)
+              << " tokens/s)\n";
+    if (written.step_milliseconds > 0)
+        std::cout << "generation: " << store::fixed(written.step_milliseconds) << " ms per token ("
+                  << store::fixed(1000.0 / written.step_milliseconds, 1) << " tokens/s)\n";
 }
 
 nlohmann::json to_json(const attn::Model<float>& model, const attn::Generation<float>& written) {
     const attn::Tokenizer& tokenizer = model.tokenizer();
     const auto tokens = [&](const std::vector<int>& ids) {
         std::vector<std::string> out;
-        for (int id : ids) out.push_back(tokenizer.token(id));
+        for (int id : ids) out.push_back(store::token_text(tokenizer, id));
         return out;
     };
     nlohmann::json steps = nlohmann::json::array();
@@ -133,8 +153,10 @@ nlohmann::json to_json(const attn::Model<float>& model, const attn::Generation<f
             {"tokens", tokens(written.ids)},
             {"probabilities", written.probabilities},
             {"stop", attn::to_string(written.stop)},
-            {"text", tokenizer.decode(written.ids)},
-            {"attention", steps}};
+            {"text", store::text_of(tokenizer, written.ids)},
+            {"attention", steps},
+            {"timings",
+             {{"prefill_ms", written.prefill_milliseconds}, {"decode_ms_per_token", written.step_milliseconds}}}};
 }
 
 }  // namespace
@@ -145,8 +167,9 @@ int main(int argc, char** argv) {
         const auto model = attn::Model<float>::load(store::model_directory(arguments.model));
         attn::GenerationOptions options = arguments.options;
         options.keep_attention = true;
-        const attn::Generation<float> written =
-            attn::generate(model, model.prompt_ids(*arguments.name, arguments.description), options);
+        const attn::Generation<float> written = attn::generate(
+            model, store::text_ids(model, arguments.text, arguments.ids, arguments.name, arguments.description, true),
+            options);
         if (arguments.json)
             std::cout << to_json(model, written).dump() << "\n";
         else

@@ -1,8 +1,8 @@
-// inspect: the store model's next-token probabilities and every head's attention at
-// one position of a product's text.
+// inspect: a model's next-token probabilities and every head's attention at one position of
+// a text: a store product's, any text for a model with a tokenizer, or token ids.
 //
-//   inspect [--model DIR] (--name TEXT [--description TEXT] | --ids 1,2,3)
-//           [--position N] [--layer L --head H] [--top K] [--json] [--html FILE] [--npy DIR]
+//   inspect [--model DIR] (--name TEXT [--description TEXT] | --text TEXT | --ids 1,2,3)
+//           [--position N] [--layer L --head H] [--top K] [--threads T] [--json] [--html FILE] [--npy DIR]
 #include <attn/model/model.hpp>
 #include <attn/view/npy.hpp>
 
@@ -23,18 +23,22 @@
 
 namespace {
 
-constexpr const char* usage = R"(usage: inspect [--model DIR] (--name TEXT [--description TEXT] | --ids 1,2,3)
-               [--position N] [--layer L --head H] [--top K] [--json] [--html FILE] [--npy DIR]
+constexpr const char* usage = R"(usage: inspect [--model DIR] (--name TEXT [--description TEXT] | --text TEXT | --ids 1,2,3)
+               [--position N] [--layer L --head H] [--top K] [--threads T] [--json] [--html FILE]
+               [--npy DIR]
 
-Runs the store model on `<s> name <sep> description </s>` (or on token ids) and prints,
-at one position, the next-token probabilities and each head's largest attention weights,
-labelled as the chapter does (current:, name:, description:, markers).
+Runs a model on a text and prints, at one position, the next-token probabilities and each
+head's largest attention weights. For the store model's `<s> name <sep> description </s>`
+they are labelled as the chapter does (current:, name:, description:, markers).
 
 options:
-  --model DIR         model directory (default: the shipped models/store)
-  --name TEXT         the product's name
-  --description TEXT  the product's description (default: none)
-  --ids LIST          comma-separated token ids instead of a product text
+  --model DIR         model directory: the store model (default: the shipped models/store)
+                      or a Hugging Face checkpoint (config.json, model.safetensors)
+  --name TEXT         the store product's name
+  --description TEXT  the store product's description (default: none)
+  --text TEXT         any text, read by the model directory's tokenizer
+  --ids LIST          comma-separated token ids instead of a text
+  --threads T         threads for the forward pass (default 1; 0: one per hardware thread)
   --position N        0-based position to read (default: the last)
   --layer L --head H  only this head (1-based, as the chapter counts)
   --top K             how many tokens and weights to list (default 3)
@@ -48,7 +52,7 @@ options:
 )";
 
 struct Arguments {
-    std::optional<std::string> model, name, description, ids, position, layer, head, top, html, npy;
+    std::optional<std::string> model, name, description, text, ids, position, layer, head, top, threads, html, npy;
     bool json = false;
 };
 
@@ -76,6 +80,10 @@ Arguments parse(int argc, char** argv) {
             value(a.description);
         else if (arg == "--ids")
             value(a.ids);
+        else if (arg == "--text")
+            value(a.text);
+        else if (arg == "--threads")
+            value(a.threads);
         else if (arg == "--position")
             value(a.position);
         else if (arg == "--layer")
@@ -93,8 +101,9 @@ Arguments parse(int argc, char** argv) {
         else
             fail_usage("unknown argument '" + arg + "'");
     }
-    if (a.name.has_value() == a.ids.has_value()) fail_usage("give either --name or --ids");
-    if (a.ids && a.description) fail_usage("--description goes with --name, not --ids");
+    if (int(a.name.has_value()) + int(a.ids.has_value()) + int(a.text.has_value()) != 1)
+        fail_usage("give one of --name, --text and --ids");
+    if (a.description && !a.name) fail_usage("--description goes with --name");
     if (a.layer.has_value() != a.head.has_value()) fail_usage("--layer and --head go together");
     return a;
 }
@@ -111,29 +120,6 @@ long integer(const std::string& flag, const std::string& text, long low, long hi
         fail_usage(flag + " needs an integer from " + std::to_string(low) + " to " + std::to_string(high) + ", got '" +
                    text + "'");
     return value;
-}
-
-std::vector<int> parse_ids(const std::string& list, int vocabulary) {
-    std::vector<int> ids;
-    std::size_t start = 0;
-    while (start <= list.size()) {
-        const std::size_t comma = std::min(list.find(',', start), list.size());
-        const std::string item = list.substr(start, comma - start);
-        std::size_t used = 0;
-        long id = -1;
-        try {
-            id = std::stol(item, &used);
-        } catch (const std::exception&) {
-            used = 0;
-        }
-        if (item.empty() || used != item.size()) fail_usage("--ids needs comma-separated integers, got '" + item + "'");
-        if (id < 0 || id >= vocabulary)
-            throw attn::argument_error("--ids: " + item + " is not a token id (the vocabulary has " +
-                                       std::to_string(vocabulary) + " tokens)");
-        ids.push_back(static_cast<int>(id));
-        start = comma + 1;
-    }
-    return ids;
 }
 
 /// Indices of the k largest entries of a row, ties to the earlier position (stable).
@@ -161,7 +147,7 @@ void write_arrays(const std::filesystem::path& directory, const attn::Tokenizer&
                     weights.data());
     attn::write_npy(directory / "logits.npy", result.logits);
     nlohmann::json tokens;
-    for (int id : ids) tokens["tokens"].push_back(tokenizer.token(id));
+    for (int id : ids) tokens["tokens"].push_back(store::token_text(tokenizer, id));
     tokens["ids"] = ids;
     std::ofstream out(directory / "tokens.json");
     if (!(out << tokens.dump() << "\n") || !out.flush())
@@ -173,8 +159,8 @@ int run(const Arguments& args) {
     const auto model = attn::Model<float>::load(store::model_directory(args.model));
     const attn::Tokenizer& tokenizer = model.tokenizer();
     const attn::ModelSettings& settings = model.settings();
-    const std::vector<int> ids = args.name ? model.product_ids(*args.name, args.description.value_or(""))
-                                           : parse_ids(*args.ids, tokenizer.size());
+    const std::vector<int> ids =
+        store::text_ids(model, args.text, args.ids, args.name, args.description.value_or(""), false);
     const long n = static_cast<long>(ids.size());
     const long position = args.position ? integer("--position", *args.position, 0, n - 1) : n - 1;
     const long top = args.top ? integer("--top", *args.top, 1, 1000) : 3;
@@ -185,10 +171,11 @@ int run(const Arguments& args) {
     }
     attn::ForwardOptions options;
     options.keep_attention = true;
+    options.threads = args.threads ? int(integer("--threads", *args.threads, 0, 256)) : 1;
     const auto result = model.forward(ids, options);
     if (args.html) {
         attn::PageOptions page;
-        page.title = args.name ? *args.name : std::to_string(n) + " token ids";
+        page.title = args.name ? *args.name : args.text ? *args.text : std::to_string(n) + " token ids";
         page.selected_position = position;
         page.open_head = {std::max(only_layer, 0L), std::max(only_head, 0L)};
         store::write_page(*args.html, model, ids, result, page);
@@ -198,7 +185,7 @@ int run(const Arguments& args) {
 
     if (args.json) {
         nlohmann::json out;
-        for (int id : ids) out["tokens"].push_back(tokenizer.token(id));
+        for (int id : ids) out["tokens"].push_back(store::token_text(tokenizer, id));
         out["ids"] = ids;
         for (attn::Index i = 0; i < result.logits.rows(); ++i)
             out["logits"].push_back(std::vector<float>(result.logits.row(i).begin(), result.logits.row(i).end()));
@@ -221,8 +208,12 @@ int run(const Arguments& args) {
     const std::size_t current = static_cast<std::size_t>(position);
     std::cout << "layers: " << settings.layers << ", heads per layer: " << settings.heads
               << ", dimensions per head: " << settings.head_size << ", context: " << settings.longest << "\n";
+    if (settings.architecture != attn::Architecture::store)
+        std::cout << attn::architecture_name(settings.architecture) << " model, " << settings.key_value_heads
+                  << " key/value heads, " << model.parameters() << " parameters, tokenizer: " << tokenizer.kind_name()
+                  << "\n";
     std::cout << "tokens (" << n << "):";
-    for (int id : ids) std::cout << " " << tokenizer.token(id);
+    for (int id : ids) std::cout << " " << store::token_text(tokenizer, id);
     std::cout << "\nposition " << position << ": " << store::label(tokenizer, ids, current, current, separator) << "\n";
 
     const Eigen::RowVectorXf logits = result.logits.row(position);
@@ -231,10 +222,11 @@ int run(const Arguments& args) {
     std::cout << "next token:";
     const auto next = top_k(normalised, top);
     for (std::size_t k = 0; k < next.size(); ++k)
-        std::cout << (k ? ", " : " ") << tokenizer.token(int(next[k])) << " " << store::fixed(normalised(next[k]));
+        std::cout << (k ? ", " : " ") << store::token_text(tokenizer, int(next[k])) << " "
+                  << store::fixed(normalised(next[k]));
     std::cout << "\n";
     if (position + 1 < n)
-        std::cout << "P(actual next token " << tokenizer.token(ids[current + 1])
+        std::cout << "P(actual next token " << store::token_text(tokenizer, ids[current + 1])
                   << "): " << store::fixed(normalised(ids[current + 1])) << "\n";
 
     for (attn::Index l = 0; l < settings.layers; ++l)

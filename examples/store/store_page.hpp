@@ -21,15 +21,16 @@ inline void write_page(const std::filesystem::path& file, const attn::Model<floa
     const std::size_t separator = separator_position(tokenizer, ids);
     std::vector<std::string> tokens;
     for (std::size_t i = 0; i < ids.size(); ++i) {
-        tokens.push_back(tokenizer.token(ids[i]));
-        const bool marker = i == 0 || i == separator || ids[i] == tokenizer.end_id();
+        tokens.push_back(token_text(tokenizer, ids[i]));
+        const bool product = separator < ids.size();  // a store product text: its markers and parts
+        const bool marker = product && (i == 0 || i == separator || ids[i] == tokenizer.end_id());
         options.kinds.push_back(marker                    ? attn::TokenKind::marker
                                 : separator >= ids.size() ? attn::TokenKind::plain
                                 : i < separator           ? attn::TokenKind::name
                                                           : attn::TokenKind::description);
     }
     std::vector<std::string> vocabulary;
-    for (int id = 0; id < tokenizer.size(); ++id) vocabulary.push_back(tokenizer.token(id));
+    for (int id = 0; id < int(model.settings().vocabulary_size); ++id) vocabulary.push_back(token_text(tokenizer, id));
     options.next_tokens = attn::top_next_tokens(result.logits, vocabulary, 5);
     attn::write_attention_page(file, tokens, result.attention, options);
 }

@@ -10,6 +10,7 @@
 #include <Eigen/Core>
 
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
 #include "attn/core/sampling.hpp"
@@ -60,6 +61,10 @@ struct Generation {
     /// position whose logits chose it (the prompt's last for the first token), if kept.
     std::vector<std::vector<AttentionWeights<T>>> attention;
     StopReason stop = StopReason::end;
+    double prefill_milliseconds = 0.0;  ///< the prompt's forward pass, wall-clock time
+    /// The mean wall-clock time of the steps after it (a step per written token but the last),
+    /// sampling included; 0 if there were none.
+    double step_milliseconds = 0.0;
 };
 
 namespace detail {
@@ -100,7 +105,15 @@ Generation<T> generate(const Model<T>& model, const std::vector<int>& prompt, co
 
     Generation<T> out;
     out.prompt = prompt;
+    using Clock = std::chrono::steady_clock;
+    const auto milliseconds_since = [](Clock::time_point start) {
+        return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    };
+    const Clock::time_point prefill = Clock::now();
     DecodeResult<T> next = decoder.append(prompt, decode);
+    out.prefill_milliseconds = milliseconds_since(prefill);
+    const Clock::time_point steps = Clock::now();
+    Index step_count = 0;
     decode.threads = 1;
     decode.workers = nullptr;
     // The text (prompt and written ids) never grows past the context.
@@ -127,7 +140,9 @@ Generation<T> generate(const Model<T>& model, const std::vector<int>& prompt, co
             break;
         }
         next = decoder.step(id, decode);
+        ++step_count;
     }
+    if (step_count > 0) out.step_milliseconds = milliseconds_since(steps) / double(step_count);
     return out;
 }
 
