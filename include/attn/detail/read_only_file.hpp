@@ -22,10 +22,10 @@
 
 #if !defined(ATTN_PORTABLE_FILE_IO) && (defined(__unix__) || defined(__APPLE__))
 #define ATTN_DETAIL_POSIX_FILE_IO 1
-#include <cerrno>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cerrno>
 #else
 #include <fstream>
 #include <mutex>
@@ -65,13 +65,19 @@ public:
     ReadOnlyFile& operator=(const ReadOnlyFile&) = delete;
 
 #ifdef ATTN_DETAIL_POSIX_FILE_IO
-    ~ReadOnlyFile() { ::close(descriptor_); }
+    ~ReadOnlyFile() {
+        ::close(descriptor_);
+    }
 #endif
 
-    const std::string& name() const { return name_; }
+    const std::string& name() const {
+        return name_;
+    }
 
     /// The size in bytes when the file was opened.
-    std::uint64_t size() const { return opened_.size; }
+    std::uint64_t size() const {
+        return opened_.size;
+    }
 
     /// Reads `count` bytes at byte `offset` into `out`. io_error naming the file and
     /// `what` (e.g. "tensor 'w'") if the bytes lie outside the file as opened, if the

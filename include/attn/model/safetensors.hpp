@@ -344,11 +344,10 @@ public:
         const auto rows = static_cast<Index>(transpose ? t.shape[1] : t.shape[0]);
         const auto cols = static_cast<Index>(transpose ? t.shape[0] : t.shape[1]);
         if (out.rows() != rows || out.cols() != cols)
-            throw format_error(detail::message(name_, ": tensor '", t.name, "' has shape ",
-                                               detail::shape_text(t.shape), ", read ",
-                                               transpose ? "transposed " : "", "as (", rows, " × ", cols,
-                                               "), which does not fit the destination (", out.rows(), " × ",
-                                               out.cols(), ")"));
+            throw format_error(detail::message(name_, ": tensor '", t.name, "' has shape ", detail::shape_text(t.shape),
+                                               ", read ", transpose ? "transposed " : "", "as (", rows, " × ", cols,
+                                               "), which does not fit the destination (", out.rows(), " × ", out.cols(),
+                                               ")"));
         write_rank2(t, out, transpose);
     }
 
@@ -416,8 +415,8 @@ public:
                     default: {  // U64
                         const auto u = detail::load_le<std::uint64_t>(p + width * k);
                         if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-                            throw format_error(detail::message(name_, ": tensor '", t.name, "': U64 element ", i,
-                                                               " = ", u, " does not fit in std::int64_t"));
+                            throw format_error(detail::message(name_, ": tensor '", t.name, "': U64 element ", i, " = ",
+                                                               u, " does not fit in std::int64_t"));
                         out[i] = static_cast<std::int64_t>(u);
                         break;
                     }
@@ -521,8 +520,8 @@ private:
     void convert_range(const TensorInfo& t, std::size_t first, std::size_t count, T* out) const {
         static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                       "SafeTensors converts floating tensors to float or double");
-        const bool same_bits = (t.dtype == DType::F32 && std::is_same_v<T, float>) ||
-                               (t.dtype == DType::F64 && std::is_same_v<T, double>);
+        const bool same_bits =
+            (t.dtype == DType::F32 && std::is_same_v<T, float>) || (t.dtype == DType::F64 && std::is_same_v<T, double>);
         if (same_bits && file_) {  // no conversion: read straight into the destination
             read_bytes(data_start_ + t.begin + std::uint64_t(first) * sizeof(T), count * sizeof(T), out, t);
             return;
