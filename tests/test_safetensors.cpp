@@ -1,10 +1,13 @@
 // Tests of attn/model/safetensors.hpp: round trips through the writer, exact F16/BF16
-// conversion, and one test case per kind of corrupt file.
+// conversion, one test case per kind of corrupt file, and reading tensor by tensor from
+// an opened file (transposed, into blocks, from several threads, after the file changed).
 
+#include <attn/detail/read_only_file.hpp>
 #include <attn/model/safetensors.hpp>
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -14,6 +17,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support.hpp"
@@ -141,10 +145,10 @@ TEST_CASE("safetensors: F32 and F64 round trip through write_safetensors and ope
     CHECK(s.shape.empty());
     CHECK(s.values == std::vector<double>{42.0});
 
-    const auto [bytes, count] = file.raw("layer.w");
-    REQUIRE(count == 24);
+    const std::vector<std::uint8_t> bytes = file.raw("layer.w");
+    REQUIRE(bytes.size() == 24);
     float first;
-    std::memcpy(&first, bytes, 4);
+    std::memcpy(&first, bytes.data(), 4);
     CHECK(first == 1.5f);
 }
 
@@ -492,4 +496,296 @@ TEST_CASE("safetensors: nonexistent file") {
     }
     CHECK(contains(what, path.string()));
     CHECK_THROWS_AS((void)attn::SafeTensors::open(dir.path), attn::io_error);  // a directory
+}
+
+// ---------------------------------------------------------------------------
+// Reading tensor by tensor from an opened file
+
+namespace {
+
+/// F16 bits → double, from the IEEE binary16 definition (independent of the reader's bit tricks).
+double half_reference(std::uint16_t bits) {
+    const int sign = bits >> 15, exponent = (bits >> 10) & 0x1F, mantissa = bits & 0x3FF;
+    const double magnitude = exponent == 0 ? std::ldexp(mantissa, -24) : std::ldexp(1024 + mantissa, exponent - 25);
+    return sign ? -magnitude : magnitude;
+}
+
+/// BF16 bits → double: 8 exponent bits (bias 127), 7 mantissa bits.
+double bfloat16_reference(std::uint16_t bits) {
+    const int sign = bits >> 15, exponent = (bits >> 7) & 0xFF, mantissa = bits & 0x7F;
+    const double magnitude = exponent == 0 ? std::ldexp(mantissa, -133) : std::ldexp(128 + mantissa, exponent - 134);
+    return sign ? -magnitude : magnitude;
+}
+
+/// A rank-2 tensor of `dtype` with random finite values, and those values in double.
+struct Sample {
+    attn::SafeTensorsEntry entry;
+    attn::Matrix<double> values;  // (rows × cols), exactly representable in float unless F64
+};
+
+Sample random_sample(const std::string& name, attn::DType dtype, attn::Index rows, attn::Index cols, unsigned seed) {
+    std::mt19937 engine(seed);
+    Sample s{{name, dtype, {rows, cols}, {}}, attn::Matrix<double>(rows, cols)};
+    const std::size_t width = attn::dtype_size(dtype);
+    s.entry.bytes.resize(static_cast<std::size_t>(rows * cols) * width);
+    std::uniform_real_distribution<double> uniform(-4.0, 4.0);
+    for (attn::Index i = 0; i < rows; ++i)
+        for (attn::Index j = 0; j < cols; ++j) {
+            std::uint8_t* at = s.entry.bytes.data() + static_cast<std::size_t>(i * cols + j) * width;
+            double value = 0;
+            if (dtype == attn::DType::F16 || dtype == attn::DType::BF16) {
+                std::uint16_t bits;
+                do {  // any finite bit pattern, subnormals included
+                    bits = static_cast<std::uint16_t>(engine());
+                } while (dtype == attn::DType::F16 ? (bits & 0x7C00) == 0x7C00 : (bits & 0x7F80) == 0x7F80);
+                std::memcpy(at, &bits, 2);
+                value = dtype == attn::DType::F16 ? half_reference(bits) : bfloat16_reference(bits);
+            } else if (dtype == attn::DType::F32) {
+                const auto f = static_cast<float>(uniform(engine));
+                std::memcpy(at, &f, 4);
+                value = f;
+            } else {
+                value = uniform(engine);
+                std::memcpy(at, &value, 8);
+            }
+            s.values(i, j) = value;
+        }
+    return s;
+}
+
+/// Every element of `got` equals `expected` (converted to the result's type, as the reader rounds).
+template <class T, class D>
+bool equal_to_reference(const Eigen::MatrixBase<D>& got, const attn::Matrix<double>& expected) {
+    if (got.rows() != expected.rows() || got.cols() != expected.cols()) return false;
+    for (attn::Index i = 0; i < got.rows(); ++i)
+        for (attn::Index j = 0; j < got.cols(); ++j)
+            if (got(i, j) != static_cast<T>(expected(i, j))) return false;
+    return true;
+}
+
+template <class T>
+void check_every_read(const attn::SafeTensors& file, const std::vector<Sample>& samples) {
+    for (const Sample& s : samples) {
+        const std::string& name = s.entry.name;
+        INFO(file.source() << " tensor " << name << " (" << attn::dtype_name(s.entry.dtype) << ") as "
+                           << (sizeof(T) == 4 ? "float" : "double"));
+        CHECK(equal_to_reference<T>(file.matrix<T>(name), s.values));
+        const attn::Matrix<double> transposed = s.values.transpose();
+        CHECK(equal_to_reference<T>(file.transposed_matrix<T>(name), transposed));
+
+        // Into the middle of a wider matrix, whose other columns stay as they were.
+        const attn::Index rows = s.values.rows(), cols = s.values.cols();
+        attn::Matrix<T> fused = attn::Matrix<T>::Constant(rows, cols + 3, T(7));
+        file.read_matrix_into(name, fused.middleCols(2, cols));
+        CHECK(equal_to_reference<T>(fused.middleCols(2, cols), s.values));
+        CHECK((fused.leftCols(2).array() == T(7)).all());
+        CHECK((fused.rightCols(1).array() == T(7)).all());
+        attn::Matrix<T> fused_t = attn::Matrix<T>::Constant(cols + 1, rows + 2, T(7));
+        file.read_matrix_into<T>(name, fused_t.block(1, 1, cols, rows), true);
+        CHECK(equal_to_reference<T>(fused_t.block(1, 1, cols, rows), transposed));
+        CHECK((fused_t.row(0).array() == T(7)).all());
+        CHECK((fused_t.col(0).array() == T(7)).all());
+        CHECK((fused_t.col(rows + 1).array() == T(7)).all());
+    }
+}
+
+}  // namespace
+
+TEST_CASE("safetensors: an opened file reads each dtype, plain, transposed and into blocks, as the reference says") {
+    // Shapes chosen around chunk_elements (2^18): several chunks of whole rows, a last
+    // partial chunk, rows longer than a chunk, and a small matrix.
+    static_assert(attn::SafeTensors::chunk_elements == 262144, "the shapes below assume 2^18-element chunks");
+    std::vector<Sample> samples;
+    unsigned seed = 1;
+    for (attn::DType dtype : {attn::DType::F32, attn::DType::F16, attn::DType::BF16, attn::DType::F64}) {
+        const std::string d = attn::dtype_name(dtype);
+        samples.push_back(random_sample(d + ".chunks", dtype, 700, 900, seed++));
+        samples.push_back(random_sample(d + ".long_rows", dtype, 2, 300001, seed++));
+        samples.push_back(random_sample(d + ".small", dtype, 3, 5, seed++));
+    }
+    std::vector<attn::SafeTensorsEntry> entries;
+    for (const Sample& s : samples) entries.push_back(s.entry);
+    TempDir dir;
+    const fs::path path = dir.path / "dtypes.safetensors";
+    attn::write_safetensors(path, entries);
+
+    const auto opened = attn::SafeTensors::open(path);
+    const auto in_memory = attn::SafeTensors::from_bytes(attn::safetensors_bytes(entries), "in memory");
+    for (const attn::SafeTensors* file : {&opened, &in_memory}) {
+        check_every_read<float>(*file, samples);
+        check_every_read<double>(*file, samples);
+    }
+    // vector and tensor read through the same path; one F16 row of the long matrix as a check.
+    CHECK(opened.tensor<double>("F16.long_rows").values.size() == 600002);
+    CHECK(opened.tensor<double>("F16.long_rows").values[300001] == samples[4].values(1, 0));
+}
+
+TEST_CASE("safetensors: read_matrix_into refuses a destination of another shape, naming the tensor") {
+    const auto file = attn::SafeTensors::from_bytes(
+        attn::safetensors_bytes({attn::safetensors_entry("attn.c_proj.weight", {2, 3}, std::vector<float>(6, 1.0f))}),
+        "shape.safetensors");
+    attn::Matrix<float> fused(3, 8);
+    std::string what = format_error_message([&] { file.read_matrix_into("attn.c_proj.weight", fused.leftCols(2)); });
+    CHECK(contains(what, "shape.safetensors"));
+    CHECK(contains(what, "'attn.c_proj.weight'"));
+    CHECK(contains(what, "[2, 3]"));
+    CHECK(contains(what, "(2 × 3)"));
+    CHECK(contains(what, "(3 × 2)"));
+    // Transposed, (3 × 2) fits (3 × 2) but not (2 × 3).
+    attn::Matrix<float> wide = attn::Matrix<float>::Zero(2, 3);
+    what = format_error_message([&] { file.read_matrix_into("attn.c_proj.weight", wide, true); });
+    CHECK(contains(what, "transposed as (3 × 2)"));
+    CHECK(contains(what, "(2 × 3)"));
+    CHECK((wide.array() == 0.0f).all());  // nothing written
+    file.read_matrix_into("attn.c_proj.weight", fused.leftCols(2), true);
+    CHECK((fused.leftCols(2).array() == 1.0f).all());
+}
+
+TEST_CASE("safetensors: transposed and block reads refuse tensors that are not floating matrices") {
+    const auto file = attn::SafeTensors::from_bytes(
+        attn::safetensors_bytes({attn::safetensors_entry("bias", {3}, std::vector<float>{1, 2, 3}),
+                                 attn::safetensors_entry("ids", {1, 2}, std::vector<std::int64_t>{1, 2})}),
+        "kinds.safetensors");
+    attn::Matrix<double> out(3, 1);
+    for (const std::string& what : {format_error_message([&] { (void)file.transposed_matrix<float>("bias"); }),
+                                    format_error_message([&] { file.read_matrix_into("bias", out); })}) {
+        CHECK(contains(what, "kinds.safetensors"));
+        CHECK(contains(what, "'bias'"));
+        CHECK(contains(what, "expected rank 2"));
+    }
+    attn::Matrix<double> pair(2, 1);
+    for (const std::string& what : {format_error_message([&] { (void)file.transposed_matrix<double>("ids"); }),
+                                    format_error_message([&] { file.read_matrix_into("ids", pair, true); })}) {
+        CHECK(contains(what, "'ids'"));
+        CHECK(contains(what, "I64"));
+        CHECK(contains(what, "floating"));
+    }
+    CHECK(contains(format_error_message([&] { (void)file.transposed_matrix<float>("nothing"); }), "'nothing'"));
+}
+
+TEST_CASE("safetensors: open reads the header only (a 1 GiB sparse file opens and its small tensor reads)") {
+    TempDir dir;
+    const fs::path path = dir.path / "sparse.safetensors";
+    const std::uint64_t huge_bytes = std::uint64_t(1) << 30;
+    const std::string header = R"({"small":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                               R"("huge":{"dtype":"F32","shape":[268435456],"data_offsets":[8,)" +
+                               std::to_string(8 + huge_bytes) + "]}}";
+    std::vector<std::uint8_t> small(8);
+    const float values[2] = {1.25f, -3.0f};
+    std::memcpy(small.data(), values, 8);
+    write_bytes(path, raw_file(header, small));
+    fs::resize_file(path, 8 + header.size() + 8 + huge_bytes);  // a hole: no disk space, zeros when read
+
+    const auto file = attn::SafeTensors::open(path);
+    CHECK(file.info("huge").elements() == 268435456);
+    const attn::Vector<float> v = file.vector<float>("small");
+    CHECK(v(0) == 1.25f);
+    CHECK(v(1) == -3.0f);
+}
+
+namespace {
+
+/// Opens a two-tensor file, lets `change` alter it, then expects io_error naming the
+/// file and the tensor from reading "late", and returns its message.
+template <class Change>
+std::string read_after_change(Change&& change) {
+    TempDir dir;
+    const fs::path path = dir.path / "changing.safetensors";
+    attn::write_safetensors(path, {attn::safetensors_entry("early", {2}, std::vector<float>{1, 2}),
+                                   attn::safetensors_entry("late", {2, 2}, std::vector<float>{3, 4, 5, 6})});
+    const auto file = attn::SafeTensors::open(path);
+    CHECK(file.vector<float>("early")(1) == 2.0f);
+    change(path);
+    std::string what;
+    try {
+        (void)file.matrix<float>("late");
+        FAIL("no exception after the file changed");
+    } catch (const attn::io_error& e) {
+        what = e.what();
+    }
+    INFO("message: " << what);
+    CHECK(contains(what, path.string()));
+    CHECK(contains(what, "'late'"));
+    CHECK(contains(what, "changed after it was opened"));
+    return what;
+}
+
+}  // namespace
+
+TEST_CASE("safetensors: a file truncated after open throws io_error naming the file and the tensor") {
+    std::uintmax_t size = 0;
+    const std::string what = read_after_change([&](const fs::path& path) {
+        size = fs::file_size(path);
+        fs::resize_file(path, size - 10);
+    });
+    CHECK(contains(what, "is now " + std::to_string(size - 10) + " bytes"));
+}
+
+TEST_CASE("safetensors: a file grown after open throws io_error") {
+    const std::string what = read_after_change(
+        [](const fs::path& path) { std::ofstream(path, std::ios::binary | std::ios::app) << "appended"; });
+    CHECK(contains(what, "is now"));
+}
+
+TEST_CASE("safetensors: a file rewritten in place after open (same size) throws io_error") {
+    read_after_change([](const fs::path& path) {
+        const auto when = fs::last_write_time(path);
+        std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+        f.seekp(-4, std::ios::end);
+        f.write("abcd", 4);
+        f.close();
+        // Rewritten within the clock's resolution, the time could look unchanged: make sure it is not.
+        fs::last_write_time(path, when + std::chrono::seconds(5));
+    });
+}
+
+TEST_CASE("safetensors: a read outside the file as opened throws io_error, never reads past the end") {
+    TempDir dir;
+    const fs::path path = dir.path / "ten.bin";
+    write_bytes(path, zeros(10));
+    const attn::detail::ReadOnlyFile file(path);
+    CHECK(file.size() == 10);
+    std::uint8_t buffer[16] = {};
+    file.read(2, 8, buffer, "the test bytes");
+    std::string what;
+    try {
+        file.read(4, 7, buffer, "the test bytes");
+    } catch (const attn::io_error& e) {
+        what = e.what();
+    }
+    CHECK(contains(what, path.string()));
+    CHECK(contains(what, "the test bytes"));
+    CHECK(contains(what, "[4, 11)"));
+    CHECK_THROWS_AS(file.read(std::numeric_limits<std::uint64_t>::max(), 2, buffer, "x"), attn::io_error);
+}
+
+TEST_CASE("safetensors: several threads read tensors of one opened file at once") {
+    std::vector<Sample> samples;
+    std::vector<attn::SafeTensorsEntry> entries;
+    for (unsigned k = 0; k < 8; ++k) {
+        samples.push_back(random_sample("t" + std::to_string(k), k % 2 ? attn::DType::BF16 : attn::DType::F32, 64 + k,
+                                        300 + 11 * k, 100 + k));
+        entries.push_back(samples.back().entry);
+    }
+    TempDir dir;
+    const fs::path path = dir.path / "shared.safetensors";
+    attn::write_safetensors(path, entries);
+    const auto file = attn::SafeTensors::open(path);
+    std::vector<int> correct(4, 0);
+    std::vector<std::thread> readers;
+    for (std::size_t r = 0; r < correct.size(); ++r)
+        readers.emplace_back([&, r] {
+            for (int round = 0; round < 5; ++round)
+                for (std::size_t k = 0; k < samples.size(); ++k) {
+                    const Sample& s = samples[(k + r) % samples.size()];
+                    const bool transpose = (round + static_cast<int>(r)) % 2 == 1;
+                    const attn::Matrix<float> m =
+                        transpose ? file.transposed_matrix<float>(s.entry.name) : file.matrix<float>(s.entry.name);
+                    const attn::Matrix<double> expected =
+                        transpose ? attn::Matrix<double>(s.values.transpose()) : s.values;
+                    correct[r] += equal_to_reference<float>(m, expected) ? 1 : 0;
+                }
+        });
+    for (std::thread& t : readers) t.join();
+    for (int c : correct) CHECK(c == 5 * static_cast<int>(samples.size()));
 }

@@ -362,7 +362,7 @@ private:
             if (!expected.count(name) && std::find(skipped.begin(), skipped.end(), name) == skipped.end())
                 extra.push_back(name);
         if (missing.empty() && extra.empty() && misshapen.empty()) return;
-        std::string text = files.description() + ": the weights do not fit the config;";
+        std::string text = files.origin() + ": the weights do not fit the config;";
         if (!missing.empty()) text += " missing: " + join(missing) + ";";
         if (!extra.empty()) text += " unexpected: " + join(extra) + ";";
         if (!misshapen.empty()) text += " wrong shape: " + join(misshapen) + ";";

@@ -7,8 +7,8 @@
 // (offsets relative to the start of the data section) and may hold one
 // "__metadata__" object of string → string.
 //
-// SafeTensors::open reads the whole file into memory once and validates the header
-// completely before any tensor is read:
+// SafeTensors::open reads the 8-byte length and the header, not the tensors, and
+// validates the header against the file's size completely before any tensor is read:
 //   * the file holds the 8-byte length, the header fits in the file and is at most
 //     100 MB (max_header_bytes), is valid UTF-8 and a JSON object without duplicate
 //     keys at any level;
@@ -23,6 +23,12 @@
 // Any violation throws attn::format_error naming the file (the path, or the name
 // given to from_bytes), the tensor where there is one, and the expected and actual
 // values; failing to open or read the file throws attn::io_error.
+//
+// Each tensor is read from the file when asked for (matrix, transposed_matrix,
+// read_matrix_into, vector, tensor, integers, raw), straight into its destination or
+// through a buffer of at most chunk_elements elements, so a loader holds every tensor
+// once. A file that changed after open (another size or modification time, or shorter
+// than a read needs) throws attn::io_error naming the file and the tensor.
 //
 // Conversions: matrix/vector/tensor<T> (T = float or double) read F64, F32, F16 and
 // BF16 tensors. F16 and BF16 convert exactly (subnormals included); F64 → float
@@ -48,6 +54,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -59,6 +66,7 @@
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/detail/endian.hpp"
+#include "attn/detail/read_only_file.hpp"
 #include "attn/detail/utf8.hpp"
 
 #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -244,30 +252,32 @@ inline std::optional<std::uint64_t> checked_byte_count(const std::vector<std::in
 
 }  // namespace detail
 
-/// A safetensors file held in memory, validated on construction.
+/// A safetensors file, validated on construction; tensors are read when asked for.
+///
+/// open() reads only the 8-byte length and the header; each matrix/vector/tensor/
+/// integers/raw call then reads that tensor's bytes from the file and converts them,
+/// so loading every tensor holds each tensor once (plus a buffer of at most
+/// chunk_elements elements while converting). from_bytes() keeps the whole file in
+/// memory. Const methods are safe to call from several threads at once. Copies share
+/// the open file.
 class SafeTensors {
 public:
     /// Largest header accepted (as the reference implementation: 100 MB).
     static constexpr std::uint64_t max_header_bytes = 100'000'000;
 
-    /// Reads and validates the file at `path`. io_error if it cannot be read,
-    /// format_error if it is malformed.
+    /// Elements converted per read when a tensor's bytes cannot go straight into the
+    /// destination (another dtype, a transpose, a block of a larger matrix).
+    static constexpr std::size_t chunk_elements = std::size_t(1) << 18;
+
+    /// Opens the file at `path` and validates its header against its size. io_error if
+    /// it cannot be opened or read, format_error if it is malformed.
     static SafeTensors open(const std::filesystem::path& path) {
         const std::string name = path.string();
-        std::error_code ignored;
-        if (std::filesystem::is_directory(path, ignored))
-            throw io_error(detail::message("SafeTensors::open: '", name, "' is a directory, not a file"));
-        std::ifstream in(path, std::ios::binary);
-        if (!in) throw io_error(detail::message("SafeTensors::open: cannot open '", name, "'"));
-        std::vector<std::uint8_t> bytes;
-        in.seekg(0, std::ios::end);
-        const std::streamoff size = in.tellg();
-        if (size < 0) throw io_error(detail::message("SafeTensors::open: cannot read '", name, "'"));
-        in.seekg(0, std::ios::beg);
-        bytes.resize(static_cast<std::size_t>(size));
-        if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size))
-            throw io_error(detail::message("SafeTensors::open: cannot read '", name, "' (", size, " bytes expected)"));
-        return SafeTensors(std::move(bytes), name);
+        try {
+            return SafeTensors(std::make_shared<const detail::ReadOnlyFile>(path), name);
+        } catch (const io_error& e) {
+            throw io_error(detail::message("SafeTensors::open: ", e.what()));
+        }
     }
 
     /// Validates a file already in memory; `name` is used in error messages.
@@ -301,21 +311,53 @@ public:
     /// The __metadata__ object (empty if the file has none).
     const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
-    /// A 2-D floating tensor as a (rows × cols) row-major matrix.
+    /// A 2-D floating tensor [rows, cols] as a (rows × cols) row-major matrix.
     template <class T>
     Matrix<T> matrix(std::string_view name) const {
-        const TensorInfo& t = expect_rank(name, 2, "matrix");
+        const TensorInfo& t = expect_floating_matrix(name);
         Matrix<T> m(static_cast<Index>(t.shape[0]), static_cast<Index>(t.shape[1]));
-        convert_floating(t, m.data());
+        convert_range(t, 0, static_cast<std::size_t>(m.size()), m.data());
         return m;
+    }
+
+    /// A 2-D floating tensor [rows, cols] as its (cols × rows) transpose, converted
+    /// straight from the file (PyTorch's Linear weight [out, in] → attn's (in × out)).
+    template <class T>
+    Matrix<T> transposed_matrix(std::string_view name) const {
+        const TensorInfo& t = expect_floating_matrix(name);
+        Matrix<T> m(static_cast<Index>(t.shape[1]), static_cast<Index>(t.shape[0]));
+        write_rank2(t, m, true);
+        return m;
+    }
+
+    /// Writes the 2-D floating tensor [rows, cols] into `out`, an Eigen block of a larger
+    /// matrix (e.g. `fused.middleCols(c, k)`) or a whole matrix, of float or double:
+    /// (rows × cols) as stored, or its (cols × rows) transpose if `transpose`.
+    /// format_error naming the tensor if its shape does not fit `out`. T, if given,
+    /// must be out's scalar type.
+    template <class T = void, class Block>
+    void read_matrix_into(std::string_view name, Block&& out, bool transpose = false) const {
+        using Scalar = typename std::decay_t<Block>::Scalar;
+        static_assert(std::is_void_v<T> || std::is_same_v<T, Scalar>,
+                      "read_matrix_into<T>: T must be the destination's scalar type");
+        const TensorInfo& t = expect_floating_matrix(name);
+        const auto rows = static_cast<Index>(transpose ? t.shape[1] : t.shape[0]);
+        const auto cols = static_cast<Index>(transpose ? t.shape[0] : t.shape[1]);
+        if (out.rows() != rows || out.cols() != cols)
+            throw format_error(detail::message(name_, ": tensor '", t.name, "' has shape ", detail::shape_text(t.shape),
+                                               ", read ", transpose ? "transposed " : "", "as (", rows, " × ", cols,
+                                               "), which does not fit the destination (", out.rows(), " × ", out.cols(),
+                                               ")"));
+        write_rank2(t, out, transpose);
     }
 
     /// A 1-D floating tensor as a column vector.
     template <class T>
     Vector<T> vector(std::string_view name) const {
         const TensorInfo& t = expect_rank(name, 1, "vector");
+        expect_floating(t);
         Vector<T> v(static_cast<Index>(t.shape[0]));
-        convert_floating(t, v.data());
+        convert_range(t, 0, static_cast<std::size_t>(v.size()), v.data());
         return v;
     }
 
@@ -323,8 +365,9 @@ public:
     template <class T>
     TensorData<T> tensor(std::string_view name) const {
         const TensorInfo& t = info(name);
+        expect_floating(t);
         TensorData<T> out{t.shape, std::vector<T>(static_cast<std::size_t>(t.elements()))};
-        convert_floating(t, out.values.data());
+        convert_range(t, 0, out.values.size(), out.values.data());
         return out;
     }
 
@@ -336,58 +379,76 @@ public:
                                                ", expected an integer dtype (I64, I32, I16, I8, U64, U32, U16, U8 "
                                                "or BOOL)"));
         const std::size_t n = static_cast<std::size_t>(t.elements());
-        const std::uint8_t* p = data(t);
+        const std::size_t width = dtype_size(t.dtype);
         std::vector<std::int64_t> out(n);
-        for (std::size_t i = 0; i < n; ++i) {
-            switch (t.dtype) {
-                case DType::I64:
-                    out[i] = detail::load_le<std::int64_t>(p + 8 * i);
-                    break;
-                case DType::I32:
-                    out[i] = detail::load_le<std::int32_t>(p + 4 * i);
-                    break;
-                case DType::I16:
-                    out[i] = detail::load_le<std::int16_t>(p + 2 * i);
-                    break;
-                case DType::I8:
-                    out[i] = detail::load_le<std::int8_t>(p + i);
-                    break;
-                case DType::U32:
-                    out[i] = detail::load_le<std::uint32_t>(p + 4 * i);
-                    break;
-                case DType::U16:
-                    out[i] = detail::load_le<std::uint16_t>(p + 2 * i);
-                    break;
-                case DType::U8:
-                    out[i] = p[i];
-                    break;
-                case DType::BOOL:
-                    out[i] = p[i] != 0;
-                    break;
-                default: {  // U64
-                    const auto u = detail::load_le<std::uint64_t>(p + 8 * i);
-                    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-                        throw format_error(detail::message(name_, ": tensor '", t.name, "': U64 element ", i, " = ", u,
-                                                           " does not fit in std::int64_t"));
-                    out[i] = static_cast<std::int64_t>(u);
-                    break;
+        std::vector<std::uint8_t> scratch;
+        for (std::size_t first = 0; first < n; first += chunk_elements) {
+            const std::size_t count = std::min(chunk_elements, n - first);
+            const std::uint8_t* p = tensor_bytes(t, first, count, scratch);
+            for (std::size_t k = 0; k < count; ++k) {
+                const std::size_t i = first + k;
+                switch (t.dtype) {
+                    case DType::I64:
+                        out[i] = detail::load_le<std::int64_t>(p + width * k);
+                        break;
+                    case DType::I32:
+                        out[i] = detail::load_le<std::int32_t>(p + width * k);
+                        break;
+                    case DType::I16:
+                        out[i] = detail::load_le<std::int16_t>(p + width * k);
+                        break;
+                    case DType::I8:
+                        out[i] = detail::load_le<std::int8_t>(p + k);
+                        break;
+                    case DType::U32:
+                        out[i] = detail::load_le<std::uint32_t>(p + width * k);
+                        break;
+                    case DType::U16:
+                        out[i] = detail::load_le<std::uint16_t>(p + width * k);
+                        break;
+                    case DType::U8:
+                        out[i] = p[k];
+                        break;
+                    case DType::BOOL:
+                        out[i] = p[k] != 0;
+                        break;
+                    default: {  // U64
+                        const auto u = detail::load_le<std::uint64_t>(p + width * k);
+                        if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+                            throw format_error(detail::message(name_, ": tensor '", t.name, "': U64 element ", i, " = ",
+                                                               u, " does not fit in std::int64_t"));
+                        out[i] = static_cast<std::int64_t>(u);
+                        break;
+                    }
                 }
             }
         }
         return out;
     }
 
-    /// The raw little-endian bytes of tensor `name` (pointer into the file held in memory).
-    std::pair<const std::uint8_t*, std::size_t> raw(std::string_view name) const {
+    /// A copy of the raw little-endian bytes of tensor `name`.
+    std::vector<std::uint8_t> raw(std::string_view name) const {
         const TensorInfo& t = info(name);
-        return {data(t), static_cast<std::size_t>(t.end - t.begin)};
+        std::vector<std::uint8_t> out(static_cast<std::size_t>(t.end - t.begin));
+        read_bytes(data_start_ + t.begin, out.size(), out.data(), t);
+        return out;
     }
 
 private:
     SafeTensors(std::vector<std::uint8_t> bytes, std::string name) : bytes_(std::move(bytes)), name_(std::move(name)) {
+        check_host();
+        parse(bytes_.size());
+    }
+
+    SafeTensors(std::shared_ptr<const detail::ReadOnlyFile> file, std::string name)
+        : file_(std::move(file)), name_(std::move(name)) {
+        check_host();
+        parse(file_->size());
+    }
+
+    static void check_host() {
         if (!detail::host_is_little_endian())
             throw format_error("attn::SafeTensors: this reader supports little-endian hosts only");
-        parse();
     }
 
     static bool is_integer(DType d) {
@@ -407,8 +468,30 @@ private:
         }
     }
 
-    const std::uint8_t* data(const TensorInfo& t) const {
-        return bytes_.data() + data_start_ + static_cast<std::size_t>(t.begin);
+    static bool is_floating(DType d) {
+        return d == DType::F64 || d == DType::F32 || d == DType::F16 || d == DType::BF16;
+    }
+
+    /// Copies `count` bytes at byte `offset` of the file (held or opened) into `out`.
+    void read_bytes(std::uint64_t offset, std::size_t count, void* out, const TensorInfo& t) const {
+        if (count == 0) return;
+        if (file_) {
+            file_->read(offset, count, out, detail::message("tensor '", t.name, "'"));
+        } else {
+            std::memcpy(out, bytes_.data() + offset, count);  // within bytes_: checked by parse()
+        }
+    }
+
+    /// The bytes of elements [first, first + count) of `t`: a pointer into the file held
+    /// in memory, or into `scratch` after reading them from the opened file.
+    const std::uint8_t* tensor_bytes(const TensorInfo& t, std::size_t first, std::size_t count,
+                                     std::vector<std::uint8_t>& scratch) const {
+        const std::size_t width = dtype_size(t.dtype);
+        const std::uint64_t offset = data_start_ + t.begin + std::uint64_t(first) * width;
+        if (!file_) return bytes_.data() + offset;
+        if (scratch.size() < count * width) scratch.resize(count * width);
+        read_bytes(offset, count * width, scratch.data(), t);
+        return scratch.data();
     }
 
     const TensorInfo& expect_rank(std::string_view name, std::size_t rank, const char* what) const {
@@ -420,31 +503,92 @@ private:
         return t;
     }
 
+    void expect_floating(const TensorInfo& t) const {
+        if (!is_floating(t.dtype))
+            throw format_error(detail::message(name_, ": tensor '", t.name, "' has dtype ", dtype_name(t.dtype),
+                                               ", expected a floating dtype (F64, F32, F16 or BF16)"));
+    }
+
+    const TensorInfo& expect_floating_matrix(std::string_view name) const {
+        const TensorInfo& t = expect_rank(name, 2, "matrix");
+        expect_floating(t);
+        return t;
+    }
+
+    /// Converts elements [first, first + count) of the floating tensor `t` into out[0, count).
     template <class T>
-    void convert_floating(const TensorInfo& t, T* out) const {
+    void convert_range(const TensorInfo& t, std::size_t first, std::size_t count, T* out) const {
         static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                       "SafeTensors converts floating tensors to float or double");
-        const std::size_t n = static_cast<std::size_t>(t.elements());
-        const std::uint8_t* p = data(t);
-        switch (t.dtype) {
-            case DType::F64:
-                for (std::size_t i = 0; i < n; ++i)
-                    out[i] = detail::narrow_floating<T>(detail::load_le<double>(p + 8 * i));
-                break;
-            case DType::F32:
-                for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<T>(detail::load_le<float>(p + 4 * i));
-                break;
-            case DType::F16:
-                for (std::size_t i = 0; i < n; ++i)
-                    out[i] = static_cast<T>(detail::half_to_float(detail::load_le<std::uint16_t>(p + 2 * i)));
-                break;
-            case DType::BF16:
-                for (std::size_t i = 0; i < n; ++i)
-                    out[i] = static_cast<T>(detail::bfloat16_to_float(detail::load_le<std::uint16_t>(p + 2 * i)));
-                break;
-            default:
-                throw format_error(detail::message(name_, ": tensor '", t.name, "' has dtype ", dtype_name(t.dtype),
-                                                   ", expected a floating dtype (F64, F32, F16 or BF16)"));
+        const bool same_bits =
+            (t.dtype == DType::F32 && std::is_same_v<T, float>) || (t.dtype == DType::F64 && std::is_same_v<T, double>);
+        if (same_bits && file_) {  // no conversion: read straight into the destination
+            read_bytes(data_start_ + t.begin + std::uint64_t(first) * sizeof(T), count * sizeof(T), out, t);
+            return;
+        }
+        std::vector<std::uint8_t> scratch;
+        for (std::size_t done = 0; done < count; done += chunk_elements) {
+            const std::size_t n = std::min(chunk_elements, count - done);
+            const std::uint8_t* p = tensor_bytes(t, first + done, n, scratch);
+            T* o = out + done;
+            switch (t.dtype) {
+                case DType::F64:
+                    for (std::size_t i = 0; i < n; ++i)
+                        o[i] = detail::narrow_floating<T>(detail::load_le<double>(p + 8 * i));
+                    break;
+                case DType::F32:
+                    for (std::size_t i = 0; i < n; ++i) o[i] = static_cast<T>(detail::load_le<float>(p + 4 * i));
+                    break;
+                case DType::F16:
+                    for (std::size_t i = 0; i < n; ++i)
+                        o[i] = static_cast<T>(detail::half_to_float(detail::load_le<std::uint16_t>(p + 2 * i)));
+                    break;
+                default:  // BF16; expect_floating refused the rest
+                    for (std::size_t i = 0; i < n; ++i)
+                        o[i] = static_cast<T>(detail::bfloat16_to_float(detail::load_le<std::uint16_t>(p + 2 * i)));
+                    break;
+            }
+        }
+    }
+
+    /// Writes the floating rank-2 tensor `t` [rows, cols] into `out`: (rows × cols), or
+    /// (cols × rows) if `transpose`; out's shape is the caller's to check. Whole rows are
+    /// converted a chunk at a time into a buffer and copied into place by Eigen (which
+    /// transposes a cache-sized block well); a row longer than a chunk goes piece by piece.
+    template <class Dest>
+    void write_rank2(const TensorInfo& t, Dest& out, bool transpose) const {
+        using T = typename Dest::Scalar;
+        const auto rows = static_cast<Index>(t.shape[0]), cols = static_cast<Index>(t.shape[1]);
+        if (rows == 0 || cols == 0) return;
+        const auto width = static_cast<std::size_t>(cols);
+        std::vector<T> buffer;
+        if (width <= chunk_elements) {
+            const auto rows_per_chunk = static_cast<Index>(chunk_elements / width);
+            buffer.resize(static_cast<std::size_t>(std::min(rows, rows_per_chunk)) * width);
+            for (Index i = 0; i < rows; i += rows_per_chunk) {
+                const Index k = std::min(rows_per_chunk, rows - i);
+                convert_range(t, static_cast<std::size_t>(i) * width, static_cast<std::size_t>(k) * width,
+                              buffer.data());
+                const Eigen::Map<const Matrix<T>> block(buffer.data(), k, cols);
+                if (transpose)
+                    out.middleCols(i, k) = block.transpose();
+                else
+                    out.middleRows(i, k) = block;
+            }
+            return;
+        }
+        buffer.resize(chunk_elements);
+        for (Index i = 0; i < rows; ++i) {
+            for (Index j = 0; j < cols; j += static_cast<Index>(chunk_elements)) {
+                const Index k = std::min(static_cast<Index>(chunk_elements), cols - j);
+                convert_range(t, static_cast<std::size_t>(i) * width + static_cast<std::size_t>(j),
+                              static_cast<std::size_t>(k), buffer.data());
+                const Eigen::Map<const Vector<T>> piece(buffer.data(), k);
+                if (transpose)
+                    out.col(i).segment(j, k) = piece;
+                else
+                    out.row(i).segment(j, k) = piece.transpose();
+            }
         }
     }
 
@@ -521,21 +665,30 @@ private:
         }
     }
 
-    void parse() {
-        const std::uint64_t size = bytes_.size();
+    /// Copies header bytes (validated to lie within the file) into `out`.
+    void read_header_bytes(std::uint64_t offset, std::size_t count, void* out) const {
+        if (file_)
+            file_->read(offset, count, out, "the header");
+        else
+            std::memcpy(out, bytes_.data() + offset, count);
+    }
+
+    void parse(std::uint64_t size) {
         if (size < 8)
             fail("file is ", size, " bytes long, shorter than the 8-byte header length that starts a safetensors file");
-        const auto header_length = detail::load_le<std::uint64_t>(bytes_.data());
+        std::uint8_t length_bytes[8];
+        read_header_bytes(0, 8, length_bytes);
+        const auto header_length = detail::load_le<std::uint64_t>(length_bytes);
         if (header_length > size - 8)
             fail("header length ", header_length, " extends past the end of the file (", size, " bytes, so at most ",
                  size - 8, " bytes of header); the file is truncated or not a safetensors file");
         if (header_length > max_header_bytes)
             fail("header length ", header_length, " exceeds the limit of ", max_header_bytes, " bytes");
-        data_start_ = static_cast<std::size_t>(8 + header_length);
+        data_start_ = 8 + header_length;
         const std::uint64_t data_size = size - 8 - header_length;
 
-        const std::string text(reinterpret_cast<const char*>(bytes_.data() + 8),
-                               static_cast<std::size_t>(header_length));
+        std::string text(static_cast<std::size_t>(header_length), '\0');
+        read_header_bytes(8, text.size(), text.data());
         const auto bad = detail::find_invalid_utf8(text);
         if (bad.problem) fail("header is not valid UTF-8: ", bad.problem, " at header byte ", bad.position);
 
@@ -637,9 +790,10 @@ private:
                  " unclaimed bytes at the end)");
     }
 
-    std::vector<std::uint8_t> bytes_;
+    std::vector<std::uint8_t> bytes_;                   // the whole file, from from_bytes
+    std::shared_ptr<const detail::ReadOnlyFile> file_;  // or the opened file, read tensor by tensor
     std::string name_;
-    std::size_t data_start_ = 0;
+    std::uint64_t data_start_ = 0;
     std::map<std::string, TensorInfo, std::less<>> tensors_;
     std::map<std::string, std::string> metadata_;
 };
