@@ -246,10 +246,10 @@ inline ModelSettings settings_from_config(const nlohmann::json& config, const st
                                  ? detail::config::gpt2_settings(reader)
                                  : detail::config::llama_settings(
                                        reader, model_type == std::string("qwen2") ? Architecture::qwen2 : Architecture::llama);
+    // An end token past the vocabulary (a small model configured from a larger one's defaults)
+    // can never be written: generation then stops at the context's end or max_tokens.
     settings.end_token = reader.token_id("eos_token_id");
-    if (settings.end_token >= settings.vocabulary_size)
-        throw format_error(detail::message(file, ": \"eos_token_id\" = ", settings.end_token,
-                                           " is not a token of the vocabulary (vocab_size ", settings.vocabulary_size, ")"));
+    if (settings.end_token >= settings.vocabulary_size) settings.end_token = -1;
     detail::config::check_sizes(settings, file);
     return settings;
 }
