@@ -41,7 +41,8 @@ inline constexpr std::string_view llama3_pattern =
 inline constexpr std::string_view qwen2_pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
-inline constexpr int largest_vocabulary = 1 << 24;
+inline constexpr int largest_vocabulary = 1 << 21;
+inline constexpr int deepest_sequence = 8;  // Sequence inside Sequence ...
 inline constexpr std::string_view metaspace = "\u2581";
 
 /// The type of a component ("type" member), or what was found instead.
@@ -227,11 +228,14 @@ struct PreTokenizerInfo {
     HfTokenizer::Prepend prepend = HfTokenizer::Prepend::never;
 };
 
-inline void read_pre_tokenizer(const json& p, HfTokenizer& t, PreTokenizerInfo& info, const std::string& file) {
+inline void read_pre_tokenizer(const json& p, HfTokenizer& t, PreTokenizerInfo& info, const std::string& file,
+                               int depth = 0) {
+    if (depth > deepest_sequence)
+        throw format_error(message(file, ": pre_tokenizer Sequences nested more than ", deepest_sequence, " deep"));
     const std::string type = type_of(p, file, "pre_tokenizer");
     if (type == "Sequence") {
         for (const json& step : array_member(p, "pretokenizers", file, "pre_tokenizer"))
-            read_pre_tokenizer(step, t, info, file);
+            read_pre_tokenizer(step, t, info, file, depth + 1);
     } else if (type == "ByteLevel") {
         info.byte_level = true;
         if (flag(p, "add_prefix_space", false, file, "pre_tokenizer ByteLevel"))
@@ -281,11 +285,13 @@ inline void read_pre_tokenizer(const json& p, HfTokenizer& t, PreTokenizerInfo& 
 }
 
 /// The SentencePiece normaliser: Prepend("▁") and/or Replace(" " → "▁"), alone or in a Sequence.
-inline void read_normalizer(const json& n, bool& prepends, bool& replaces, const std::string& file) {
+inline void read_normalizer(const json& n, bool& prepends, bool& replaces, const std::string& file, int depth = 0) {
+    if (depth > deepest_sequence)
+        throw format_error(message(file, ": normalizer Sequences nested more than ", deepest_sequence, " deep"));
     const std::string type = type_of(n, file, "normalizer");
     if (type == "Sequence") {
         for (const json& step : array_member(n, "normalizers", file, "normalizer"))
-            read_normalizer(step, prepends, replaces, file);
+            read_normalizer(step, prepends, replaces, file, depth + 1);
     } else if (type == "Prepend") {
         const std::string prepend = string_or_empty(n, "prepend", file, "normalizer Prepend");
         if (prepend != metaspace)
@@ -306,11 +312,13 @@ inline void read_normalizer(const json& n, bool& prepends, bool& replaces, const
     }
 }
 
-inline void read_post_processor(const json& p, HfTokenizer& t, const std::string& file) {
+inline void read_post_processor(const json& p, HfTokenizer& t, const std::string& file, int depth = 0) {
+    if (depth > deepest_sequence)
+        throw format_error(message(file, ": post_processor Sequences nested more than ", deepest_sequence, " deep"));
     const std::string type = type_of(p, file, "post_processor");
     if (type == "Sequence") {
         for (const json& step : array_member(p, "processors", file, "post_processor"))
-            read_post_processor(step, t, file);
+            read_post_processor(step, t, file, depth + 1);
     } else if (type == "ByteLevel") {
         // offsets only
     } else if (type == "TemplateProcessing") {
