@@ -1,7 +1,19 @@
 #pragma once
-// Byte-pair-encoding tokenizer of the store model; matches tools/tokenizer.py id for id.
+// attn::Tokenizer: one type for the tokenizers attn reads (Tokenizer::Kind):
+//   store          the store model's own BPE (below; matches tools/tokenizer.py id for id);
+//   byte_level     GPT-2-style byte-level BPE: vocab.json + merges.txt, OpenAI's
+//                  encoder.json + vocab.bpe, or a tokenizer.json with a ByteLevel
+//                  pre-tokenizer (GPT-2, SmolLM, Qwen2's and Llama-3's split patterns);
+//   sentencepiece  a tokenizer.json with SentencePiece-style BPE ("▁" for spaces, <0xNN>
+//                  byte fallback: Llama-2, TinyLlama);
+//   none           a model directory without tokenizer files: encode throws.
+// from_directory picks by the files present. The Hugging Face kinds are described in
+// detail/hf_tokenizer.hpp (encoding) and detail/tokenizer_json.hpp (what is read, what is
+// refused). Text that is not valid UTF-8: the byte-level kinds encode its bytes (decode gives
+// them back exactly), the SentencePiece kind encodes each invalid byte as its <0xNN> token,
+// and the store kind refuses it (argument_error).
 //
-// Files (UTF-8, "\n" line ends, as tools/tokenizer.py writes them):
+// The store model's files (UTF-8, "\n" line ends, as tools/tokenizer.py writes them):
 //   vocabulary.txt  one token per line, line k (from 0) is id k; ids 0..3 are the
 //                   specials <s>, <sep>, </s>, <unk>;
 //   merges.txt      "#version: attn-bpe 1", then one merge "left right" per line,
@@ -40,6 +52,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -49,12 +62,19 @@
 
 #include "attn/core/error.hpp"
 #include "attn/detail/check.hpp"
+#include "attn/detail/hf_tokenizer.hpp"
+#include "attn/detail/tokenizer_json.hpp"
 #include "attn/detail/utf8.hpp"
 
 namespace attn {
 
 class Tokenizer {
 public:
+    /// No tokenizer (kind none): size() is 0, and encode throws argument_error.
+    Tokenizer() = default;
+
+    enum class Kind { none, store, byte_level, sentencepiece };
+
     static constexpr std::string_view merges_header = "#version: attn-bpe 1";
     static constexpr std::string_view end_of_word = "</w>";
     static constexpr std::string_view specials[4] = {"<s>", "<sep>", "</s>", "<unk>"};
@@ -70,21 +90,83 @@ public:
                                   std::string vocabulary_name = "vocabulary.txt",
                                   std::string merges_name = "merges.txt") {
         Tokenizer t;
+        t.kind_ = Kind::store;
+        t.source_ = detail::message(vocabulary_name, " + ", merges_name);
         t.read_vocabulary(vocabulary_text, vocabulary_name);
         t.read_merges(merges_text, merges_name, vocabulary_name);
         return t;
     }
 
-    Tokenizer() = default;  // TEMPORARY
-    /// TEMPORARY until the tokenizer kinds land: the store files if present, else none.
+    /// The tokenizer of a model directory, by the files present: tokenizer.json; else
+    /// vocab.json + merges.txt; else encoder.json + vocab.bpe; else the store's
+    /// vocabulary.txt + merges.txt; else none (size() == 0, encode throws).
     static Tokenizer from_directory(const std::filesystem::path& directory) {
-        if (std::filesystem::exists(directory / "vocabulary.txt") && std::filesystem::exists(directory / "merges.txt"))
+        std::error_code ignored;
+        if (!std::filesystem::is_directory(directory, ignored))
+            throw io_error(detail::message("Tokenizer::from_directory: '", directory.string(), "' is not a directory"));
+        const auto has = [&](const char* name) { return std::filesystem::exists(directory / name, ignored); };
+        if (has("tokenizer.json")) return from_tokenizer_json(directory / "tokenizer.json");
+        if (has("vocab.json") && has("merges.txt"))
+            return from_gpt2_files(directory / "vocab.json", directory / "merges.txt");
+        if (has("encoder.json") && has("vocab.bpe"))
+            return from_gpt2_files(directory / "encoder.json", directory / "vocab.bpe");
+        if (has("vocabulary.txt") && has("merges.txt"))
             return load(directory / "vocabulary.txt", directory / "merges.txt");
-        return Tokenizer();
+        Tokenizer none;
+        none.kind_ = Kind::none;
+        none.source_ = directory.string();
+        return none;
+    }
+
+    /// A Hugging Face tokenizer.json (BPE; see detail/tokenizer_json.hpp for what is read).
+    static Tokenizer from_tokenizer_json(const std::filesystem::path& path) {
+        return from_tokenizer_json_text(read_file(path), path.string());
+    }
+
+    /// A tokenizer.json's contents; `name` is used in messages.
+    static Tokenizer from_tokenizer_json_text(std::string_view contents, const std::string& name = "tokenizer.json") {
+        return from_hf(detail::tokenizer_json::read_tokenizer_json(contents, name));
+    }
+
+    /// GPT-2's vocab.json + merges.txt, or OpenAI's encoder.json + vocab.bpe.
+    static Tokenizer from_gpt2_files(const std::filesystem::path& vocabulary_json,
+                                     const std::filesystem::path& merges) {
+        return from_hf(detail::tokenizer_json::read_gpt2_files(read_file(vocabulary_json), read_file(merges),
+                                                               vocabulary_json.string(), merges.string()));
+    }
+
+    Kind kind() const { return kind_; }
+
+    /// "none", "store BPE", "byte-level BPE" or "SentencePiece-style BPE".
+    const char* kind_name() const {
+        switch (kind_) {
+            case Kind::none:
+                return "none";
+            case Kind::store:
+                return "store BPE";
+            case Kind::byte_level:
+                return "byte-level BPE";
+            case Kind::sentencepiece:
+                return "SentencePiece-style BPE";
+        }
+        return "?";
+    }
+
+    /// The file(s) the tokenizer was read from (the directory for kind none).
+    const std::string& source() const { return source_; }
+
+    /// The token encode puts first (a beginning-of-text token the post-processor adds), if any.
+    std::optional<int> begin_id() const {
+        if (kind_ == Kind::store) return start_id();
+        if (hf_ && !hf_->prefix_ids.empty()) return hf_->prefix_ids.front();
+        return std::nullopt;
     }
 
     /// Number of tokens; ids are 0 .. size() − 1.
-    int size() const { return static_cast<int>(vocabulary_.size()); }
+    int size() const {
+        if (hf_) return hf_->size();
+        return static_cast<int>(vocabulary_.size());
+    }
     /// Number of merges (distinct pairs).
     int merge_count() const { return static_cast<int>(merges_.size()); }
 
@@ -93,14 +175,21 @@ public:
     int end_id() const { return 2; }
     int unknown_id() const { return 3; }
 
-    /// The token of `id`; argument_error naming the id and the size if out of range.
+    /// The token of `id` as its vocabulary writes it ("Ġthe", "▁the", "<0x0A>", "table</w>");
+    /// argument_error naming the id and the size if out of range.
     const std::string& token(int id) const {
         check_id("Tokenizer::token", id);
+        if (hf_) return hf_->display[static_cast<std::size_t>(id)];
         return vocabulary_[static_cast<std::size_t>(id)];
     }
 
-    /// The id of `token`, or nothing.
+    /// The id of `token` (as token(id) writes it), or nothing.
     std::optional<int> find(std::string_view token) const {
+        if (hf_) {
+            const auto found = hf_->display_ids.find(std::string(token));
+            if (found == hf_->display_ids.end()) return std::nullopt;
+            return found->second;
+        }
         const auto found = symbols_.find(std::string(token));
         if (found == symbols_.end() || found->second >= size()) return std::nullopt;
         return found->second;
@@ -132,9 +221,19 @@ public:
         return out;
     }
 
-    /// Ids of `text`.
+    /// Ids of `text`: for the Hugging Face kinds with the post-processor's tokens (a
+    /// beginning-of-text token, say); argument_error for kind none.
     std::vector<int> encode(std::string_view text) const {
         std::vector<int> ids;
+        if (hf_) {
+            hf_->encode(text, ids);
+            return ids;
+        }
+        if (kind_ == Kind::none)
+            throw argument_error(detail::message("Tokenizer::encode: the model directory '", source_,
+                                                 "' has no tokenizer (tokenizer.json, vocab.json + merges.txt, "
+                                                 "encoder.json + vocab.bpe or vocabulary.txt + merges.txt); give "
+                                                 "token ids instead of text"));
         encode_into(text, "Tokenizer::encode", ids);
         return ids;
     }
@@ -156,8 +255,15 @@ public:
         return ids;
     }
 
-    /// Text of `ids` (see the file comment); argument_error for an id out of range.
+    /// Text of `ids`; argument_error for an id out of range. Byte-level kinds: the bytes of the
+    /// tokens, added tokens as their text (decode(encode(text)) == text when no
+    /// post-processor token is added). SentencePiece: "▁" → " ", <0xNN> → the byte, less one
+    /// leading space. Store: see the file comment.
     std::string decode(const std::vector<int>& ids) const {
+        if (hf_) {
+            for (int id : ids) check_id("Tokenizer::decode", id);
+            return hf_->decode_ids(ids);
+        }
         std::string joined;
         for (int id : ids) {
             check_id("Tokenizer::decode", id);
@@ -195,6 +301,11 @@ private:
     /// [<s>] + encode(name) + [<sep>] + encode(description), `function` naming errors.
     std::vector<int> name_and_description(const char* function, std::string_view name, std::string_view description,
                                           std::ptrdiff_t longest) const {
+        if (kind_ != Kind::store)
+            throw argument_error(detail::message(function,
+                                                 ": only the store model's tokenizer has <s>/<sep>/</s> "
+                                                 "markers; this one is ",
+                                                 kind_name()));
         if (longest < 1) throw argument_error(detail::message(function, ": longest must be at least 1, got ", longest));
         std::vector<int> ids{start_id()};
         encode_into(name, detail::message(function, " (name)").c_str(), ids);
@@ -203,6 +314,13 @@ private:
         return ids;
     }
 
+    static Tokenizer from_hf(detail::HfTokenizer hf) {
+        Tokenizer t;
+        t.kind_ = hf.model == detail::HfTokenizer::Model::byte_level ? Kind::byte_level : Kind::sentencepiece;
+        t.source_ = hf.source;
+        t.hf_ = std::make_shared<const detail::HfTokenizer>(std::move(hf));
+        return t;
+    }
 
     /// A symbol while encoding: its id in symbols_ (vocabulary tokens, then merge
     /// parts that are not tokens), or −1 with its text when it is in neither (such a
@@ -409,6 +527,9 @@ private:
         int result;
     };
 
+    Kind kind_ = Kind::none;
+    std::string source_;
+    std::shared_ptr<const detail::HfTokenizer> hf_;    // the Hugging Face kinds; immutable, shared by copies
     std::vector<std::string> vocabulary_;              // id → token
     std::vector<std::string> symbol_text_;             // symbol id → text (vocabulary, then other merge parts)
     std::unordered_map<std::string, int> symbols_;     // text → symbol id

@@ -1,0 +1,246 @@
+#pragma once
+// Encoding and decoding for the Hugging Face BPE tokenizers that attn reads (the loaders in
+// tokenizer_json.hpp fill an HfTokenizer; attn::Tokenizer holds one).
+//
+// encode(text):
+//   1. added tokens: at each position the longest added token that starts there is cut out
+//      (leftmost first) and becomes its id; lstrip / rstrip tokens also swallow the
+//      white space before / after them. The sections between are encoded as follows.
+//   2. byte-level kind: the section is split by the pre-tokenizer steps (Digits, Split with
+//      a known pattern, ByteLevel with or without GPT-2's pattern and prefix space); each
+//      piece's bytes become their single-byte tokens, which are merged (bpe.hpp). Bytes that
+//      are not valid UTF-8 are kept as bytes: decode gives them back.
+//   3. SentencePiece kind: the section is normalised ("▁" prepended, " " → "▁") and taken
+//      whole as one word of UTF-8 characters; a character without a token of its own becomes
+//      its <0xNN> byte tokens (byte fallback; an invalid UTF-8 byte too) or the unknown
+//      token; the characters are merged.
+//   4. the post-processor's tokens (a beginning-of-text token, say) go around the ids.
+// decode(ids) writes added tokens as their text, byte-level tokens as their bytes, and
+// SentencePiece tokens with "▁" as " " and <0xNN> as the byte, less one leading space.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "attn/detail/bpe.hpp"
+#include "attn/detail/pretokenize.hpp"
+#include "attn/detail/utf8.hpp"
+
+namespace attn::detail {
+
+/// One step of a byte-level pre-tokenizer, applied in order to each piece of the step before.
+struct PreTokenizerStep {
+    enum class Kind { split_pattern, digits, byte_level_prefix_space } kind = Kind::split_pattern;
+    SplitPattern pattern = SplitPattern::gpt2;
+};
+
+struct AddedToken {
+    std::string content;
+    int id = 0;
+    bool special = false;
+    bool lstrip = false;
+    bool rstrip = false;
+};
+
+struct HfTokenizer {
+    enum class Model { byte_level, sentencepiece };
+    /// When the SentencePiece normaliser prepends "▁" to a section.
+    enum class Prepend { never, always, first_section };
+
+    Model model = Model::byte_level;
+    std::string source;  // the file(s) read, for messages
+
+    std::vector<std::string> display;                  // id → the piece as the file writes it ("" for an unused id)
+    std::vector<std::string> text;                     // id → what decode writes for it
+    std::vector<char> added;                           // id → 1 for an added token
+    std::unordered_map<std::string, int> display_ids;  // display → id
+    // The model's vocabulary: byte-level pieces by the bytes they stand for, SentencePiece
+    // pieces as written ("▁" for spaces).
+    std::unordered_map<std::string, int> piece_ids;
+    MergeTable merges;
+    bool ignore_merges = false;       // a word that is a token is not merged
+    std::array<int, 256> byte_ids{};  // byte-level: the single-byte token; SentencePiece: <0xNN> or −1
+
+    std::vector<PreTokenizerStep> steps;  // byte-level
+
+    Prepend prepend = Prepend::never;  // SentencePiece
+    bool byte_fallback = false;
+    int unknown_id = -1;
+    bool fuse_unknown = false;
+
+    std::vector<AddedToken> added_tokens;
+    std::array<bool, 256> added_first_byte{};
+
+    std::vector<int> prefix_ids, suffix_ids;  // from the post-processor
+
+    int size() const { return static_cast<int>(display.size()); }
+
+    void encode(std::string_view input, std::vector<int>& ids) const {
+        ids.insert(ids.end(), prefix_ids.begin(), prefix_ids.end());
+        Work work;
+        // Sections between added tokens, after lstrip / rstrip.
+        std::size_t section_start = 0, position = 0;
+        int section_index = 0;
+        bool strip_next_start = false;
+        const auto flush = [&](std::string_view section) {
+            if (strip_next_start) section = section.substr(white_space_end(section));
+            if (!section.empty()) encode_section(section, section_index, work, ids);
+            ++section_index;
+        };
+        while (position < input.size()) {
+            const AddedToken* match = added_first_byte[static_cast<unsigned char>(input[position])]
+                                          ? longest_added(input, position)
+                                          : nullptr;
+            if (!match) {
+                ++position;
+                continue;
+            }
+            std::string_view before = input.substr(section_start, position - section_start);
+            if (match->lstrip) before = before.substr(0, white_space_start(before));
+            flush(before);
+            ids.push_back(match->id);
+            ++section_index;
+            position += match->content.size();
+            section_start = position;
+            strip_next_start = match->rstrip;
+        }
+        flush(input.substr(section_start));
+        ids.insert(ids.end(), suffix_ids.begin(), suffix_ids.end());
+    }
+
+    std::string decode_ids(const std::vector<int>& ids) const {
+        std::string out;
+        for (int id : ids) out += text[static_cast<std::size_t>(id)];
+        if (model == Model::sentencepiece && prepend != Prepend::never && !out.empty() && out[0] == ' ')
+            out.erase(0, 1);
+        return out;
+    }
+
+private:
+    struct Work {
+        BpeWorkspace bpe;
+        std::vector<int> symbols;
+        std::string buffer;
+    };
+
+    const AddedToken* longest_added(std::string_view input, std::size_t position) const {
+        const AddedToken* best = nullptr;
+        const std::string_view rest = input.substr(position);
+        for (const AddedToken& token : added_tokens)
+            if ((!best || token.content.size() > best->content.size()) &&
+                rest.substr(0, token.content.size()) == token.content)
+                best = &token;
+        return best;
+    }
+
+    static std::size_t white_space_end(std::string_view s) {
+        std::size_t i = 0;
+        while (i < s.size()) {
+            const TextChar c = text_char(s, i);
+            if (c.cls != CharClass::space) break;
+            i += c.length;
+        }
+        return i;
+    }
+
+    static std::size_t white_space_start(std::string_view s) {
+        std::size_t start = 0;
+        for (std::size_t i = 0; i < s.size();) {
+            const TextChar c = text_char(s, i);
+            i += c.length;
+            if (c.cls != CharClass::space) start = i;
+        }
+        return start;
+    }
+
+    void encode_section(std::string_view section, int section_index, Work& work, std::vector<int>& ids) const {
+        if (model == Model::byte_level)
+            pre_tokenize(section, 0, work, ids);
+        else
+            encode_sentencepiece(section, section_index, work, ids);
+    }
+
+    void pre_tokenize(std::string_view piece, std::size_t step, Work& work, std::vector<int>& ids) const {
+        if (piece.empty()) return;
+        if (step == steps.size()) return encode_byte_level(piece, work, ids);
+        const auto next = [&](std::string_view p) { pre_tokenize(p, step + 1, work, ids); };
+        switch (steps[step].kind) {
+            case PreTokenizerStep::Kind::split_pattern:
+                return split_pattern(piece, steps[step].pattern, next);
+            case PreTokenizerStep::Kind::digits:
+                return split_digits(piece, next);
+            case PreTokenizerStep::Kind::byte_level_prefix_space:
+                if (piece.front() == ' ') return next(piece);
+                std::string prefixed = " ";
+                prefixed += piece;
+                return next(prefixed);
+        }
+    }
+
+    void encode_byte_level(std::string_view piece, Work& work, std::vector<int>& ids) const {
+        if (ignore_merges) {
+            work.buffer.assign(piece);
+            if (const auto found = piece_ids.find(work.buffer); found != piece_ids.end()) {
+                ids.push_back(found->second);
+                return;
+            }
+        }
+        work.symbols.clear();
+        for (char byte : piece) work.symbols.push_back(byte_ids[static_cast<unsigned char>(byte)]);
+        bpe_merge(work.symbols, merges, work.bpe);
+        ids.insert(ids.end(), work.symbols.begin(), work.symbols.end());
+    }
+
+    void encode_sentencepiece(std::string_view section, int section_index, Work& work, std::vector<int>& ids) const {
+        std::string& normal = work.buffer;
+        normal.clear();
+        if (prepend == Prepend::always || (prepend == Prepend::first_section && section_index == 0)) normal += "\u2581";
+        for (char c : section) {
+            if (c == ' ')
+                normal += "\u2581";
+            else
+                normal += c;
+        }
+        if (ignore_merges)
+            if (const auto found = piece_ids.find(normal); found != piece_ids.end()) {
+                ids.push_back(found->second);
+                return;
+            }
+        // Symbols: token ids; −1 for the unknown token, −2 − b for the byte token <0xNN> of
+        // byte b (negative ids take part in no merge).
+        work.symbols.clear();
+        std::string character;
+        for (std::size_t i = 0; i < normal.size();) {
+            const TextChar c = text_char(normal, i);
+            character.assign(normal, i, c.length);
+            i += c.length;
+            if (const auto found = piece_ids.find(character); found != piece_ids.end()) {
+                work.symbols.push_back(found->second);
+                continue;
+            }
+            bool bytes_known = byte_fallback;
+            for (char byte : character) bytes_known = bytes_known && byte_ids[static_cast<unsigned char>(byte)] >= 0;
+            if (bytes_known) {
+                for (char byte : character) work.symbols.push_back(-2 - static_cast<unsigned char>(byte));
+            } else if (!(fuse_unknown && !work.symbols.empty() && work.symbols.back() == -1)) {
+                work.symbols.push_back(-1);
+            }
+        }
+        bpe_merge(work.symbols, merges, work.bpe);
+        for (int symbol : work.symbols) {
+            if (symbol >= 0)
+                ids.push_back(symbol);
+            else if (symbol == -1) {
+                if (unknown_id >= 0) ids.push_back(unknown_id);
+            } else {
+                ids.push_back(byte_ids[static_cast<std::size_t>(-2 - symbol)]);
+            }
+        }
+    }
+};
+
+}  // namespace attn::detail
