@@ -20,10 +20,12 @@
 
 #include "support.hpp"
 
+// Everything in one named namespace (test cases too): the unity build compiles this file
+// together with other test files.
+namespace hf_tokenizer_test {
+
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-namespace {
 
 const fs::path hf_dir = fs::path(ATTN_TEST_DATA_DIR) / "hf_tokenizer";
 
@@ -87,8 +89,6 @@ void expect_refused(const json& j, std::initializer_list<const char*> needles) {
 const std::string gpt2_regex = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 const std::string qwen2_regex =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-
-}  // namespace
 
 // ---------------------------------------------------------------------------
 // Split patterns
@@ -418,3 +418,5 @@ TEST_CASE("tokenizer json: broken GPT-2 files and missing files") {
     CHECK_THROWS_AS((void)attn::Tokenizer::from_directory(dir.path), attn::format_error);
     CHECK_THROWS_AS((void)attn::Tokenizer::from_tokenizer_json(dir.path / "tokenizer.json"), attn::io_error);
 }
+
+}  // namespace hf_tokenizer_test
