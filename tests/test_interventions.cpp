@@ -55,7 +55,7 @@ TEST_CASE_TEMPLATE("run_with_hooks threads: keeping every activation changes no 
         attn::ForwardOptions plain;
         plain.threads = threads;
         CHECK(run.result.logits == model.forward(ids, plain).logits);
-        CHECK(run.cache.size() == 2 + 11 * 4);
+        CHECK(run.cache.size() == 2 + 16 * 4);
         CHECK(run.cache["blocks.2.attn.hook_z"].rows() == Index(ids.size()));
         CHECK(run.cache["blocks.2.attn.hook_z"].cols() == 128);
         CHECK(run.cache["blocks.1.attn.hook_result"].cols() == 4 * 128);
@@ -253,14 +253,27 @@ TEST_CASE_TEMPLATE("run_with_hooks: every activation equals PyTorch's hooks", T,
         const attn::HookedRun<T> run = attn::run_with_hooks(model, ids, options);
         const auto omitted = c.at("omitted_points").get<std::vector<std::string>>();
         int compared = 0;
+        int projected = 0;
         for (const std::string& name : run.cache.names()) {
             if (std::find(omitted.begin(), omitted.end(), name) != omitted.end()) continue;
             CAPTURE(name);
+            // The store goldens predate the projections' points (hook_q, k, v, rot_q, rot_k);
+            // the Hugging Face goldens check them (test_checkpoints.cpp).
+            if (!g.tensors.contains(key + "." + name)) {
+                const bool projection = name.find(".attn.hook_q") != std::string::npos ||
+                                        name.find(".attn.hook_k") != std::string::npos ||
+                                        name.find(".attn.hook_v") != std::string::npos ||
+                                        name.find(".attn.hook_rot_") != std::string::npos;
+                CHECK(projection);
+                ++projected;
+                continue;
+            }
             const double d = relative_difference(run.cache[name], g.tensors.matrix<double>(key + "." + name));
             CHECK(d <= golden_bound<T>());
             worst = std::max(worst, d);
             ++compared;
         }
+        CHECK(projected == 5 * 4);
         CHECK(compared + int(omitted.size()) == 2 + 11 * 4);
         for (Index l = 0; l < 4; ++l) {  // hook_pattern, (H·n × n)
             const attn::Matrix<double> pattern =
