@@ -60,6 +60,38 @@ def safetensors_seeds():
     }
 
 
+def shard_index_seeds():
+    """Indexes over the fuzz target's fixed shards (fuzz_shard_index.cpp)."""
+    one, two = "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"
+    valid = {"wte": one, "h.0.attn.w": one, "h.1.attn.w": two, "ln_f.weight": two}
+
+    def index(weight_map, metadata=None):
+        doc = {"weight_map": weight_map}
+        if metadata is not None:
+            doc = {"metadata": metadata, **doc}
+        return json.dumps(doc, indent=2).encode("utf-8")
+
+    return {
+        "valid": index(valid, {"total_size": 96}),
+        "valid_no_metadata": index(valid),
+        "valid_with_empty_shard_unused": index(valid, {"format": "pt", "nested": {"a": [1, 2]}}),
+        "bad_not_json": b'{"weight_map": {"wte": ',
+        "bad_array": b'["model-00001-of-00002.safetensors"]',
+        "bad_no_weight_map": index({}, {"total_size": 0}).replace(b"weight_map", b"weights"),
+        "bad_weight_map_list": b'{"weight_map": ["wte"]}',
+        "bad_names": index({**valid, "wte": "../" + one, "h.0.attn.w": "/abs/" + one, "x": 3, "y": "a\\b"}),
+        "bad_absent": index({**valid, "ln_f.weight": "model-00003-of-00003.safetensors"}),
+        "bad_in_no_shard": index({**valid, "ghost": one}),
+        "bad_unlisted": index({k: v for k, v in valid.items() if k != "ln_f.weight"}),
+        "bad_other_shard": index({**valid, "wte": two}),
+        "bad_duplicated": index({**valid, "extra": "dup.safetensors"}),
+        "bad_empty_shard": index({**valid, "ghost": "empty.safetensors"}),
+        "bad_duplicate_key": b'{"weight_map": {"wte": "%s", "wte": "%s"}}' % (one.encode(), two.encode()),
+        "bad_metadata": index(valid, [1]),
+        "bad_deep": b'{"metadata": ' + b"[" * 40 + b"]" * 40 + b"}",
+    }
+
+
 def tokenizer_seeds():
     vocabulary = (HERE.parent / "tests/data/tokenizer/vocabulary.txt").read_bytes()
     merges = (HERE.parent / "tests/data/tokenizer/merges.txt").read_bytes()
@@ -80,7 +112,8 @@ def tokenizer_seeds():
 
 
 def main():
-    for target, seeds in (("safetensors", safetensors_seeds()), ("tokenizer", tokenizer_seeds())):
+    for target, seeds in (("safetensors", safetensors_seeds()), ("shard_index", shard_index_seeds()),
+                          ("tokenizer", tokenizer_seeds())):
         folder = HERE / "corpus" / target
         folder.mkdir(parents=True, exist_ok=True)
         for name, blob in seeds.items():

@@ -72,7 +72,7 @@ nlohmann::json weight_map() {
     return map;
 }
 
-void write_index_file(const fs::path& path, const std::string& text) {
+void write_index_text(const fs::path& path, const std::string& text) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out << text;
     REQUIRE(out.good());
@@ -86,7 +86,7 @@ struct ShardedDirectory {
                               const std::vector<attn::SafeTensorsEntry>& second = second_shard_tensors()) {
         attn::write_safetensors(dir.path / first_shard, first);
         attn::write_safetensors(dir.path / second_shard, second);
-        write_index_file(dir.path / "model.safetensors.index.json", index);
+        write_index_text(dir.path / "model.safetensors.index.json", index);
     }
     fs::path index_path() const { return dir.path / "model.safetensors.index.json"; }
 };
@@ -97,7 +97,7 @@ std::string index_text(const nlohmann::json& map) {
 
 /// The message of the format_error `f` throws (fails the test if it throws nothing or something else).
 template <class F>
-std::string tensor_files_error_message(F&& f) {
+std::string thrown_format_error(F&& f) {
     try {
         f();
     } catch (const attn::format_error& e) {
@@ -113,7 +113,7 @@ std::string expect_index_error(const std::string& index, std::initializer_list<s
                                const std::vector<attn::SafeTensorsEntry>& first = first_shard_tensors(),
                                const std::vector<attn::SafeTensorsEntry>& second = second_shard_tensors()) {
     ShardedDirectory directory(index, first, second);
-    const std::string what = tensor_files_error_message([&] { (void)attn::TensorFiles::open(directory.dir.path); });
+    const std::string what = thrown_format_error([&] { (void)attn::TensorFiles::open(directory.dir.path); });
     INFO("message: " << what);
     CHECK(contains(what, directory.index_path().string()));
     for (const std::string& needle : needles) CHECK_MESSAGE(contains(what, needle), "missing: " << needle);
@@ -205,7 +205,7 @@ TEST_CASE("tensor files: from_index_text checks an index against shards held in 
     CHECK(files.matrix<float>("model.embed_tokens.weight") == ramp(6, 4));
 
     shards.erase(second_shard);
-    const std::string what = tensor_files_error_message(
+    const std::string what = thrown_format_error(
         [&] { (void)attn::TensorFiles::from_index_text(index_text(weight_map()), shards, "index in memory"); });
     CHECK(contains(what, "index in memory"));
     CHECK(contains(what, "shards listed but absent: " + second_shard + " (for 3 tensors)"));
@@ -375,7 +375,7 @@ TEST_CASE("tensor files corrupt: a truncated shard") {
     ShardedDirectory directory(index_text(weight_map()));
     const fs::path shard = directory.dir.path / second_shard;
     fs::resize_file(shard, fs::file_size(shard) - 5);
-    const std::string what = tensor_files_error_message([&] { (void)attn::TensorFiles::open(directory.dir.path); });
+    const std::string what = thrown_format_error([&] { (void)attn::TensorFiles::open(directory.dir.path); });
     CHECK(contains(what, shard.string()));
     CHECK(contains(what, "truncated"));
 }
@@ -383,8 +383,8 @@ TEST_CASE("tensor files corrupt: a truncated shard") {
 TEST_CASE("tensor files corrupt: a shard whose header is not JSON") {
     ShardedDirectory directory(index_text(weight_map()));
     const fs::path shard = directory.dir.path / first_shard;
-    write_index_file(shard, std::string("\x04\0\0\0\0\0\0\0{{{{", 12));
-    const std::string what = tensor_files_error_message([&] { (void)attn::TensorFiles::open(directory.dir.path); });
+    write_index_text(shard, std::string("\x04\0\0\0\0\0\0\0{{{{", 12));
+    const std::string what = thrown_format_error([&] { (void)attn::TensorFiles::open(directory.dir.path); });
     CHECK(contains(what, shard.string()));
     CHECK(contains(what, "not valid JSON"));
 }
@@ -424,16 +424,16 @@ TEST_CASE("tensor files: a shard truncated after open fails the read with io_err
 TEST_CASE("tensor files: a missing tensor or a misshapen destination") {
     ShardedDirectory directory(index_text(weight_map()));
     const auto files = attn::TensorFiles::open(directory.dir.path);
-    for (const std::string& what : {tensor_files_error_message([&] { (void)files.matrix<float>("model.layers.5.w"); }),
-                                    tensor_files_error_message([&] { (void)files.source("model.layers.5.w"); }),
-                                    tensor_files_error_message([&] { (void)files.info("model.layers.5.w"); })}) {
+    for (const std::string& what : {thrown_format_error([&] { (void)files.matrix<float>("model.layers.5.w"); }),
+                                    thrown_format_error([&] { (void)files.source("model.layers.5.w"); }),
+                                    thrown_format_error([&] { (void)files.info("model.layers.5.w"); })}) {
         CHECK(contains(what, directory.index_path().string()));
         CHECK(contains(what, "'model.layers.5.w'"));
         CHECK(contains(what, "2 shards"));
     }
     attn::Matrix<float> out(3, 3);
     const std::string what =
-        tensor_files_error_message([&] { files.read_matrix_into("model.layers.0.self_attn.k_proj.weight", out, true); });
+        thrown_format_error([&] { files.read_matrix_into("model.layers.0.self_attn.k_proj.weight", out, true); });
     CHECK(contains(what, (directory.dir.path / first_shard).string()));
     CHECK(contains(what, "'model.layers.0.self_attn.k_proj.weight'"));
     CHECK(contains(what, "(4 × 2)"));

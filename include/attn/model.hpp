@@ -1,9 +1,9 @@
 #pragma once
 // The umbrella of the model layer (include/attn/model/): loading a saved transformer
-// (manifest, safetensors weights, BPE tokenizer), its fast forward pass and the readable
-// reference forward it is tested against, incremental decoding and generation, and
-// activations to keep and change (attribution, logit lens, patching). Includes the core
-// layer (<attn/attn.hpp>).
+// (manifest, safetensors weights, sharded checkpoints, BPE tokenizer), its fast forward
+// pass and the readable reference forward it is tested against, incremental decoding and
+// generation, and activations to keep and change (attribution, logit lens, patching).
+// Includes the core layer (<attn/attn.hpp>).
 
 #include "attn/attn.hpp"
 #include "attn/model/activations.hpp"
