@@ -45,8 +45,8 @@ const attn::Model<T>& checkpoint(const std::string& name) {
 }
 
 /// A checkpoint's goldens: the prompts and, per prompt, logits, attention and activations.
-struct Golden {
-    explicit Golden(const std::string& name)
+struct CheckpointGolden {
+    explicit CheckpointGolden(const std::string& name)
         : file(attn::SafeTensors::open(kCheckpoints / name / "golden.safetensors")) {
         std::ifstream in(kCheckpoints / name / "golden.json");
         const nlohmann::json json = nlohmann::json::parse(in);
@@ -77,7 +77,7 @@ constexpr double checkpoint_bound() {
 }
 
 /// The prompt's full-context random ids, the longest golden prompt.
-const std::vector<int>& longest_prompt(const Golden& golden) {
+const std::vector<int>& longest_prompt(const CheckpointGolden& golden) {
     return *std::max_element(golden.prompts.begin(), golden.prompts.end(),
                              [](const auto& a, const auto& b) { return a.size() < b.size(); });
 }
@@ -131,7 +131,7 @@ TEST_CASE_TEMPLATE("Hugging Face checkpoints: logits, attention and every activa
     for (const char* name : kNames) {
         CAPTURE(name);
         const attn::Model<T>& model = checkpoint<T>(name);
-        const Golden golden(name);
+        const CheckpointGolden golden(name);
         for (std::size_t p = 0; p < golden.prompts.size(); ++p) {
             const std::vector<int>& ids = golden.prompts[p];
             const std::string key = golden.keys[p] + ".";
@@ -169,8 +169,9 @@ TEST_CASE_TEMPLATE("Hugging Face checkpoints: logits, attention and every activa
             CHECK(run.result.logits == model.forward(ids).logits);  // keeping activations changes no bit
         }
     }
-    MESSAGE(sizeof(T) == 4 ? "float" : "double", ": worst error relative to a tensor's scale, over logits, "
-            "attention and activations of every checkpoint: ", worst);
+    MESSAGE((sizeof(T) == 4 ? "float" : "double") << ": worst error relative to a tensor's scale over logits, "
+                                                     "attention and activations of every checkpoint: "
+                                                  << worst);
 }
 
 TEST_CASE_TEMPLATE("Hugging Face checkpoints: the fast forward equals reference_forward on 1–4 threads, kept workers and "
@@ -181,7 +182,7 @@ TEST_CASE_TEMPLATE("Hugging Face checkpoints: the fast forward equals reference_
     for (const char* name : kNames) {
         CAPTURE(name);
         const attn::Model<T>& model = checkpoint<T>(name);
-        const std::vector<int>& ids = longest_prompt(Golden(name));
+        const std::vector<int>& ids = longest_prompt(CheckpointGolden(name));
         attn::ForwardOptions options;
         options.keep_attention = true;
         options.ablate = {{0, 1}, {model.settings().layers - 1, 0}};
@@ -211,7 +212,7 @@ TEST_CASE_TEMPLATE("Hugging Face checkpoints: decoding step by step gives the fo
     for (const char* name : kNames) {
         CAPTURE(name);
         const attn::Model<T>& model = checkpoint<T>(name);
-        const std::vector<int>& ids = longest_prompt(Golden(name));
+        const std::vector<int>& ids = longest_prompt(CheckpointGolden(name));
         attn::ForwardOptions keep;
         keep.keep_attention = true;
         const attn::ForwardResult<T> whole = model.forward(ids, keep);
@@ -239,7 +240,7 @@ TEST_CASE("Hugging Face checkpoints: logit attribution's components sum to the m
         CAPTURE(name);
         const attn::Model<double>& model = checkpoint<double>(name);
         const attn::ModelSettings& s = model.settings();
-        const std::vector<int>& ids = longest_prompt(Golden(name));
+        const std::vector<int>& ids = longest_prompt(CheckpointGolden(name));
         attn::HookOptions<double> hooks;
         hooks.keep = attn::attribution_activations(s);
         const attn::HookedRun<double> run = attn::run_with_hooks(model, ids, hooks);
@@ -273,7 +274,7 @@ TEST_CASE("Hugging Face checkpoints: interventions and patching on every archite
         CAPTURE(name);
         const attn::Model<float>& model = checkpoint<float>(name);
         const attn::ModelSettings& s = model.settings();
-        std::vector<int> clean = longest_prompt(Golden(name)), corrupted = clean;
+        std::vector<int> clean = longest_prompt(CheckpointGolden(name)), corrupted = clean;
         corrupted[2] = (corrupted[2] + 1) % int(s.vocabulary_size);
         // Replacing a point with its own values changes no bit.
         const std::string point = s.positions == attn::PositionEncoding::rotary ? "blocks.0.attn.hook_rot_k"
@@ -326,7 +327,7 @@ TEST_CASE("Model::load names what a Hugging Face directory gets wrong") {
         CAPTURE(message);
         const std::filesystem::path dir = copy(name);
         edit_config(dir, change);
-        CHECK_THROWS_WITH_AS(attn::Model<float>::load(dir), doctest::Contains(message), attn::format_error);
+        CHECK_THROWS_WITH_AS(attn::Model<float>::load(dir), doctest::Contains(message.c_str()), attn::format_error);
     };
     using json = nlohmann::json;
     config_error("gpt2_prefixed_f32", [](json& c) { c["model_type"] = "bert"; },
