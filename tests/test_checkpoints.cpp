@@ -77,7 +77,7 @@ constexpr double checkpoint_bound() {
 }
 
 /// The prompt's full-context random ids, the longest golden prompt.
-const std::vector<int>& longest_prompt(const CheckpointGolden& golden) {
+std::vector<int> longest_prompt(const CheckpointGolden& golden) {
     return *std::max_element(golden.prompts.begin(), golden.prompts.end(),
                              [](const auto& a, const auto& b) { return a.size() < b.size(); });
 }
@@ -182,7 +182,7 @@ TEST_CASE_TEMPLATE("Hugging Face checkpoints: the fast forward equals reference_
     for (const char* name : kNames) {
         CAPTURE(name);
         const attn::Model<T>& model = checkpoint<T>(name);
-        const std::vector<int>& ids = longest_prompt(CheckpointGolden(name));
+        const std::vector<int> ids = longest_prompt(CheckpointGolden(name));
         attn::ForwardOptions options;
         options.keep_attention = true;
         options.ablate = {{0, 1}, {model.settings().layers - 1, 0}};
@@ -212,7 +212,7 @@ TEST_CASE_TEMPLATE("Hugging Face checkpoints: decoding step by step gives the fo
     for (const char* name : kNames) {
         CAPTURE(name);
         const attn::Model<T>& model = checkpoint<T>(name);
-        const std::vector<int>& ids = longest_prompt(CheckpointGolden(name));
+        const std::vector<int> ids = longest_prompt(CheckpointGolden(name));
         attn::ForwardOptions keep;
         keep.keep_attention = true;
         const attn::ForwardResult<T> whole = model.forward(ids, keep);
@@ -240,7 +240,7 @@ TEST_CASE("Hugging Face checkpoints: logit attribution's components sum to the m
         CAPTURE(name);
         const attn::Model<double>& model = checkpoint<double>(name);
         const attn::ModelSettings& s = model.settings();
-        const std::vector<int>& ids = longest_prompt(CheckpointGolden(name));
+        const std::vector<int> ids = longest_prompt(CheckpointGolden(name));
         attn::HookOptions<double> hooks;
         hooks.keep = attn::attribution_activations(s);
         const attn::HookedRun<double> run = attn::run_with_hooks(model, ids, hooks);
