@@ -190,6 +190,38 @@ def read_vocabulary(folder: Path):
     return (folder / "vocabulary.txt").read_bytes().decode("utf-8").split("\n")[:-1]
 
 
+def read_exported(folder) -> "tuple[dict, dict]":
+    """(config, {name: torch tensor}) of an exported folder, for analyses in Python.
+
+    A plain reader (float tensors as stored, F32); tools/tests/test_export_hf.py holds
+    the strict one that checks the file's layout.
+    """
+    import torch
+
+    folder = Path(folder)
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    blob = (folder / "model.safetensors").read_bytes()
+    (size,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + size])
+    header.pop("__metadata__", None)
+    data = blob[8 + size:]
+    tensors = {}
+    for name, info in header.items():
+        if info["dtype"] != "F32":
+            raise ValueError(f"{folder / 'model.safetensors'}: tensor {name} is {info['dtype']}, "
+                             "this reader takes F32")
+        begin, end = info["data_offsets"]
+        tensors[name] = torch.from_numpy(np.frombuffer(data[begin:end], dtype="<f4").reshape(info["shape"]).copy())
+    return config, tensors
+
+
+def settings_of(config: dict) -> dict:
+    """The LlamaSettings fields (tools/llama_model.py) of a config.json."""
+    return {k: config[k] for k in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+                                   "num_attention_heads", "num_key_value_heads", "head_dim",
+                                   "max_position_embeddings", "rms_norm_eps", "rope_theta")}
+
+
 def export(checkpoint: dict, tokenizer_dir: Path, out: Path) -> int:
     """Write config.json, model.safetensors and the tokenizer files to `out`; bytes of the weights."""
     architecture = checkpoint.get("architecture", "store")
