@@ -2,7 +2,7 @@
 # Train the store corpus in the Llama architecture and save it in Hugging Face layout
 # (models/store-llama: config.json + model.safetensors + the store tokenizer). Reuses
 # models/store's corpus splits and tokenizer (vocabulary.txt, merges.txt); does not
-# regenerate either. About 15-40 minutes on a shared 2-core machine, one torch thread.
+# regenerate either. About 25 minutes on a shared 2-core machine, one torch thread.
 #
 #   tools/make_store_llama.sh            # from scratch
 #   RESUME=1 tools/make_store_llama.sh   # continue an interrupted training
