@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def plot_loss(csv_path, png_path):
+def plot_loss(csv_path, png_path, title="store model: next-token loss"):
     steps, train, validation = [], [], []
     with open(csv_path, newline="") as f:
         for row in csv.DictReader(f):
@@ -25,7 +25,7 @@ def plot_loss(csv_path, png_path):
     ax.plot(steps, validation, label="validation (first 300 products)", linewidth=1.5)
     ax.set_xlabel("step")
     ax.set_ylabel("cross-entropy (nats/token)")
-    ax.set_title("store model: next-token loss")
+    ax.set_title(title)
     ax.set_yscale("log")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()

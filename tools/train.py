@@ -3,9 +3,13 @@
     python3 tools/train.py --data models/store --steps 6000          # from scratch
     python3 tools/train.py --data models/store --steps 6000 --resume # continue
     python3 tools/train.py --data models/store --measure 30          # throughput only
+    python3 tools/train.py --architecture llama --tokenizer models/store \
+        --out models/store-llama --checkpoints /work/ckpt-llama       # Llama architecture
 
 Step 1 learns the BPE tokenizer from train.tsv (vocabulary.txt, merges.txt in
---out) unless --resume finds them already there. Step 2 trains the model:
+--out) unless --resume finds them already there or --tokenizer names a folder
+holding them. --architecture picks the model: `store` (tools/model.py, the
+default) or `llama` (tools/llama_model.py, Hugging Face LlamaForCausalLM names). Step 2 trains the model:
 next-token cross-entropy over every position of `<s> name <sep> description </s>`
 (padding ignored), AdamW, linear warm-up then cosine decay, a fixed number of
 products per batch, padded to the batch's longest. The data order is a pure
@@ -39,10 +43,12 @@ import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from llama_model import LlamaSettings, LlamaStoreModel  # noqa: E402
 from model import Settings, StoreModel  # noqa: E402
 from tokenizer import Tokenizer, read_products  # noqa: E402
 
 IGNORE = -100
+PLOT_TITLE = ["store model: next-token loss"]  # set from --architecture
 
 
 def log(*parts):
@@ -112,12 +118,12 @@ def evaluate(model, sequences, batch_size=64):
 # optimisation
 
 
-def make_optimizer(model, lr, weight_decay):
+def make_optimizer(model, lr, weight_decay, embedding):
     decay, plain = [], []
-    for name, p in model.named_parameters():
+    for p in model.parameters():
         # matrices of the linear layers decay; norms, biases and the (tied)
         # embedding do not
-        (decay if p.dim() == 2 and name != "embedding.weight" else plain).append(p)
+        (decay if p.dim() == 2 and p is not embedding else plain).append(p)
     return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
                               {"params": plain, "weight_decay": 0.0}],
                              lr=lr, betas=(0.9, 0.95), eps=1e-8)
@@ -149,7 +155,7 @@ def write_loss_csv(rows, path):
 def plot(out):
     try:
         from plot_loss import plot_loss
-        plot_loss(Path(out) / "loss.csv", Path(out) / "loss.png")
+        plot_loss(Path(out) / "loss.csv", Path(out) / "loss.png", title=PLOT_TITLE[0])
     except Exception as error:  # a plot must never stop training
         log("plot failed:", error)
 
@@ -157,11 +163,29 @@ def plot(out):
 # ----------------------------------------------------------------------------
 
 
+def build_model(architecture, vocabulary_size, longest, intermediate_size):
+    """(settings, model, embedding parameter) of a fresh model."""
+    if architecture == "llama":
+        settings = LlamaSettings(vocab_size=vocabulary_size, max_position_embeddings=longest,
+                                 intermediate_size=intermediate_size)
+        model = LlamaStoreModel(settings)
+        return settings, model, model.model.embed_tokens.weight
+    settings = Settings(vocabulary_size=vocabulary_size, longest=longest)
+    model = StoreModel(settings)
+    return settings, model, model.embedding.weight
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", default="models/store", help="folder with train.tsv, validation.tsv")
     p.add_argument("--out", default="models/store", help="tokenizer files, loss.csv, loss.png")
     p.add_argument("--checkpoints", default="/work/ckpt")
+    p.add_argument("--architecture", choices=("store", "llama"), default="store",
+                   help="store: tools/model.py; llama: tools/llama_model.py")
+    p.add_argument("--intermediate-size", type=int, default=384,
+                   help="SwiGLU width of the llama architecture")
+    p.add_argument("--tokenizer", default=None,
+                   help="folder with vocabulary.txt + merges.txt to use instead of learning them")
     p.add_argument("--vocabulary-size", type=int, default=2048)
     p.add_argument("--longest", type=int, default=160)
     p.add_argument("--seed", type=int, default=2026)
@@ -185,6 +209,8 @@ def main(argv=None):
     args = p.parse_args(argv)
 
     torch.set_num_threads(args.threads)
+    if args.architecture == "llama":
+        PLOT_TITLE[0] = "store corpus, Llama architecture: next-token loss"
     torch.manual_seed(args.seed)
     data, out, ckpt_dir = Path(args.data), Path(args.out), Path(args.checkpoints)
     out.mkdir(parents=True, exist_ok=True)
@@ -196,7 +222,10 @@ def main(argv=None):
 
     # -- step 1: tokenizer ------------------------------------------------------
     have_tokenizer = (out / "vocabulary.txt").exists() and (out / "merges.txt").exists()
-    if args.resume and have_tokenizer or args.measure and have_tokenizer:
+    if args.tokenizer:
+        tokenizer = Tokenizer.load(args.tokenizer)
+        log(f"tokenizer loaded from {args.tokenizer}: vocabulary {len(tokenizer)}")
+    elif args.resume and have_tokenizer or args.measure and have_tokenizer:
         tokenizer = Tokenizer.load(out)
         log(f"tokenizer loaded: vocabulary {len(tokenizer)}")
     else:
@@ -218,10 +247,10 @@ def main(argv=None):
         f"unknown ids in validation: {sum(s.count(tokenizer.unknown) for s in validation_seqs)}")
     eval_seqs = validation_seqs[:args.eval_products]
 
-    settings = Settings(vocabulary_size=len(tokenizer), longest=args.longest)
-    model = StoreModel(settings)
-    optimizer = make_optimizer(model, args.lr, args.weight_decay)
-    log(f"model: {sum(p.numel() for p in model.parameters())} parameters")
+    settings, model, embedding = build_model(args.architecture, len(tokenizer), args.longest,
+                                             args.intermediate_size)
+    optimizer = make_optimizer(model, args.lr, args.weight_decay, embedding)
+    log(f"model: {args.architecture}, {sum(p.numel() for p in model.parameters())} parameters")
 
     batches_cache = {}
 
@@ -259,6 +288,9 @@ def main(argv=None):
         state = torch.load(checkpoint_path)
         if state["vocabulary"] != tokenizer.vocabulary:
             raise SystemExit("checkpoint was trained with another vocabulary")
+        if state.get("architecture", "store") != args.architecture:
+            raise SystemExit(f"checkpoint holds a {state.get('architecture', 'store')} model, "
+                             f"not {args.architecture}")
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         step, rows, elapsed = state["step"], state["rows"], state["elapsed"]
@@ -274,7 +306,8 @@ def main(argv=None):
                      "step": step, "rows": rows, "elapsed": elapsed,
                      "tokens_seen": tokens_seen, "torch_rng": torch.get_rng_state(),
                      "python_rng": random.getstate(), "vocabulary": tokenizer.vocabulary,
-                     "settings": settings.to_dict(), "args": vars(args)}, checkpoint_path)
+                     "settings": settings.to_dict(), "architecture": args.architecture,
+                     "args": vars(args)}, checkpoint_path)
 
     session_start = time.time()
     base_elapsed = elapsed
@@ -322,6 +355,7 @@ def main(argv=None):
     final_validation = evaluate(model, validation_seqs)
     final_train = rows[-1][2] if rows else float("nan")
     summary = {
+        "architecture": args.architecture,
         "corpus": str(data),
         "training_products": len(train_products),
         "validation_products": len(validation_products),
@@ -340,6 +374,7 @@ def main(argv=None):
         "torch_version": torch.__version__,
     }
     save_atomic({"model": model.state_dict(), "settings": settings.to_dict(),
+                 "architecture": args.architecture,
                  "vocabulary": tokenizer.vocabulary, "summary": summary}, ckpt_dir / "final.pt")
     write_loss_csv(rows, out / "loss.csv")
     plot(out)
