@@ -46,9 +46,10 @@ const attn::Model<T>& checkpoint(const std::string& name) {
 
 /// A checkpoint's goldens: the prompts and, per prompt, logits, attention and activations.
 struct CheckpointGolden {
-    explicit CheckpointGolden(const std::string& name)
-        : file(attn::SafeTensors::open(kCheckpoints / name / "golden.safetensors")) {
-        std::ifstream in(kCheckpoints / name / "golden.json");
+    explicit CheckpointGolden(const std::string& name) : CheckpointGolden(kCheckpoints / name, 0) {}
+    CheckpointGolden(const std::filesystem::path& directory, int)
+        : file(attn::SafeTensors::open(directory / "golden.safetensors")) {
+        std::ifstream in(directory / "golden.json");
         const nlohmann::json json = nlohmann::json::parse(in);
         for (const auto& prompt : json["prompts"]) {
             keys.push_back(prompt["key"].get<std::string>());
@@ -415,4 +416,48 @@ TEST_CASE("Model::load names what a Hugging Face directory gets wrong") {
     const std::filesystem::path sharded = copy("llama_gqa_bf16_shards");
     std::filesystem::remove(sharded / "model-00002-of-00002.safetensors");
     CHECK_THROWS_WITH(attn::Model<float>::load(sharded), doctest::Contains("model-00002-of-00002.safetensors"));
+}
+
+TEST_CASE_TEMPLATE("models/store-llama: the store corpus trained as a Llama checkpoint, opened as a downloaded one, "
+                   "agrees with the float64 reference and copies from the name",
+                   T, float, double) {
+    const attn::Model<T> model = attn::Model<T>::load(std::filesystem::path(ATTN_SOURCE_DIR) / "models" / "store-llama");
+    CHECK(model.settings().architecture == attn::Architecture::llama);
+    CHECK(model.settings().key_value_heads == 2);
+    CHECK(model.tokenizer().kind() == attn::Tokenizer::Kind::store);
+    const CheckpointGolden golden(std::filesystem::path(ATTN_TEST_DATA_DIR) / "store_llama", 0);
+    const std::vector<int> exemplar = model.product_ids(
+        "double chaise patio furniture cover",
+        "protect your outdoor patio furniture from harsh elements with this outdoor patio furniture cover.");
+    CHECK(exemplar == golden.prompts[0]);
+    for (std::size_t p = 0; p < golden.prompts.size(); ++p) {
+        const std::vector<int>& ids = golden.prompts[p];
+        const std::string key = golden.keys[p] + ".";
+        attn::ForwardOptions options;
+        options.keep_attention = true;
+        const attn::ForwardResult<T> result = model.forward(ids, options);
+        CHECK(scaled_error(result.logits, golden.file.matrix<double>(key + "logits")) < checkpoint_bound<T>());
+        attn::HookOptions<T> hooks;
+        hooks.keep = {"*"};
+        const attn::HookedRun<T> run = attn::run_with_hooks(model, ids, hooks);
+        for (const std::string& hook : golden.hooks) {
+            CAPTURE(hook);
+            CHECK(scaled_error(run.cache[hook], golden.file.matrix<double>(key + hook)) < checkpoint_bound<T>());
+        }
+    }
+    // At the description's second "furniture" the model writes the name's "cover" (the chapter's
+    // copy), and some head puts most of its weight on the name's "cover" (position 6) to do it.
+    attn::ForwardOptions options;
+    options.keep_attention = true;
+    const attn::ForwardResult<T> result = model.forward(exemplar, options);
+    const Index furniture = 23, cover = 6;
+    REQUIRE(exemplar[std::size_t(furniture) + 1] == exemplar[std::size_t(cover)]);
+    attn::Matrix<double> probabilities = result.logits.row(furniture).template cast<double>();
+    attn::softmax_rows_in_place(probabilities);
+    CHECK(probabilities(0, exemplar[std::size_t(cover)]) > 0.99);
+    double strongest = 0.0;
+    for (Index l = 0; l < model.settings().layers; ++l)
+        for (Index h = 0; h < model.settings().heads; ++h)
+            strongest = std::max(strongest, double(result.attention(l, h, furniture, cover)));
+    CHECK(strongest > 0.8);
 }

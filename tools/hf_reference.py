@@ -19,6 +19,7 @@ Run with Debian's Python (/usr/bin/python3: python3-torch, python3-numpy).
 
 import argparse
 import json
+import shlex
 import math
 import struct
 import sys
@@ -492,9 +493,12 @@ def run(model, ids):
     return logits.numpy(), attention.numpy(), {name: value.numpy() for name, value in hooks.items()}
 
 
-def write_goldens(directory, prompts, comment=None):
-    """golden.safetensors and golden.json in the checkpoint directory for a list of id lists."""
+def write_goldens(directory, prompts, comment=None, out=None, regenerate=REGENERATE):
+    """golden.safetensors and golden.json in `out` (default: the checkpoint directory) for a list of id lists;
+    golden.json says `regenerate` is the command that writes them again."""
     directory = Path(directory)
+    out = Path(out) if out else directory
+    out.mkdir(parents=True, exist_ok=True)
     model = load(directory)
     specs, arrays, entries, hook_names = [], {}, [], None
     for k, ids in enumerate(prompts):
@@ -509,17 +513,17 @@ def write_goldens(directory, prompts, comment=None):
             arrays[f"{key}.{name}"] = value
     for name, values in arrays.items():
         specs.append(hf_checkpoints.Spec(name, values.shape, "I64" if values.dtype == np.int64 else "F64", "golden"))
-    hf_checkpoints.write_safetensors(directory / "golden.safetensors", specs,
+    hf_checkpoints.write_safetensors(out / "golden.safetensors", specs,
                                      lambda spec: hf_checkpoints.encode(arrays[spec.name], spec.dtype))
     description = {
         "about": comment or "float64 reference forward of this checkpoint (tools/hf_reference.py)",
-        "regenerate": REGENERATE,
+        "regenerate": regenerate,
         "architecture": MODELS[read_config(directory)["model_type"]][0],
         "prompts": entries,
         "hooks": hook_names,
     }
-    with open(directory / "golden.json", "w") as out:
-        out.write(json.dumps(description, indent=1) + "\n")
+    with open(out / "golden.json", "w") as file:
+        file.write(json.dumps(description, indent=1) + "\n")
 
 
 # ---------------------------------------------------------------- the committed test checkpoints
@@ -580,11 +584,14 @@ def main(argv=None):
     parser.add_argument("directory", nargs="?", help="checkpoint directory to write goldens for")
     parser.add_argument("--ids", action="append", help="comma-separated token ids of one prompt (repeatable)")
     parser.add_argument("--regenerate", action="store_true", help=f"rewrite {TEST_DATA.relative_to(ROOT)}/*")
-    parser.add_argument("--out", default=str(TEST_DATA), help="with --regenerate: where to write")
+    parser.add_argument("--out", default=None,
+                        help=f"where to write (default: the checkpoint directory; with --regenerate, "
+                             f"{TEST_DATA.relative_to(ROOT)})")
+    parser.add_argument("--comment", default=None, help="what golden.json's 'about' says")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     if args.regenerate:
-        regenerate(args.out)
+        regenerate(args.out or TEST_DATA)
         return
     if not args.directory or not args.ids:
         parser.error("give a checkpoint directory and --ids, or --regenerate")
@@ -593,7 +600,8 @@ def main(argv=None):
     except ValueError:
         parser.error(f"--ids must be comma-separated integers: {args.ids}")
     try:
-        write_goldens(args.directory, prompts)
+        command = shlex.join(["/usr/bin/python3", "tools/hf_reference.py"] + (argv if argv is not None else sys.argv[1:]))
+        write_goldens(args.directory, prompts, args.comment, args.out, command if args.out else REGENERATE)
     except CheckpointError as error:
         sys.exit(f"error: {error}")
 
