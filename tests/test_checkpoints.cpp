@@ -290,11 +290,10 @@ TEST_CASE("Hugging Face checkpoints: interventions and patching on every archite
         attn::HookOptions<float> zero;
         zero.interventions = {attn::Intervention<float>::zero("blocks.0.attn.hook_k", s.key_value_heads - 1)};
         CHECK(attn::run_with_hooks(model, clean, zero).result.logits != run.result.logits);
-        CHECK_THROWS_WITH_AS(attn::run_with_hooks(model, clean,
-                                                  attn::HookOptions<float>{
-                                                      {}, {}, {}, {attn::Intervention<float>::zero(
-                                                                      "blocks.0.attn.hook_k", s.key_value_heads)}}),
-                             doctest::Contains("intervention head"), attn::argument_error);
+        attn::HookOptions<float> past_the_heads;
+        past_the_heads.interventions = {attn::Intervention<float>::zero("blocks.0.attn.hook_k", s.key_value_heads)};
+        CHECK_THROWS_WITH_AS(attn::run_with_hooks(model, clean, past_the_heads), doctest::Contains("intervention head"),
+                             attn::argument_error);
 
         const attn::LogitMetric metric{Index(clean.size()) - 1, clean.back(), -1};
         const attn::Patching<float> heads = attn::patch_heads(model, clean, corrupted, metric);
