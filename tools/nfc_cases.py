@@ -41,7 +41,8 @@ def scalar_values():
     return (chr(code) for code in range(0x110000) if not 0xD800 <= code <= 0xDFFF)
 
 
-def main():
+def cases():
+    """{path: contents} of the two files."""
     rng = random.Random(20261201)
     syllables = [chr(0xAC00 + k) for k in range(11172)]
     decomposable = [c for c in scalar_values() if nfd(c) != c and not "\uac00" <= c <= "\ud7a3"]
@@ -87,22 +88,25 @@ def main():
         inputs.append(nfd(line))
     inputs += [line for line in corpus if nfc(line) != line or nfd(line) != line][:300]
 
-    seen = set()
-    OUT.mkdir(parents=True, exist_ok=True)
-    with (OUT / "strings.jsonl").open("w", encoding="utf-8", newline="\n") as out:
-        for text in inputs:
-            if text in seen:
-                continue
-            seen.add(text)
-            normal = nfc(text)
-            case = [text] if normal == text else [text, normal]
-            out.write(json.dumps(case, ensure_ascii=False) + "\n")
+    seen, lines = set(), []
+    for text in inputs:
+        if text in seen:
+            continue
+        seen.add(text)
+        normal = nfc(text)
+        lines.append(json.dumps([text] if normal == text else [text, normal], ensure_ascii=False) + "\n")
     changed = [[ord(c), nfc(c)] for c in scalar_values() if nfc(c) != c]
     single = {"unicode_version": unicodedata.unidata_version, "changed": changed}
-    (OUT / "single.json").write_text(json.dumps(single, ensure_ascii=False, separators=(",", ":")) + "\n",
-                                     encoding="utf-8")
-    print(f"wrote {OUT}: {len(seen)} strings, {len(changed)} changed code points (Unicode "
-          f"{unicodedata.unidata_version})", file=sys.stderr)
+    return {OUT / "strings.jsonl": "".join(lines),
+            OUT / "single.json": json.dumps(single, ensure_ascii=False, separators=(",", ":")) + "\n"}
+
+
+def main():
+    OUT.mkdir(parents=True, exist_ok=True)
+    for path, text in cases().items():
+        with path.open("w", encoding="utf-8", newline="\n") as out:
+            out.write(text)
+        print(f"wrote {path} ({text.count(chr(10))} lines, Unicode {unicodedata.unidata_version})", file=sys.stderr)
 
 
 if __name__ == "__main__":
