@@ -7,9 +7,14 @@
 //      picks (GPT-2, Llama-3, Qwen2): any bytes are accepted, ids are in range and
 //      decode(encode(input)) == input byte for byte;
 //   2  encode(input) with a small SentencePiece-style tokenizer with byte fallback: any bytes
-//      are accepted and, for input without "▁" or added tokens, decode gives it back.
+//      are accepted and, for input without "▁" or added tokens, decode gives it back;
+//   3  NFC (attn/detail/nfc.hpp) of the input and a Qwen2-style byte-level tokenizer with the NFC
+//      normalizer: NFC of NFC is itself, keeps the input's length within bounds and its
+//      invalid bytes; for input without added tokens, the tokenizer encodes the input as it
+//      encodes its NFC, and decode(encode(input)) is the input's NFC.
 // Anything else thrown, a crash, a sanitizer report or a broken invariant is a finding.
 
+#include <attn/detail/nfc.hpp>
 #include <attn/model/tokenizer.hpp>
 
 #include <nlohmann/json.hpp>
@@ -56,7 +61,7 @@ std::string byte_piece(int byte) {
     return pieces[static_cast<std::size_t>(byte)];
 }
 
-json byte_level_json(const char* pattern) {
+json byte_level_json(const char* pattern, bool nfc = false) {
     json vocab = json::object();
     for (int b = 0; b < 256; ++b) vocab[byte_piece(b)] = b;
     const std::vector<std::pair<std::string, std::string>> merges = {
@@ -74,6 +79,7 @@ json byte_level_json(const char* pattern) {
                           {"pretokenizers",
                            {{{"type", "Split"}, {"pattern", {{"Regex", pattern}}}, {"behavior", "Isolated"}},
                             {{"type", "ByteLevel"}, {"use_regex", false}}}}};
+    if (nfc) j["normalizer"] = {{"type", "NFC"}};
     return j;
 }
 
@@ -123,6 +129,15 @@ const attn::Tokenizer& sentencepiece() {
     return tokenizer;
 }
 
+const attn::Tokenizer& qwen2_nfc() {
+    static const attn::Tokenizer tokenizer = attn::Tokenizer::from_tokenizer_json_text(
+        byte_level_json(
+            R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
+            true)
+            .dump());
+    return tokenizer;
+}
+
 void check_ids(const attn::Tokenizer& t, const std::vector<int>& ids) {
     for (int id : ids) require(id >= 0 && id < t.size(), "id in range");
 }
@@ -166,20 +181,50 @@ void sentencepiece_mode(std::string_view input) {
     if (plain) require(t.decode(ids) == input, "decode(encode(input)) == input");
 }
 
+std::size_t invalid_bytes(std::string_view text) {
+    std::size_t count = 0;
+    for (std::size_t i = 0; i < text.size();) {
+        const attn::detail::Utf8Step step = attn::detail::utf8_step(text, i);
+        count += step.problem != nullptr;
+        i += step.problem ? 1 : step.length;
+    }
+    return count;
+}
+
+void nfc_mode(std::string_view input) {
+    std::string buffer, again_buffer;
+    const std::string normal(attn::detail::to_nfc(input, buffer));
+    require(attn::detail::to_nfc(normal, again_buffer) == normal, "NFC(NFC(x)) == NFC(x)");
+    // a code point decomposes to at most 4 and composition only shrinks: UTF-8 grows at most 3 times
+    require(normal.size() <= 3 * input.size(), "NFC(x) is at most 3 times as long as x");
+    require(invalid_bytes(normal) == invalid_bytes(input), "invalid bytes are kept");
+    const attn::Tokenizer& t = qwen2_nfc();
+    const std::vector<int> ids = t.encode(input);
+    check_ids(t, ids);
+    // NFC applies between added tokens: "<|end|>" + U+0338 keeps the token, while NFC of the
+    // whole would compose its ">" into U+226F
+    if (input.find("<|end|>") != std::string_view::npos || normal.find("<|end|>") != std::string::npos) return;
+    require(ids == t.encode(normal), "encode(x) == encode(NFC(x))");
+    require(t.decode(ids) == normal, "decode(encode(x)) == NFC(x)");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size == 0) return 0;
     const std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
-    switch (data[0] % 3) {
+    switch (data[0] % 4) {
         case 0:
             load_mode(input);
             break;
         case 1:
             byte_level_mode(input);
             break;
-        default:
+        case 2:
             sentencepiece_mode(input);
+            break;
+        default:
+            nfc_mode(input);
             break;
     }
     return 0;

@@ -45,6 +45,11 @@ const json& sentencepiece_json() {
     return j;
 }
 
+const json& qwen2_nfc_json() {
+    static const json j = read_json(hf_dir / "qwen2_nfc.json");
+    return j;
+}
+
 attn::Tokenizer from_json(const json& j) {
     return attn::Tokenizer::from_tokenizer_json_text(j.dump(), "fixture.json");
 }
@@ -266,6 +271,31 @@ TEST_CASE("tokenizer json: the store model's files through from_directory") {
     CHECK(t.begin_id() == 0);
 }
 
+TEST_CASE("tokenizer json: Qwen2-style fixture with the NFC normalizer") {
+    const attn::Tokenizer t = from_json(qwen2_nfc_json());
+    CHECK(t.kind() == attn::Tokenizer::Kind::byte_level);
+    // é is the bytes C3 A9 (Ã © in the byte alphabet): Ã© 256, café 259, Ġcafé 260
+    CHECK(t.encode("caf\u00e9") == Ids{259});
+    CHECK(t.encode("cafe\u0301") == Ids{259});  // e + combining acute composes to é first
+    CHECK(t.encode(" cafe\u0301") == Ids{260});
+    CHECK(t.encode("\u212b") == Ids{0xC3, 0x85});                   // ANGSTROM SIGN is Å, C3 85
+    CHECK(t.encode("a>\u0338") == Ids{97, 0xE2, 0x89, 0xAF});       // > + U+0338 is ≯, E2 89 AF
+    CHECK(t.encode("\u1100\u1161") == Ids{0xEA, 0xB0, 0x80});       // Hangul L + V jamo is 가
+    CHECK(t.encode("<|im_end|>\u0338") == Ids{263, 0xCC, 0xB8});    // added tokens are cut out first
+    CHECK(t.encode("e\xff\xcc\x81") == Ids{101, 255, 0xCC, 0x81});  // the invalid byte blocks composing
+    CHECK(t.decode(t.encode("cafe\u0301")) == "caf\u00e9");
+    CHECK(t.decode(t.encode("x\xff\xcc\x81\xc3")) == "x\xff\xcc\x81\xc3");
+
+    // Without the normalizer the decomposed text stays apart: caf e, then U+0301's bytes CC 81.
+    json plain = qwen2_nfc_json();
+    plain["normalizer"] = nullptr;
+    CHECK(from_json(plain).encode("cafe\u0301") == Ids{258, 101, 0xCC, 0x81});
+    CHECK(from_json(plain).encode("a>\u0338") == Ids{97, 62, 0xCC, 0xB8});
+    json sequence = qwen2_nfc_json();
+    sequence["normalizer"] = {{"type", "Sequence"}, {"normalizers", {{{"type", "NFC"}}}}};
+    CHECK(from_json(sequence).encode("cafe\u0301") == Ids{259});
+}
+
 // ---------------------------------------------------------------------------
 // SentencePiece-style BPE
 
@@ -288,6 +318,16 @@ TEST_CASE("tokenizer json: SentencePiece-style fixture") {
     CHECK(t.encode("") == Ids{1});
     CHECK(t.decode({1, 264, 264}) == "<s> ab ab");
     CHECK(t.decode({264, 264}) == "ab ab");
+}
+
+TEST_CASE("tokenizer json: NFC in the SentencePiece-style normalizer Sequence") {
+    const attn::Tokenizer t = sentencepiece([](json& j) {
+        j["normalizer"]["normalizers"].push_back({{"type", "NFC"}});  // after Prepend and Replace: same result
+    });
+    // ▁ a é → ▁a é; without NFC, e has no piece and falls back to its byte, as U+0301 does
+    CHECK(t.encode("ae\u0301") == Ids{1, 262, 265});
+    CHECK(t.encode("a e\u0301") == Ids{1, 262, 259, 265});
+    CHECK(sentencepiece().encode("ae\u0301") == Ids{1, 262, 3 + 0x65, 3 + 0xCC, 3 + 0x81});
 }
 
 TEST_CASE("tokenizer json: without byte fallback unknown characters fuse into one <unk>") {
@@ -339,7 +379,9 @@ TEST_CASE("tokenizer json: models other than BPE are refused by name") {
 TEST_CASE("tokenizer json: unknown normalizers, pre-tokenizers, patterns and post-processors are refused") {
     json j = byte_level_json();
     j["normalizer"] = {{"type", "NFKC"}};
-    expect_refused(j, {"normalizer type 'NFKC'"});
+    expect_refused(j, {"normalizer type 'NFKC'", "attn reads NFC"});
+    j["normalizer"] = {{"type", "Sequence"}, {"normalizers", {{{"type", "NFC"}}, {{"type", "NFD"}}}}};
+    expect_refused(j, {"normalizer type 'NFD'"});
     j = byte_level_json();
     j["pre_tokenizer"] = {{"type", "Whitespace"}};
     expect_refused(j, {"pre_tokenizer type 'Whitespace'"});

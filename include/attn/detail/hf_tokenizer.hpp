@@ -5,7 +5,9 @@
 // encode(text):
 //   1. added tokens: at each position the longest added token that starts there is cut out
 //      (leftmost first) and becomes its id; lstrip / rstrip tokens also swallow the
-//      white space before / after them. The sections between are encoded as follows.
+//      white space before / after them. The sections between are encoded as follows, after
+//      NFC (nfc.hpp) when the normalizer has it: so added tokens are matched in the text as
+//      given, as Hugging Face does for added tokens with "normalized": false.
 //   2. byte-level kind: the section is split by the pre-tokenizer steps (Digits, Split with
 //      a known pattern, ByteLevel with or without GPT-2's pattern and prefix space); each
 //      piece's bytes become their single-byte tokens, which are merged (bpe.hpp). Bytes that
@@ -27,6 +29,7 @@
 #include <vector>
 
 #include "attn/detail/bpe.hpp"
+#include "attn/detail/nfc.hpp"
 #include "attn/detail/pretokenize.hpp"
 #include "attn/detail/utf8.hpp"
 
@@ -64,6 +67,8 @@ struct HfTokenizer {
     MergeTable merges;
     bool ignore_merges = false;       // a word that is a token is not merged
     std::array<int, 256> byte_ids{};  // byte-level: the single-byte token; SentencePiece: <0xNN> or −1
+
+    bool nfc = false;  // the normalizer composes each section to Unicode NFC first
 
     std::vector<PreTokenizerStep> steps;  // byte-level
 
@@ -125,6 +130,7 @@ private:
         BpeWorkspace bpe;
         std::vector<int> symbols;
         std::string buffer;
+        std::string normalized;  // a section in NFC, when it was not already
     };
 
     const AddedToken* longest_added(std::string_view input, std::size_t position) const {
@@ -158,6 +164,7 @@ private:
     }
 
     void encode_section(std::string_view section, int section_index, Work& work, std::vector<int>& ids) const {
+        if (nfc) section = to_nfc(section, work.normalized);
         if (model == Model::byte_level)
             pre_tokenize(section, 0, work, ids);
         else

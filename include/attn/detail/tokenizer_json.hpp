@@ -3,9 +3,12 @@
 //   - tokenizer.json whose model is BPE, with either
 //       a ByteLevel pre-tokenizer, alone or in a Sequence after Split (Isolated, not inverted,
 //       one of the patterns of pretokenize.hpp, spelled exactly) and/or Digits
-//       (individual_digits), and no normalizer; or
+//       (individual_digits), and no normalizer or NFC; or
 //       SentencePiece-style: a normalizer Sequence of Prepend("▁") and Replace(" " → "▁"),
 //       or a Metaspace pre-tokenizer ("▁", split false), usually with byte_fallback;
+//     a normalizer NFC (Unicode canonical composition, nfc.hpp; Qwen2 has it) alone or
+//     anywhere in the normalizer Sequence: it commutes with Prepend and Replace, since NFC
+//     never makes, removes or combines a space or "▁";
 //     added_tokens (lstrip, rstrip; single_word is refused); a post-processor that is
 //     null, ByteLevel, TemplateProcessing (special tokens around $A) or a Sequence of those;
 //   - GPT-2's vocab.json + merges.txt, or OpenAI's encoder.json + vocab.bpe (the same two
@@ -284,20 +287,26 @@ inline void read_pre_tokenizer(const json& p, HfTokenizer& t, PreTokenizerInfo& 
     }
 }
 
-/// The SentencePiece normaliser: Prepend("▁") and/or Replace(" " → "▁"), alone or in a Sequence.
-inline void read_normalizer(const json& n, bool& prepends, bool& replaces, const std::string& file, int depth = 0) {
+struct NormalizerInfo {
+    bool prepends = false;  // Prepend("▁")
+    bool replaces = false;  // Replace(" " → "▁")
+    bool nfc = false;
+};
+
+/// NFC and the SentencePiece normaliser, Prepend("▁") and/or Replace(" " → "▁"), alone or in a Sequence.
+inline void read_normalizer(const json& n, NormalizerInfo& info, const std::string& file, int depth = 0) {
     if (depth > deepest_sequence)
         throw format_error(message(file, ": normalizer Sequences nested more than ", deepest_sequence, " deep"));
     const std::string type = type_of(n, file, "normalizer");
     if (type == "Sequence") {
         for (const json& step : array_member(n, "normalizers", file, "normalizer"))
-            read_normalizer(step, prepends, replaces, file, depth + 1);
+            read_normalizer(step, info, file, depth + 1);
     } else if (type == "Prepend") {
         const std::string prepend = string_or_empty(n, "prepend", file, "normalizer Prepend");
         if (prepend != metaspace)
             throw format_error(
                 message(file, ": normalizer Prepend '", prepend, "' is not supported (only \"\u2581\")"));
-        prepends = true;
+        info.prepends = true;
     } else if (type == "Replace") {
         const auto pattern = n.find("pattern");
         const std::string content = string_or_empty(n, "content", file, "normalizer Replace");
@@ -305,10 +314,13 @@ inline void read_normalizer(const json& n, bool& prepends, bool& replaces, const
             content != metaspace)
             throw format_error(
                 message(file, ": normalizer Replace other than \" \" → \"\u2581\" is not supported, got ", n.dump()));
-        replaces = true;
+        info.replaces = true;
+    } else if (type == "NFC") {
+        info.nfc = true;
     } else {
         throw format_error(message(file, ": normalizer type '", type,
-                                   "' is not supported (attn reads the SentencePiece-style Prepend and Replace)"));
+                                   "' is not supported (attn reads NFC and the SentencePiece-style Prepend and "
+                                   "Replace)"));
     }
 }
 
@@ -389,9 +401,11 @@ inline HfTokenizer read_tokenizer_json(std::string_view contents, const std::str
     PreTokenizerInfo info;
     if (root.contains("pre_tokenizer") && !root["pre_tokenizer"].is_null())
         read_pre_tokenizer(root["pre_tokenizer"], t, info, file);
-    bool prepends = false, replaces = false;
+    NormalizerInfo normalizer;
     if (root.contains("normalizer") && !root["normalizer"].is_null())
-        read_normalizer(root["normalizer"], prepends, replaces, file);
+        read_normalizer(root["normalizer"], normalizer, file);
+    t.nfc = normalizer.nfc;
+    const bool prepends = normalizer.prepends, replaces = normalizer.replaces;
     t.byte_fallback = flag(model, "byte_fallback", false, file, "model");
     if (info.byte_level) {
         if (info.metaspace || prepends || replaces || t.byte_fallback)

@@ -1,11 +1,12 @@
 #pragma once
-// Strict UTF-8 decoding shared by the safetensors reader and the tokenizer.
+// Strict UTF-8 decoding shared by the safetensors reader and the tokenizer, and encoding.
 //
 // Accepts exactly what Python's bytes.decode("utf-8") accepts: no overlong forms,
 // no surrogates (U+D800..U+DFFF), nothing above U+10FFFF, no truncated sequences.
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace attn::detail {
@@ -68,6 +69,25 @@ inline Utf8Problem find_invalid_utf8(std::string_view text) {
         position += step.length;
     }
     return {};
+}
+
+/// Appends the UTF-8 of a Unicode scalar value (code_point <= U+10FFFF, not a surrogate).
+inline void append_utf8(std::string& out, char32_t code_point) {
+    if (code_point < 0x80) {
+        out += static_cast<char>(code_point);
+    } else if (code_point < 0x800) {
+        out += static_cast<char>(0xC0 | (code_point >> 6));
+        out += static_cast<char>(0x80 | (code_point & 0x3F));
+    } else if (code_point < 0x10000) {
+        out += static_cast<char>(0xE0 | (code_point >> 12));
+        out += static_cast<char>(0x80 | ((code_point >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (code_point & 0x3F));
+    } else {
+        out += static_cast<char>(0xF0 | (code_point >> 18));
+        out += static_cast<char>(0x80 | ((code_point >> 12) & 0x3F));
+        out += static_cast<char>(0x80 | ((code_point >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (code_point & 0x3F));
+    }
 }
 
 }  // namespace attn::detail

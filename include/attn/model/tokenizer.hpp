@@ -11,7 +11,9 @@
 // detail/hf_tokenizer.hpp (encoding) and detail/tokenizer_json.hpp (what is read, what is
 // refused). Text that is not valid UTF-8: the byte-level kinds encode its bytes (decode gives
 // them back exactly), the SentencePiece kind encodes each invalid byte as its <0xNN> token,
-// and the store kind refuses it (argument_error).
+// and the store kind refuses it (argument_error). A tokenizer.json whose normalizer is NFC
+// (Qwen2's) composes the text between added tokens to Unicode NFC (detail/nfc.hpp) before
+// pre-tokenization, so "e\u0301" encodes as "\u00e9" does; invalid bytes stay in place.
 //
 // The store model's files (UTF-8, "\n" line ends, as tools/tokenizer.py writes them):
 //   vocabulary.txt  one token per line, line k (from 0) is id k; ids 0..3 are the
