@@ -113,14 +113,16 @@ void decode(benchmark::State& state, bool keep_attention) {
 
 void register_benchmarks() {
     for (int threads : {1, 2}) {
-        benchmark::RegisterBenchmark(("checkpoint/forward/threads:" + std::to_string(threads)).c_str(), forward, threads)
+        benchmark::RegisterBenchmark(("checkpoint/forward/threads:" + std::to_string(threads)).c_str(), forward,
+                                     threads)
             ->ArgName("positions")
             ->Arg(128)
             ->Arg(512)
             ->Arg(1024)
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
-        benchmark::RegisterBenchmark(("checkpoint/prefill/threads:" + std::to_string(threads)).c_str(), prefill, threads)
+        benchmark::RegisterBenchmark(("checkpoint/prefill/threads:" + std::to_string(threads)).c_str(), prefill,
+                                     threads)
             ->ArgName("positions")
             ->Arg(128)
             ->Arg(512)

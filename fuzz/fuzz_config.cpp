@@ -62,8 +62,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             for (const std::string& name : layer.query_key_value_bias) add(name);
             for (const std::string* name :
                  {&layer.attention_norm_weight, &layer.attention_norm_bias, &layer.output, &layer.output_bias,
-                  &layer.mlp_norm_weight, &layer.mlp_norm_bias, &layer.up, &layer.up_bias, &layer.gate, &layer.gate_bias,
-                  &layer.down, &layer.down_bias})
+                  &layer.mlp_norm_weight, &layer.mlp_norm_bias, &layer.up, &layer.up_bias, &layer.gate,
+                  &layer.gate_bias, &layer.down, &layer.down_bias})
                 add(*name);
         }
         require(seen.size() == count, "no tensor name twice");

@@ -175,9 +175,10 @@ TEST_CASE_TEMPLATE("Hugging Face checkpoints: logits, attention and every activa
                                                   << worst);
 }
 
-TEST_CASE_TEMPLATE("Hugging Face checkpoints: the fast forward equals reference_forward on 1–4 threads, kept workers and "
-                   "with ablated heads",
-                   T, float, double) {
+TEST_CASE_TEMPLATE(
+    "Hugging Face checkpoints: the fast forward equals reference_forward on 1–4 threads, kept workers and "
+    "with ablated heads",
+    T, float, double) {
     const double bound = sizeof(T) == 4 ? 5e-6 : 1e-13;
     attn::Workers workers(2);
     for (const char* name : kNames) {
@@ -199,16 +200,18 @@ TEST_CASE_TEMPLATE("Hugging Face checkpoints: the fast forward equals reference_
             options.threads = threads;
             const attn::ForwardResult<T> many = model.forward(ids, options);
             CHECK(many.logits == one.logits);  // bit-identical for every thread count
-            CHECK(many.attention.layer(model.settings().layers - 1) == one.attention.layer(model.settings().layers - 1));
+            CHECK(many.attention.layer(model.settings().layers - 1) ==
+                  one.attention.layer(model.settings().layers - 1));
         }
         options.workers = &workers;
         CHECK(model.forward(ids, options).logits == one.logits);
     }
 }
 
-TEST_CASE_TEMPLATE("Hugging Face checkpoints: decoding step by step gives the forward's rows (grouped heads in the "
-                   "cache, learned positions)",
-                   T, float, double) {
+TEST_CASE_TEMPLATE(
+    "Hugging Face checkpoints: decoding step by step gives the forward's rows (grouped heads in the "
+    "cache, learned positions)",
+    T, float, double) {
     const double bound = sizeof(T) == 4 ? 2e-5 : 1e-12;
     for (const char* name : kNames) {
         CAPTURE(name);
@@ -229,8 +232,9 @@ TEST_CASE_TEMPLATE("Hugging Face checkpoints: decoding step by step gives the fo
             const attn::DecodeResult<T> step = decoder.step(ids[i], options);
             CHECK(scaled_error(step.logits, whole.logits.row(Index(i)).template cast<double>()) < bound);
             const Index last = model.settings().layers - 1, h = model.settings().heads - 1;
-            CHECK(scaled_error(step.attention[std::size_t(last)].head(h).leftCols(Index(i) + 1),
-                                 whole.attention.head(last, h).row(Index(i)).leftCols(Index(i) + 1).template cast<double>()) <
+            CHECK(scaled_error(
+                      step.attention[std::size_t(last)].head(h).leftCols(Index(i) + 1),
+                      whole.attention.head(last, h).row(Index(i)).leftCols(Index(i) + 1).template cast<double>()) <
                   bound);
         }
     }
@@ -278,8 +282,8 @@ TEST_CASE("Hugging Face checkpoints: interventions and patching on every archite
         std::vector<int> clean = longest_prompt(CheckpointGolden(name)), corrupted = clean;
         corrupted[2] = (corrupted[2] + 1) % int(s.vocabulary_size);
         // Replacing a point with its own values changes no bit.
-        const std::string point = s.positions == attn::PositionEncoding::rotary ? "blocks.0.attn.hook_rot_k"
-                                                                                 : "hook_pos_embed";
+        const std::string point =
+            s.positions == attn::PositionEncoding::rotary ? "blocks.0.attn.hook_rot_k" : "hook_pos_embed";
         attn::HookOptions<float> keep;
         keep.keep = {point};
         const attn::HookedRun<float> run = attn::run_with_hooks(model, clean, keep);
@@ -330,30 +334,44 @@ TEST_CASE("Model::load names what a Hugging Face directory gets wrong") {
         CHECK_THROWS_WITH_AS(attn::Model<float>::load(dir), doctest::Contains(message.c_str()), attn::format_error);
     };
     using json = nlohmann::json;
-    config_error("gpt2_prefixed_f32", [](json& c) { c["model_type"] = "bert"; },
-                 "\"model_type\" = \"bert\" is not supported (attn opens \"gpt2\", \"llama\" and \"qwen2\")");
-    config_error("gpt2_prefixed_f32", [](json& c) { c["architectures"] = {"GPT2ForSequenceClassification"}; },
-                 "is not supported for model_type \"gpt2\" (attn reads GPT2LMHeadModel");
-    config_error("gpt2_prefixed_f32", [](json& c) { c.erase("n_head"); }, "config.json: missing \"n_head\"");
-    config_error("gpt2_prefixed_f32", [](json& c) { c["n_layer"] = -2; },
-                 "\"n_layer\" must be a positive integer, got -2");
-    config_error("gpt2_prefixed_f32", [](json& c) { c["n_head"] = 5; }, "n_head = 5 does not divide n_embd");
-    config_error("gpt2_prefixed_f32", [](json& c) { c["activation_function"] = "relu"; },
-                 "\"activation_function\" = \"relu\" is not supported");
-    config_error("gpt2_prefixed_f32", [](json& c) { c["scale_attn_weights"] = "yes"; },
-                 "\"scale_attn_weights\" must be true or false");
-    config_error("llama_gqa_bf16_shards", [](json& c) { c["rope_scaling"] = {{"rope_type", "llama3"}}; },
-                 "\"rope_scaling\" = {\"rope_type\":\"llama3\"} is not supported");
-    config_error("llama_gqa_bf16_shards", [](json& c) { c["hidden_act"] = "gelu"; },
-                 "\"hidden_act\" = \"gelu\" is not supported (attn supports \"silu\")");
-    config_error("llama_gqa_bf16_shards", [](json& c) { c["num_key_value_heads"] = 3; },
-                 "3 key/value heads do not divide 4 attention heads");
-    config_error("llama_gqa_bf16_shards", [](json& c) { c["head_dim"] = 15; },
-                 "the head size 15 must be even for rotary positions");
-    config_error("qwen2_bias", [](json& c) { c["use_sliding_window"] = true; },
-                 "\"use_sliding_window\" = true is not supported");
-    config_error("gpt2_prefixed_f32", [](json& c) { c["n_positions"] = 16; },
-                 "wpe.weight is [32, 32], expected [16, 32]");
+    config_error(
+        "gpt2_prefixed_f32", [](json& c) { c["model_type"] = "bert"; },
+        "\"model_type\" = \"bert\" is not supported (attn opens \"gpt2\", \"llama\" and \"qwen2\")");
+    config_error(
+        "gpt2_prefixed_f32", [](json& c) { c["architectures"] = {"GPT2ForSequenceClassification"}; },
+        "is not supported for model_type \"gpt2\" (attn reads GPT2LMHeadModel");
+    config_error(
+        "gpt2_prefixed_f32", [](json& c) { c.erase("n_head"); }, "config.json: missing \"n_head\"");
+    config_error(
+        "gpt2_prefixed_f32", [](json& c) { c["n_layer"] = -2; }, "\"n_layer\" must be a positive integer, got -2");
+    config_error(
+        "gpt2_prefixed_f32", [](json& c) { c["n_head"] = 5; }, "n_head = 5 does not divide n_embd");
+    config_error(
+        "gpt2_prefixed_f32", [](json& c) { c["activation_function"] = "relu"; },
+        "\"activation_function\" = \"relu\" is not supported");
+    config_error(
+        "gpt2_prefixed_f32", [](json& c) { c["scale_attn_weights"] = "yes"; },
+        "\"scale_attn_weights\" must be true or false");
+    config_error(
+        "llama_gqa_bf16_shards",
+        [](json& c) {
+            c["rope_scaling"] = {{"rope_type", "llama3"}};
+        },
+        "\"rope_scaling\" = {\"rope_type\":\"llama3\"} is not supported");
+    config_error(
+        "llama_gqa_bf16_shards", [](json& c) { c["hidden_act"] = "gelu"; },
+        "\"hidden_act\" = \"gelu\" is not supported (attn supports \"silu\")");
+    config_error(
+        "llama_gqa_bf16_shards", [](json& c) { c["num_key_value_heads"] = 3; },
+        "3 key/value heads do not divide 4 attention heads");
+    config_error(
+        "llama_gqa_bf16_shards", [](json& c) { c["head_dim"] = 15; },
+        "the head size 15 must be even for rotary positions");
+    config_error(
+        "qwen2_bias", [](json& c) { c["use_sliding_window"] = true; },
+        "\"use_sliding_window\" = true is not supported");
+    config_error(
+        "gpt2_prefixed_f32", [](json& c) { c["n_positions"] = 16; }, "wpe.weight is [32, 32], expected [16, 32]");
 
     {
         const std::filesystem::path dir = copy("qwen2_bias");
@@ -374,7 +392,8 @@ TEST_CASE("Model::load names what a Hugging Face directory gets wrong") {
         for (const std::string& tensor : file.names()) tensors[tensor] = file.tensor<float>(tensor);
         change(tensors);
         std::vector<attn::SafeTensorsEntry> entries;
-        for (const auto& [tensor, data] : tensors) entries.push_back(attn::safetensors_entry(tensor, data.shape, data.values));
+        for (const auto& [tensor, data] : tensors)
+            entries.push_back(attn::safetensors_entry(tensor, data.shape, data.values));
         attn::write_safetensors(dir / "model.safetensors", entries);
         return dir;
     };
@@ -389,7 +408,8 @@ TEST_CASE("Model::load names what a Hugging Face directory gets wrong") {
                                            "model.layers.0.self_attn.o_proj.bias"),
                          attn::format_error);
     const std::filesystem::path misshapen = rewrite("llama_head_dim_untied", [](Tensors& t) {
-        std::swap(t["model.layers.0.self_attn.q_proj.weight"].shape[0], t["model.layers.0.self_attn.q_proj.weight"].shape[1]);
+        std::swap(t["model.layers.0.self_attn.q_proj.weight"].shape[0],
+                  t["model.layers.0.self_attn.q_proj.weight"].shape[1]);
     });
     CHECK_THROWS_WITH_AS(attn::Model<float>::load(misshapen),
                          doctest::Contains("wrong shape: model.layers.0.self_attn.q_proj.weight is"),
@@ -409,7 +429,8 @@ TEST_CASE("Model::load names what a Hugging Face directory gets wrong") {
         t = renamed;
     });
     const std::vector<int> ids = {3, 1, 4, 1, 5};
-    CHECK(attn::Model<float>::load(plain).forward(ids).logits == checkpoint<float>("gpt2_prefixed_f32").forward(ids).logits);
+    CHECK(attn::Model<float>::load(plain).forward(ids).logits ==
+          checkpoint<float>("gpt2_prefixed_f32").forward(ids).logits);
 
     // A shard the index lists but the directory lacks.
     const std::filesystem::path sharded = copy("llama_gqa_bf16_shards");
@@ -417,10 +438,12 @@ TEST_CASE("Model::load names what a Hugging Face directory gets wrong") {
     CHECK_THROWS_WITH(attn::Model<float>::load(sharded), doctest::Contains("model-00002-of-00002.safetensors"));
 }
 
-TEST_CASE_TEMPLATE("models/store-llama: the store corpus trained as a Llama checkpoint, opened as a downloaded one, "
-                   "agrees with the float64 reference and copies from the name",
-                   T, float, double) {
-    const attn::Model<T> model = attn::Model<T>::load(std::filesystem::path(ATTN_SOURCE_DIR) / "models" / "store-llama");
+TEST_CASE_TEMPLATE(
+    "models/store-llama: the store corpus trained as a Llama checkpoint, opened as a downloaded one, "
+    "agrees with the float64 reference and copies from the name",
+    T, float, double) {
+    const attn::Model<T> model =
+        attn::Model<T>::load(std::filesystem::path(ATTN_SOURCE_DIR) / "models" / "store-llama");
     CHECK(model.settings().architecture == attn::Architecture::llama);
     CHECK(model.settings().key_value_heads == 2);
     CHECK(model.tokenizer().kind() == attn::Tokenizer::Kind::store);

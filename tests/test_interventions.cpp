@@ -260,10 +260,9 @@ TEST_CASE_TEMPLATE("run_with_hooks: every activation equals PyTorch's hooks", T,
             // The store goldens predate the projections' points (hook_q, k, v, rot_q, rot_k);
             // the Hugging Face goldens check them (test_checkpoints.cpp).
             if (!g.tensors.contains(key + "." + name)) {
-                const bool projection = name.find(".attn.hook_q") != std::string::npos ||
-                                        name.find(".attn.hook_k") != std::string::npos ||
-                                        name.find(".attn.hook_v") != std::string::npos ||
-                                        name.find(".attn.hook_rot_") != std::string::npos;
+                const bool projection =
+                    name.find(".attn.hook_q") != std::string::npos || name.find(".attn.hook_k") != std::string::npos ||
+                    name.find(".attn.hook_v") != std::string::npos || name.find(".attn.hook_rot_") != std::string::npos;
                 CHECK(projection);
                 ++projected;
                 continue;

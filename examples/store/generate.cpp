@@ -19,7 +19,8 @@
 
 namespace {
 
-constexpr const char* usage = R"(usage: generate [--model DIR] (--name TEXT [--description TEXT] | --text TEXT | --ids 1,2,3)
+constexpr const char* usage =
+    R"(usage: generate [--model DIR] (--name TEXT [--description TEXT] | --text TEXT | --ids 1,2,3)
                 [--seed N] [--temperature T] [--top-k K] [--top-p P] [--max-tokens M] [--threads T]
                 [--json]
 
@@ -114,8 +115,8 @@ void print_table(const attn::Model<float>& model, const attn::Generation<float>&
               << last_layer + 1 << " weighted most when choosing it:\n";
     for (std::size_t k = 0; k < written.ids.size(); ++k) {
         const std::size_t chooser = written.prompt.size() + k - 1;  // the position whose logits chose it
-        std::cout << "  " << std::left << std::setw(16) << store::token_text(tokenizer, written.ids[k]) << std::right << " "
-                  << store::fixed(written.probabilities[k]);
+        std::cout << "  " << std::left << std::setw(16) << store::token_text(tokenizer, written.ids[k]) << std::right
+                  << " " << store::fixed(written.probabilities[k]);
         const attn::AttentionWeights<float>& row = written.attention[k][std::size_t(last_layer)];
         for (attn::Index h = 0; h < row.heads(); ++h)
             std::cout << " | head " << h + 1 << ": " << strongest(row, h, tokenizer, text, chooser, separator);

@@ -125,7 +125,8 @@ int main(int argc, char** argv) {
                 for (attn::Index h = 0; h < s.heads; ++h) {
                     const auto weights = result.attention.head(l, h);
                     double sum = 0;
-                    for (attn::Index i = offset + length; i < offset + 2 * length; ++i) sum += weights(i, i - length + 1);
+                    for (attn::Index i = offset + length; i < offset + 2 * length; ++i)
+                        sum += weights(i, i - length + 1);
                     scores(l, h) += sum / double(length);
                 }
         }

@@ -23,7 +23,8 @@
 
 namespace {
 
-constexpr const char* usage = R"(usage: inspect [--model DIR] (--name TEXT [--description TEXT] | --text TEXT | --ids 1,2,3)
+constexpr const char* usage =
+    R"(usage: inspect [--model DIR] (--name TEXT [--description TEXT] | --text TEXT | --ids 1,2,3)
                [--position N] [--layer L --head H] [--top K] [--threads T] [--json] [--html FILE]
                [--npy DIR]
 

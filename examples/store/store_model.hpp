@@ -131,9 +131,10 @@ std::vector<int> text_ids(const Model& model, const std::optional<std::string>& 
     if (ids) return parse_ids(*ids, model.settings().vocabulary_size);
     if (text) return model.tokenizer().encode(*text);
     if (!reads_products(model.tokenizer()))
-        throw attn::argument_error("--name and --description are the store model's product texts; this model's "
-                                   "tokenizer is " + std::string(model.tokenizer().kind_name()) +
-                                   ": give --text or --ids");
+        throw attn::argument_error(
+            "--name and --description are the store model's product texts; this model's "
+            "tokenizer is " +
+            std::string(model.tokenizer().kind_name()) + ": give --text or --ids");
     return as_prompt ? model.prompt_ids(*name, description) : model.product_ids(*name, description);
 }
 

@@ -181,13 +181,12 @@ inline ActivationId parse_activation_name(std::string_view name, const ModelSett
 inline ActivationId parse_activation(std::string_view name, const ModelSettings& settings) {
     const ActivationId id = detail::parse_activation_name(name, settings);
     if (!detail::has_point(id.point, settings))
-        throw argument_error(detail::message("activation '", name, "': a ", architecture_name(settings.architecture),
-                                             " model has no such point (",
-                                             id.point == Point::pos_embed ? "its positions are rotary"
-                                             : id.point == Point::mlp_pre_linear
-                                                 ? "its MLP is not gated"
-                                                 : "its positions are learned, nothing is rotated",
-                                             ")"));
+        throw argument_error(detail::message(
+            "activation '", name, "': a ", architecture_name(settings.architecture), " model has no such point (",
+            id.point == Point::pos_embed        ? "its positions are rotary"
+            : id.point == Point::mlp_pre_linear ? "its MLP is not gated"
+                                                : "its positions are learned, nothing is rotated",
+            ")"));
     return id;
 }
 

@@ -51,7 +51,7 @@ struct LayerTensorNames {
 /// Every tensor name of a checkpoint, and what else it may hold that the model does not use.
 struct TensorNames {
     WeightLayout layout = WeightLayout::in_out;
-    std::string embedding;          ///< (V × C)
+    std::string embedding;           ///< (V × C)
     std::string position_embedding;  ///< (longest × C), learned positions only
     std::vector<LayerTensorNames> layers;
     std::string final_norm_weight, final_norm_bias;
@@ -110,8 +110,8 @@ public:
             throw format_error(message(file_, ": missing \"", key, "\""));
         }
         if (config_[key] != supported)
-            throw format_error(message(file_, ": \"", key, "\" = ", config_[key].dump(), " is not supported (", what,
-                                       ")"));
+            throw format_error(
+                message(file_, ": \"", key, "\" = ", config_[key].dump(), " is not supported (", what, ")"));
     }
 
     /// An id, or −1 if the key is absent or null; a list (several end tokens) gives its first.
@@ -124,8 +124,8 @@ public:
     }
 
     [[noreturn]] void unsupported(const char* key, const std::string& supported) const {
-        throw format_error(message(file_, ": \"", key, "\" = ", config_[key].dump(), " is not supported (attn supports ",
-                                   supported, ")"));
+        throw format_error(message(file_, ": \"", key, "\" = ", config_[key].dump(),
+                                   " is not supported (attn supports ", supported, ")"));
     }
 
 private:
@@ -142,8 +142,8 @@ private:
 /// The sizes every architecture must agree on, checked once settings are read.
 inline void check_sizes(const ModelSettings& s, const std::string& file) {
     if (s.heads % s.key_value_heads != 0)
-        throw format_error(message(file, ": ", s.key_value_heads, " key/value heads do not divide ", s.heads,
-                                   " attention heads"));
+        throw format_error(
+            message(file, ": ", s.key_value_heads, " key/value heads do not divide ", s.heads, " attention heads"));
     if (s.positions == PositionEncoding::rotary && s.head_size % 2 != 0)
         throw format_error(message(file, ": the head size ", s.head_size, " must be even for rotary positions"));
 }
@@ -233,8 +233,9 @@ inline ModelSettings settings_from_config(const nlohmann::json& config, const st
     for (const Known& k : known)
         if (model_type == k.model_type) match = &k;
     if (!match)
-        throw format_error(detail::message(file, ": \"model_type\" = ", reader.has("model_type") ? config["model_type"].dump() : "(missing)",
-                                           " is not supported (attn opens \"gpt2\", \"llama\" and \"qwen2\")"));
+        throw format_error(detail::message(
+            file, ": \"model_type\" = ", reader.has("model_type") ? config["model_type"].dump() : "(missing)",
+            " is not supported (attn opens \"gpt2\", \"llama\" and \"qwen2\")"));
     if (reader.has("architectures")) {
         const nlohmann::json& classes = config["architectures"];
         if (!classes.is_array() || std::find(classes.begin(), classes.end(), match->class_name) == classes.end())
@@ -242,10 +243,11 @@ inline ModelSettings settings_from_config(const nlohmann::json& config, const st
                                                " is not supported for model_type \"", model_type, "\" (attn reads ",
                                                match->class_name, ", a causal language model)"));
     }
-    ModelSettings settings = model_type == std::string("gpt2")
-                                 ? detail::config::gpt2_settings(reader)
-                                 : detail::config::llama_settings(
-                                       reader, model_type == std::string("qwen2") ? Architecture::qwen2 : Architecture::llama);
+    ModelSettings settings =
+        model_type == std::string("gpt2")
+            ? detail::config::gpt2_settings(reader)
+            : detail::config::llama_settings(
+                  reader, model_type == std::string("qwen2") ? Architecture::qwen2 : Architecture::llama);
     // An end token past the vocabulary (a small model configured from a larger one's defaults)
     // can never be written: generation then stops at the context's end or max_tokens.
     settings.end_token = reader.token_id("eos_token_id");

@@ -82,9 +82,9 @@ public:
           hooks_(setup.hooks),
           resume_(setup.resume),
           first_layer_(resume_ ? std::size_t(resume_->layer) : 0),
-          look_up_first_layer_(model.first_layer_qkv_.size() != 0 && !resume_ &&
-                               !(hooks_ && (hooks_->changes({Point::embed, 0}) ||
-                                            hooks_->changes({Point::resid_pre, 0})))),
+          look_up_first_layer_(
+              model.first_layer_qkv_.size() != 0 && !resume_ &&
+              !(hooks_ && (hooks_->changes({Point::embed, 0}) || hooks_->changes({Point::resid_pre, 0})))),
           memory_(result.workspace),
           silenced_(memory_.silenced),
           x_(memory_.x),
@@ -456,9 +456,9 @@ private:
         // FLOPs per position ÷ 2C in the products of the layers (layer 0's q, k, v may be looked up)
         const ModelSettings& s = settings_;
         const double mlp_products = s.gated_mlp ? 3.0 : 2.0;
-        const double per_position =
-            double(s.layers) * (double(s.query_key_value_width() + s.query_width()) + mlp_products * double(s.mlp_width)) -
-            (look_up_first_layer_ ? double(s.query_key_value_width()) : 0.0);
+        const double per_position = double(s.layers) * (double(s.query_key_value_width() + s.query_width()) +
+                                                        mlp_products * double(s.mlp_width)) -
+                                    (look_up_first_layer_ ? double(s.query_key_value_width()) : 0.0);
         // attention's FLOPs per visible key (4·H·d per layer) ÷ 2C, weighted by kAttentionCost
         const double per_key = double(s.layers) * 2.0 * double(s.query_width()) / double(s.dimensions) * kAttentionCost;
         const auto cost_before = [&](Index i) {  // positions p0 … p0 + i − 1 see p0 + 1 … p0 + i keys

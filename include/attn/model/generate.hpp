@@ -95,8 +95,8 @@ Generation<T> generate(const Model<T>& model, const std::vector<int>& prompt, co
             detail::message("generate: max_tokens must be ≥ 0 (0: no limit), got ", options.max_tokens));
     TokenSampler sampler(options.sampling);
     // Room for what can be written, not the whole of a long context.
-    const Index room = options.max_tokens > 0 ? std::min<Index>(s.longest, Index(prompt.size()) + options.max_tokens)
-                                              : s.longest;
+    const Index room =
+        options.max_tokens > 0 ? std::min<Index>(s.longest, Index(prompt.size()) + options.max_tokens) : s.longest;
     Decoder<T> decoder(model, options.ablate, room);
     DecodeOptions decode;
     decode.keep_attention = options.keep_attention;

@@ -119,8 +119,8 @@ struct LogitAttribution {
     /// "embed", "pos_embed" (learned positions), then per layer "L0H0" … "L0H3", "attn_bias0"
     /// (an output bias), "mlp0"; last "bias" (a LayerNorm's β · u)
     std::vector<std::string> components;
-    Vector<T> shares;                     ///< one per component; they sum to the metric
-    T metric = T(0);                      ///< the run's own logit (difference)
+    Vector<T> shares;  ///< one per component; they sum to the metric
+    T metric = T(0);   ///< the run's own logit (difference)
 };
 
 /// Attributes the metric over `run` (run_with_hooks keeping attribution_activations, every

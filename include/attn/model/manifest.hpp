@@ -114,7 +114,7 @@ inline ModelSettings parse_settings(const nlohmann::json& manifest, const std::s
     if (settings.head_size % 2 != 0)
         throw format_error(message(file, ": settings.head_size must be even for rotary positions"));
     settings.key_value_heads = settings.heads;
-    settings.end_token = 2;  // </s>: the store tokenizer's fixed ids are <s> <sep> </s> <unk>
+    settings.end_token = 2;    // </s>: the store tokenizer's fixed ids are <s> <sep> </s> <unk>
     settings.mlp_bias = true;  // the store model's MLP has biases; its attention has none
     expect_setting(s, "norm", "layernorm", file);
     expect_setting(s, "attention_bias", false, file);

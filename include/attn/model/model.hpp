@@ -55,19 +55,19 @@ public:
     /// architecture has none.
     struct Layer {
         Vector<T> attention_norm_weight, attention_norm_bias;  ///< C each (no bias with RMSNorm)
-        Matrix<T> query_key_value;       ///< (C × (H + 2 H_kv)·d): [Wq Wk Wv], one product for all three
-        Vector<T> query_key_value_bias;  ///< (H + 2 H_kv)·d, or empty
-        Matrix<T> output;                ///< (H·d × C)
-        Vector<T> output_bias;           ///< C, or empty
+        Matrix<T> query_key_value;                 ///< (C × (H + 2 H_kv)·d): [Wq Wk Wv], one product for all three
+        Vector<T> query_key_value_bias;            ///< (H + 2 H_kv)·d, or empty
+        Matrix<T> output;                          ///< (H·d × C)
+        Vector<T> output_bias;                     ///< C, or empty
         Vector<T> mlp_norm_weight, mlp_norm_bias;  ///< C each (no bias with RMSNorm)
-        Matrix<T> up;                    ///< (C × M)
-        Vector<T> up_bias;               ///< M, or empty
-        Matrix<T> gate;                  ///< (C × M) in a gated MLP, else empty
-        Vector<T> gate_bias;             ///< M, or empty
-        Matrix<T> down;                  ///< (M × C)
-        Vector<T> down_bias;             ///< C, or empty
-        Index query_width = 0;           ///< H·d
-        Index key_value_width = 0;       ///< H_kv·d
+        Matrix<T> up;                              ///< (C × M)
+        Vector<T> up_bias;                         ///< M, or empty
+        Matrix<T> gate;                            ///< (C × M) in a gated MLP, else empty
+        Vector<T> gate_bias;                       ///< M, or empty
+        Matrix<T> down;                            ///< (M × C)
+        Vector<T> down_bias;                       ///< C, or empty
+        Index query_width = 0;                     ///< H·d
+        Index key_value_width = 0;                 ///< H_kv·d
 
         /// Wq, (C × H·d).
         auto query() const { return query_key_value.leftCols(query_width); }
@@ -89,8 +89,9 @@ public:
     static Model load(const std::filesystem::path& directory) {
         if (std::filesystem::exists(directory / "manifest.json")) return load_store_model(directory);
         if (std::filesystem::exists(directory / "config.json")) return load_hugging_face(directory);
-        throw io_error(detail::message(directory.string(), ": neither manifest.json (an attn model) nor config.json (a "
-                                                           "Hugging Face model) is there"));
+        throw io_error(detail::message(directory.string(),
+                                       ": neither manifest.json (an attn model) nor config.json (a "
+                                       "Hugging Face model) is there"));
     }
 
     const ModelSettings& settings() const { return settings_; }
@@ -130,11 +131,11 @@ public:
         Index count = embedding_.size() + unembedding_.size() + position_embedding_.size() + final_norm_weight_.size() +
                       final_norm_bias_.size();
         for (const Layer& layer : layers_)
-            for (Index size : {layer.attention_norm_weight.size(), layer.attention_norm_bias.size(),
-                               layer.query_key_value.size(), layer.query_key_value_bias.size(), layer.output.size(),
-                               layer.output_bias.size(), layer.mlp_norm_weight.size(), layer.mlp_norm_bias.size(),
-                               layer.up.size(), layer.up_bias.size(), layer.gate.size(), layer.gate_bias.size(),
-                               layer.down.size(), layer.down_bias.size()})
+            for (Index size :
+                 {layer.attention_norm_weight.size(), layer.attention_norm_bias.size(), layer.query_key_value.size(),
+                  layer.query_key_value_bias.size(), layer.output.size(), layer.output_bias.size(),
+                  layer.mlp_norm_weight.size(), layer.mlp_norm_bias.size(), layer.up.size(), layer.up_bias.size(),
+                  layer.gate.size(), layer.gate_bias.size(), layer.down.size(), layer.down_bias.size()})
                 count += size;
         return count;
     }
@@ -238,9 +239,9 @@ private:
         expect(names.final_norm_bias, {c});
         expect(names.unembedding, {s.vocabulary_size, c});  // lm_head: a Linear (V × C)
         for (const LayerTensorNames& layer : names.layers) {
-            for (const std::string* norm : {&layer.attention_norm_weight, &layer.attention_norm_bias,
-                                            &layer.mlp_norm_weight, &layer.mlp_norm_bias, &layer.output_bias,
-                                            &layer.down_bias})
+            for (const std::string* norm :
+                 {&layer.attention_norm_weight, &layer.attention_norm_bias, &layer.mlp_norm_weight,
+                  &layer.mlp_norm_bias, &layer.output_bias, &layer.down_bias})
                 expect(*norm, {c});
             if (layer.query_key_value.size() == 1) {
                 expect(layer.query_key_value[0], weight_shape(c, q + 2 * kv));
@@ -348,7 +349,8 @@ private:
     }
 
     /// Every tensor the names expect, with its shape, and nothing else but what may be skipped.
-    static void check_tensors(const TensorFiles& files, const std::map<std::string, std::vector<std::int64_t>>& expected,
+    static void check_tensors(const TensorFiles& files,
+                              const std::map<std::string, std::vector<std::int64_t>>& expected,
                               const std::vector<std::string>& skipped) {
         std::vector<std::string> missing, extra, misshapen;
         for (const auto& [name, shape] : expected) {

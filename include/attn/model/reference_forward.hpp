@@ -66,13 +66,14 @@ ForwardResult<T> reference_forward(const Model<T>& model, const std::vector<int>
         const auto bias = [&](Index first, Index count) { return b.size() ? Vector<T>(b.segment(first, count)) : b; };
 
         // attention
-        Matrix<T> h = norm(x, layer.attention_norm_weight, layer.attention_norm_bias);               // (n × C)
-        Matrix<T> queries = linear(h, layer.query(), bias(0, query_width));                           // (n × H·d)
-        Matrix<T> keys = linear(h, layer.key(), bias(query_width, key_value_width));                  // (n × H_kv·d)
-        Matrix<T> values = linear(h, layer.value(), bias(query_width + key_value_width, key_value_width));  // (n × H_kv·d)
-        HeadStack<T> q = split_heads(queries, s.heads);          // H × (n × d)
-        HeadStack<T> k = split_heads(keys, s.key_value_heads);   // H_kv × (n × d)
-        HeadStack<T> v = split_heads(values, s.key_value_heads);  // H_kv × (n × d)
+        Matrix<T> h = norm(x, layer.attention_norm_weight, layer.attention_norm_bias);  // (n × C)
+        Matrix<T> queries = linear(h, layer.query(), bias(0, query_width));             // (n × H·d)
+        Matrix<T> keys = linear(h, layer.key(), bias(query_width, key_value_width));    // (n × H_kv·d)
+        Matrix<T> values =
+            linear(h, layer.value(), bias(query_width + key_value_width, key_value_width));  // (n × H_kv·d)
+        HeadStack<T> q = split_heads(queries, s.heads);                                      // H × (n × d)
+        HeadStack<T> k = split_heads(keys, s.key_value_heads);                               // H_kv × (n × d)
+        HeadStack<T> v = split_heads(values, s.key_value_heads);                             // H_kv × (n × d)
         if (s.positions == PositionEncoding::rotary) {
             model.rope().apply(q);  // position i turns row i
             model.rope().apply(k);
@@ -81,8 +82,8 @@ ForwardResult<T> reference_forward(const Model<T>& model, const std::vector<int>
         HeadsAttention<T> attended = attend_heads(q, k, v, attention_options);  // H × (n × d), H × (n × n)
         for (Index head = 0; head < s.heads; ++head)
             if (ablated[std::size_t(l)][std::size_t(head)]) attended.outputs.head(head).setZero();
-        Matrix<T> merged = merge_heads(attended.outputs);        // (n × H·d)
-        x += linear(merged, layer.output, layer.output_bias);    // (n × C)
+        Matrix<T> merged = merge_heads(attended.outputs);      // (n × H·d)
+        x += linear(merged, layer.output, layer.output_bias);  // (n × C)
         if (options.keep_attention) attention.push_back(std::move(attended.weights));
 
         // MLP
@@ -100,7 +101,7 @@ ForwardResult<T> reference_forward(const Model<T>& model, const std::vector<int>
 
     ForwardResult<T> result;
     Matrix<T> final = norm(x, model.final_norm_weight(), model.final_norm_bias());  // (n × C)
-    result.logits = project(final, model.unembedding());                           // (n × V)
+    result.logits = project(final, model.unembedding());                            // (n × V)
     if (options.keep_attention) result.attention = ModelAttention<T>(std::move(attention));
     return result;
 }

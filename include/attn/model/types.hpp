@@ -85,14 +85,14 @@ struct ModelSettings {
     double rope_base = 10000.0;  ///< rotary only
     RopePairing rope_pairing = RopePairing::rotate_half;
     Activation activation = Activation::gelu_erf;
-    bool gated_mlp = false;           ///< down(act(x · W_gate) ⊙ (x · W_up)), else down(act(x · W_up))
-    bool tied_embeddings = true;      ///< the unembedding is the embedding's transpose
-    bool scale_scores = true;         ///< scores divided by √d (GPT-2's scale_attn_weights)
-    bool scale_by_layer = false;      ///< and by layer + 1 (GPT-2's scale_attn_by_inverse_layer_idx)
-    bool attention_bias = false;      ///< biases on the queries, keys and values
-    bool output_bias = false;         ///< a bias on the attention's output projection
-    bool mlp_bias = false;            ///< biases on the MLP's projections
-    int end_token = -1;               ///< the end-of-text id generation stops at (−1: none declared)
+    bool gated_mlp = false;       ///< down(act(x · W_gate) ⊙ (x · W_up)), else down(act(x · W_up))
+    bool tied_embeddings = true;  ///< the unembedding is the embedding's transpose
+    bool scale_scores = true;     ///< scores divided by √d (GPT-2's scale_attn_weights)
+    bool scale_by_layer = false;  ///< and by layer + 1 (GPT-2's scale_attn_by_inverse_layer_idx)
+    bool attention_bias = false;  ///< biases on the queries, keys and values
+    bool output_bias = false;     ///< a bias on the attention's output projection
+    bool mlp_bias = false;        ///< biases on the MLP's projections
+    int end_token = -1;           ///< the end-of-text id generation stops at (−1: none declared)
 
     /// H · d: the queries' (and the head outputs') width.
     Index query_width() const { return heads * head_size; }
@@ -170,18 +170,18 @@ struct ForwardOptions {
 template <class T>
 struct ForwardWorkspace {
     Matrix<T> x, normed, qkv[2], attended, written, hidden, hidden_linear;  ///< the pass's (positions × …) buffers
-    std::vector<detail::KernelMemory<T>> kernels;            ///< the attention kernel's, one per worker
-    std::vector<std::vector<bool>> silenced;                 ///< (layers × heads): ablated heads
-    std::vector<Index> markers;                              ///< the statistics' markers, sorted
-    std::vector<detail::StatisticsTarget<T>> targets;        ///< per layer, if statistics are asked
+    std::vector<detail::KernelMemory<T>> kernels;                           ///< the attention kernel's, one per worker
+    std::vector<std::vector<bool>> silenced;                                ///< (layers × heads): ablated heads
+    std::vector<Index> markers;                                             ///< the statistics' markers, sorted
+    std::vector<detail::StatisticsTarget<T>> targets;                       ///< per layer, if statistics are asked
 };
 
 template <class T>
 struct ForwardResult {
-    Matrix<T> logits;                           ///< (positions × vocabulary): next-token scores at every position
-    ModelAttention<T> attention;                ///< layers × heads × (positions × positions), if kept
-    std::vector<Matrix<T>> log_sum_exp;         ///< per layer (heads × positions), if keep_log_sum_exp
-    std::vector<Matrix<T>> queries_keys;        ///< per layer (positions × (H + H_kv)·d): rotated queries | keys, if kept
+    Matrix<T> logits;                     ///< (positions × vocabulary): next-token scores at every position
+    ModelAttention<T> attention;          ///< layers × heads × (positions × positions), if kept
+    std::vector<Matrix<T>> log_sum_exp;   ///< per layer (heads × positions), if keep_log_sum_exp
+    std::vector<Matrix<T>> queries_keys;  ///< per layer (positions × (H + H_kv)·d): rotated queries | keys, if kept
     std::vector<HeadStatistics<T>> statistics;  ///< per layer, heads × positions, if asked
     /// Model::forward_into's working memory for the next call into this result; Model::forward
     /// returns it empty.
