@@ -472,7 +472,7 @@ TEST_CASE_TEMPLATE(
     attn::ForwardOptions options;
     options.keep_attention = true;
     const attn::ForwardResult<T> result = model.forward(exemplar, options);
-    const Index furniture = 23, cover = 6;
+    const Index furniture = 22, cover = 6;
     REQUIRE(exemplar[std::size_t(furniture) + 1] == exemplar[std::size_t(cover)]);
     attn::Matrix<double> probabilities = result.logits.row(furniture).template cast<double>();
     attn::softmax_rows_in_place(probabilities);
