@@ -4,11 +4,18 @@
 //
 //   attn_bench_checkpoint DIR load          one JSON line: load seconds, peak resident memory,
 //                                           the checkpoint's bytes and the loaded weights' bytes
+//   attn_bench_checkpoint DIR logits IDS    {"logits": [...]}: the last position's, for IDS (1,2,3)
+//   attn_bench_checkpoint DIR peer --threads T --prefill 128,512 --decode 128,512 --steps S --reps R
+//                                  --keep-rows 0|1
+//                                           the same-run comparison's timings (tools/bench_llamacpp.py):
+//                                           {"prefill": [{"tokens", "seconds"}], "decode": [{"context",
+//                                           "steps", "seconds"}], "peak_rss_bytes"}, each repetition timed
 //   attn_bench_checkpoint DIR [benchmark flags]
 //       checkpoint/forward/threads:T/positions:N   a whole text, logits at every position
 //       checkpoint/prefill/threads:T/positions:N   a prompt into a Decoder, the last logits only
 //       checkpoint/decode/threads:1/context:C[/attention]  one step after C positions (and its
 //                                                  attention rows in every layer and head)
+#include <attn/core/workers.hpp>
 #include <attn/model/decoder.hpp>
 #include <attn/model/model.hpp>
 
@@ -18,6 +25,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -111,6 +119,90 @@ void decode(benchmark::State& state, bool keep_attention) {
     state.counters["tokens_per_second"] = benchmark::Counter(1.0, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+std::vector<long> numbers(const std::string& list) {
+    std::vector<long> out;
+    std::size_t start = 0;
+    while (start <= list.size()) {
+        const std::size_t comma = std::min(list.find(',', start), list.size());
+        out.push_back(std::stol(list.substr(start, comma - start)));
+        start = comma + 1;
+    }
+    return out;
+}
+
+template <class F>
+double seconds_of(F&& work) {
+    const auto start = std::chrono::steady_clock::now();
+    work();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string seconds_list(const std::vector<double>& seconds) {
+    std::string text;
+    for (double s : seconds) text += (text.empty() ? "" : ", ") + std::to_string(s);
+    return "[" + text + "]";
+}
+
+/// The peer protocol of tools/bench_llamacpp.py: prefill (one batch, the last position's logits)
+/// and decode (`steps` single-token steps after `context` positions), each repetition timed.
+int peer(int argc, char** argv) {
+    std::map<std::string, std::string> flags;
+    for (int i = 3; i + 1 < argc; i += 2) flags[argv[i]] = argv[i + 1];
+    const int threads = std::stoi(flags["--threads"]);
+    const int steps = std::stoi(flags["--steps"]), reps = std::stoi(flags["--reps"]);
+    const bool keep_rows = flags["--keep-rows"] == "1";
+    attn::Workers workers(threads);
+    attn::DecodeOptions options;
+    options.workers = &workers;
+    options.keep_attention = keep_rows;
+    std::string prefill_json, decode_json;
+    for (long tokens : numbers(flags["--prefill"])) {
+        const std::vector<int> ids = random_ids(tokens);
+        attn::Decoder<float> decoder(model(), {}, tokens);
+        std::vector<double> seconds;
+        for (int r = 0; r < reps; ++r) {
+            decoder.reset();
+            seconds.push_back(
+                seconds_of([&] { benchmark::DoNotOptimize(decoder.append(ids, options).logits.data()); }));
+        }
+        prefill_json += std::string(prefill_json.empty() ? "" : ", ") + "{\"tokens\": " + std::to_string(tokens) +
+                        ", \"seconds\": " + seconds_list(seconds) + "}";
+    }
+    for (long context : numbers(flags["--decode"])) {
+        const std::vector<int> ids = random_ids(context + steps);
+        attn::Decoder<float> decoder(model(), {}, context + steps);
+        std::vector<double> seconds;
+        for (int r = 0; r < reps; ++r) {
+            decoder.reset();
+            decoder.append({ids.begin(), ids.begin() + context}, options);
+            seconds.push_back(seconds_of([&] {
+                for (int s = 0; s < steps; ++s)
+                    benchmark::DoNotOptimize(decoder.step(ids[std::size_t(context + s)], options).logits.data());
+            }));
+        }
+        decode_json += std::string(decode_json.empty() ? "" : ", ") + "{\"context\": " + std::to_string(context) +
+                       ", \"steps\": " + std::to_string(steps) + ", \"seconds\": " + seconds_list(seconds) + "}";
+    }
+    std::printf("{\"prefill\": [%s], \"decode\": [%s], \"peak_rss_bytes\": %zu}\n", prefill_json.c_str(),
+                decode_json.c_str(), peak_resident_bytes());
+    return 0;
+}
+
+/// {"logits": [...]}: the last position's logits for the ids, for the same-run agreement check.
+int last_logits(const std::string& list) {
+    std::vector<int> ids;
+    for (long id : numbers(list)) ids.push_back(int(id));
+    const attn::ForwardResult<float> result = model().forward(ids);
+    std::string text;
+    for (attn::Index v = 0; v < result.logits.cols(); ++v) {
+        char number[32];
+        std::snprintf(number, sizeof number, "%.9g", double(result.logits(result.logits.rows() - 1, v)));
+        text += (v ? ", " : "") + std::string(number);
+    }
+    std::printf("{\"logits\": [%s]}\n", text.c_str());
+    return 0;
+}
+
 void register_benchmarks() {
     for (int threads : {1, 2}) {
         benchmark::RegisterBenchmark(("checkpoint/forward/threads:" + std::to_string(threads)).c_str(), forward,
@@ -153,6 +245,8 @@ int main(int argc, char** argv) {
     checkpoint_directory = argv[1];
     try {
         if (argc >= 3 && std::strcmp(argv[2], "load") == 0) return measure_load();
+        if (argc >= 4 && std::strcmp(argv[2], "logits") == 0) return last_logits(argv[3]);
+        if (argc >= 3 && std::strcmp(argv[2], "peer") == 0) return peer(argc, argv);
         model();  // loaded before timing
     } catch (const attn::error& e) {
         std::cerr << "attn_bench_checkpoint: " << e.what() << "\n";

@@ -86,8 +86,11 @@ def main() -> int:
                 directory = Path(scratch) / f"{shape}-{dtype}"
                 subprocess.run([sys.executable, str(ROOT / "tools" / "hf_checkpoints.py"), "--shape", shape,
                                 "--dtype", dtype, "--out", str(directory)], check=True)
+                load_before = os.getloadavg()[0]
                 loads, speed = measure(binary, directory)
                 lines += table(shape, dtype, loads, speed)
+                lines.insert(len(lines) - 1, f"(the machine's 1-minute load average before this run: {load_before:.1f}, "
+                             "2 cores shared)\n")
                 print("\n".join(lines[-12:]))
     args.out.write_text("\n".join(lines))
     print(f"wrote {args.out}")
