@@ -72,11 +72,12 @@ def llama_shapes(c):
     return shapes
 
 
-def write_checkpoint(shape, dtype, out, seed=0):
-    """Writes out/config.json and out/model.safetensors; returns out as a Path."""
+def write_checkpoint(shape, dtype, out, seed=0, overrides=None):
+    """Writes out/config.json and out/model.safetensors; returns out as a Path. `overrides`
+    replaces config entries (tests shrink the model with it)."""
     if shape not in CONFIGS:
         raise ValueError(f"--shape {shape!r}: expected one of {sorted(CONFIGS)}")
-    config = dict(CONFIGS[shape], torch_dtype="bfloat16" if dtype == "BF16" else "float32")
+    config = dict(CONFIGS[shape], torch_dtype="bfloat16" if dtype == "BF16" else "float32", **(overrides or {}))
     shapes = gpt2_shapes(config) if config["model_type"] == "gpt2" else llama_shapes(config)
     layers = config.get("n_layer", config.get("num_hidden_layers"))
     rng = np.random.default_rng(seed)
