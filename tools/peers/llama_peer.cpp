@@ -145,9 +145,9 @@ std::string cpu_backend_features() {
     return features;
 }
 
-class Session {
+class LoadedModel {
 public:
-    Session(const Options& options, int context) {
+    LoadedModel(const Options& options, int context) {
         llama_model_params model_params = llama_model_default_params();
         model_params.n_gpu_layers = 0;
         model_ = llama_model_load_from_file(options.model.c_str(), model_params);
@@ -169,9 +169,9 @@ public:
         }
         vocab_ = llama_vocab_n_tokens(llama_model_get_vocab(model_));
     }
-    Session(const Session&) = delete;
-    Session& operator=(const Session&) = delete;
-    ~Session() {
+    LoadedModel(const LoadedModel&) = delete;
+    LoadedModel& operator=(const LoadedModel&) = delete;
+    ~LoadedModel() {
         llama_free(context_);
         llama_model_free(model_);
     }
@@ -230,11 +230,11 @@ void print_seconds(const std::vector<double>& seconds) {
 }
 
 void run_logits(const Options& options) {
-    Session session(options, static_cast<int>(options.tokens.size()));
-    session.evaluate(options.tokens, 0);
-    const float* logits = session.last_logits();
-    std::printf("{\"vocab\": %d, \"logits\": [", session.vocab());
-    for (int i = 0; i < session.vocab(); ++i) std::printf("%s%.9g", i ? ", " : "", logits[i]);
+    LoadedModel model(options, static_cast<int>(options.tokens.size()));
+    model.evaluate(options.tokens, 0);
+    const float* logits = model.last_logits();
+    std::printf("{\"vocab\": %d, \"logits\": [", model.vocab());
+    for (int i = 0; i < model.vocab(); ++i) std::printf("%s%.9g", i ? ", " : "", logits[i]);
     std::printf("]}\n");
 }
 
@@ -243,12 +243,12 @@ void run_bench(const Options& options) {
     for (int n : options.prefill) longest = std::max(longest, n);
     for (int n : options.decode) longest = std::max(longest, n + options.steps);
     const auto load_start = std::chrono::steady_clock::now();
-    Session session(options, longest);
+    LoadedModel model(options, longest);
     const double load_seconds = seconds_of(load_start);
-    const std::vector<int> tokens = pseudo_random_tokens(longest, session.vocab(), 12345);
+    const std::vector<int> tokens = pseudo_random_tokens(longest, model.vocab(), 12345);
 
-    session.clear();  // a first pass so that no timing pays for first-touch page faults
-    session.evaluate(std::vector<int>(tokens.begin(), tokens.begin() + longest - options.steps), 0);
+    model.clear();  // a first pass so that no timing pays for first-touch page faults
+    model.evaluate(std::vector<int>(tokens.begin(), tokens.begin() + longest - options.steps), 0);
 
     std::printf("{\"threads\": %d, \"kv_type\": \"%s\", \"flash_attn\": \"%s\", \"context\": %d, ", options.threads,
                 options.kv_type.c_str(), options.flash_attn.c_str(), longest);
@@ -259,9 +259,9 @@ void run_bench(const Options& options) {
         const std::vector<int> prompt(tokens.begin(), tokens.begin() + n);
         std::vector<double> seconds;
         for (int rep = 0; rep < options.reps; ++rep) {
-            session.clear();
+            model.clear();
             const auto start = std::chrono::steady_clock::now();
-            session.evaluate(prompt, 0);
+            model.evaluate(prompt, 0);
             seconds.push_back(seconds_of(start));
         }
         std::printf("%s{\"tokens\": %d, \"seconds\": ", p ? ", " : "", n);
@@ -274,10 +274,10 @@ void run_bench(const Options& options) {
         const std::vector<int> prompt(tokens.begin(), tokens.begin() + n);
         std::vector<double> seconds;
         for (int rep = 0; rep < options.reps; ++rep) {
-            session.clear();
-            session.evaluate(prompt, 0);
+            model.clear();
+            model.evaluate(prompt, 0);
             const auto start = std::chrono::steady_clock::now();
-            for (int step = 0; step < options.steps; ++step) session.evaluate({tokens[n + step]}, n + step);
+            for (int step = 0; step < options.steps; ++step) model.evaluate({tokens[n + step]}, n + step);
             seconds.push_back(seconds_of(start));
         }
         std::printf("%s{\"context\": %d, \"steps\": %d, \"seconds\": ", d ? ", " : "", n, options.steps);
