@@ -1,7 +1,8 @@
 """safetensors files as the peers need them: written one tensor at a time, read as float32.
 
-Float32 and bfloat16 only; bfloat16 is kept as its 16-bit pattern on disk and widened
-exactly (bits << 16) when read, so every peer computes on the same float32 values.
+Written as float32 or bfloat16, read from those and float16; bfloat16 is kept as its 16-bit
+pattern on disk and widened exactly (bits << 16) when read, so every peer computes on the
+same float32 values.
 """
 import json
 import math
@@ -12,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 ITEMSIZE = {"F32": 4, "BF16": 2}
+READ_ITEMSIZE = dict(ITEMSIZE, F16=2)
 
 
 def float32_to_bfloat16_bits(values):
@@ -65,15 +67,17 @@ def read_float32(path):
     tensors, dtypes = OrderedDict(), {}
     for name, entry in header.items():
         dtype, shape = entry["dtype"], tuple(entry["shape"])
-        if dtype not in ITEMSIZE:
-            raise ValueError(f"{path}: tensor {name}: dtype {dtype} is neither F32 nor BF16")
+        if dtype not in READ_ITEMSIZE:
+            raise ValueError(f"{path}: tensor {name}: dtype {dtype} is not one of F32, BF16, F16")
         begin, end = entry["data_offsets"]
-        if not 0 <= begin <= end <= len(data) or end - begin != ITEMSIZE[dtype] * math.prod(shape):
+        if not 0 <= begin <= end <= len(data) or end - begin != READ_ITEMSIZE[dtype] * math.prod(shape):
             raise ValueError(f"{path}: tensor {name}: offsets {begin}..{end} do not hold shape {shape} "
                              f"of {dtype} in a {len(data)}-byte data section")
         chunk = data[begin:end]
         if dtype == "BF16":
             values = bfloat16_bits_to_float32(np.frombuffer(chunk, dtype="<u2"))
+        elif dtype == "F16":
+            values = np.frombuffer(chunk, dtype="<f2").astype(np.float32)
         else:
             values = np.frombuffer(chunk, dtype="<f4").copy()
         tensors[name], dtypes[name] = values.reshape(shape), dtype

@@ -80,6 +80,15 @@ def test_bfloat16_rounding_matches_torch(tmp_path):
     np.testing.assert_array_equal(tensors["b"], [1.5, -2.0])
 
 
+def test_float16_is_read_widened(tmp_path):
+    values = np.array([1.5, -0.000123, 65504.0], dtype=np.float16)
+    header = json.dumps({"h": {"dtype": "F16", "shape": [3], "data_offsets": [0, 6]}}).encode()
+    (tmp_path / "h.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + values.tobytes())
+    tensors, dtypes = safetensors_io.read_float32(tmp_path / "h.safetensors")
+    assert dtypes == {"h": "F16"} and tensors["h"].dtype == np.float32
+    assert tensors["h"].tolist() == [float(v) for v in values]
+
+
 def test_safetensors_errors_name_file_and_tensor(tmp_path):
     path = tmp_path / "bad.safetensors"
     path.write_bytes(b"\x01\x00")
@@ -89,9 +98,9 @@ def test_safetensors_errors_name_file_and_tensor(tmp_path):
     path.write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 8)
     with pytest.raises(ValueError, match="tensor w: offsets 0..16 do not hold shape"):
         safetensors_io.read_float32(path)
-    header = json.dumps({"w": {"dtype": "F16", "shape": [1], "data_offsets": [0, 2]}}).encode()
-    path.write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 2)
-    with pytest.raises(ValueError, match="tensor w: dtype F16 is neither F32 nor BF16"):
+    header = json.dumps({"w": {"dtype": "I8", "shape": [1], "data_offsets": [0, 1]}}).encode()
+    path.write_bytes(len(header).to_bytes(8, "little") + header + b"\0")
+    with pytest.raises(ValueError, match="tensor w: dtype I8 is not one of F32, BF16, F16"):
         safetensors_io.read_float32(path)
     with pytest.raises(ValueError, match="safetensors dtype 'F64'"):
         safetensors_io.write(path, {"w": (1,)}, "F64", lambda n, s: np.zeros(s))
