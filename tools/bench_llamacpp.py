@@ -207,6 +207,7 @@ def main():
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench" / "real_size.md")
     parser.add_argument("--attn-bench", help="command template for attn's timings (see above)")
     parser.add_argument("--attn-logits", help="command template for attn's logits (see above)")
+    parser.add_argument("--agreement-only", action="store_true", help="check the logits, time nothing, write nothing")
     args = parser.parse_args()
     cache = args.cache.expanduser().resolve()
     llama = llamacpp_setup.setup(cache)
@@ -220,6 +221,8 @@ def main():
         entry = {"model": shape, "dtype": dtype, "agreement": agreement(hf_dir, gguf, dtype, llama, args.attn_logits),
                  "rows": []}
         print(f"{shape} {dtype}: agreement {entry['agreement']['max_relative_difference']}", flush=True)
+        if args.agreement_only:
+            continue
         for threads in [int(t) for t in args.threads.split(",")]:
             for system, command in bench_commands(hf_dir, gguf, threads, args, llama):
                 load_average = os.getloadavg()[0]
@@ -229,6 +232,8 @@ def main():
                 entry["rows"].append(row)
                 print(f"  {system:32s} threads {threads}: {row['summary']}", flush=True)
         results.append(entry)
+    if args.agreement_only:
+        return
     args.out.parent.mkdir(parents=True, exist_ok=True)
     record = {"cpu": cpu, "llama_cpp": {"release": llama.release, "commit": llama.commit},
               "reps": args.reps, "steps": args.steps, "results": results}
