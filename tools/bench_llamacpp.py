@@ -90,13 +90,15 @@ def checkpoint_writer():
 
 
 def prepare(shape, dtype, cache, llama):
-    """-> (hf_dir, gguf path), writing each only when missing."""
-    hf_dir = cache / "checkpoints" / f"{shape}-{dtype}"
-    if not (hf_dir / "config.json").is_file():
-        subprocess.run([sys.executable, str(checkpoint_writer()), "--shape", shape, "--dtype", dtype,
-                        "--out", str(hf_dir)], check=True, stdout=subprocess.DEVNULL)
-    gguf = cache / "gguf" / f"{shape}-{dtype}-{llama.commit[:12]}.gguf"
-    if not gguf.is_file():
+    """-> (hf_dir, gguf path), writing each only when missing or older than what it comes from."""
+    writer = checkpoint_writer()
+    hf_dir = cache / "checkpoints" / f"{shape}-{dtype}-{writer.stem}"
+    config = hf_dir / "config.json"
+    if not config.is_file() or config.stat().st_mtime < writer.stat().st_mtime:
+        subprocess.run([sys.executable, str(writer), "--shape", shape, "--dtype", dtype, "--out", str(hf_dir)],
+                       check=True, stdout=subprocess.DEVNULL)
+    gguf = cache / "gguf" / f"{hf_dir.name}-{llama.commit[:12]}.gguf"
+    if not gguf.is_file() or gguf.stat().st_mtime < config.stat().st_mtime:
         gguf.parent.mkdir(parents=True, exist_ok=True)
         partial = gguf.with_suffix(".partial")
         subprocess.run([sys.executable, str(PEERS / "hf_to_gguf.py"), str(hf_dir), str(partial), "--type", dtype,
