@@ -11,8 +11,9 @@ For each model:dtype (gpt2-small or smollm2-135m; F32 or BF16):
   2. its GGUF in the same dtype, by tools/peers/hf_to_gguf.py with the gguf writer of the
      llama.cpp tree pinned in tools/peers (installed by tools/peers/llamacpp_setup.py into --cache);
   3. the agreement check on a 16-token prompt: each system's last-position logits against a
-     float64 PyTorch forward of the same weights, max |a - b| / max |b|; a system over its
-     tolerance stops the run before anything is timed;
+     float64 forward of the same weights (tools/hf_reference.py where it exists, and then the
+     PyTorch peer in float64 is checked too; else the PyTorch peer in float64),
+     max |a - b| / max |b|; a system over its tolerance stops the run before anything is timed;
   4. timings, 1 and 2 threads, each system in a process of its own: prefill of 128 and 512
      tokens (one batch), decode of --steps tokens one at a time after a context of 128 and 512,
      medians over --reps; peak RSS.
@@ -129,7 +130,16 @@ def agreement(hf_dir, gguf, dtype, llama, attn_logits):
     if attn_logits:
         command = shlex.split(attn_logits.format(hf_dir=hf_dir, gguf=gguf, tokens=listed))
         systems["attn"] = run_json(command, "attn logits")["logits"]
+    shared_reference = ROOT / "tools" / "hf_reference.py"
+    if shared_reference.is_file():  # the loader tests' float64 reference, written independently
+        sys.path.insert(0, str(shared_reference.parent))
+        import hf_reference
+
+        logits = hf_reference.run(hf_reference.load(hf_dir), tokens)[0][-1]
+        systems["pytorch-eager float64"] = reference
+        reference = [float(v) for v in logits]
     result = {"tokens": tokens, "tolerance": TOLERANCE[dtype],
+              "reference": "tools/hf_reference.py" if shared_reference.is_file() else "pytorch-eager float64",
               "max_relative_difference": {name: relative_difference(v, reference) for name, v in systems.items()}}
     over = {k: v for k, v in result["max_relative_difference"].items() if v > TOLERANCE[dtype]}
     if over:
@@ -168,7 +178,7 @@ def summarize(raw):
 
 def markdown(results, cpu, llama, args):
     lines = ["# Real model sizes: attn, llama.cpp and PyTorch eager", "",
-             f"Written by `tools/bench_llamacpp.py` on {time.strftime('%Y-%m-%d')}; "
+             "Written by `tools/bench_llamacpp.py`; "
              f"CPU: {cpu['model_name']}, {cpu['cores']} cores; vector extensions: "
              f"{' '.join(cpu['vector_extensions'])}.",
              f"llama.cpp {llama.release} (commit {llama.commit[:12]}), prebuilt CPU libraries of "
@@ -182,7 +192,8 @@ def markdown(results, cpu, llama, args):
     for entry in results:
         agree = entry["agreement"]["max_relative_difference"]
         lines += [f"## {entry['model']} {entry['dtype']}", "",
-                  "Logits against a float64 PyTorch forward (16-token prompt, max |a − b| / max |b|): "
+                  f"Run {entry.get('date', '?')}. Logits against {entry['agreement'].get('reference', 'float64')} "
+                  "(float64; 16-token prompt; max |a − b| / max |b|): "
                   + ", ".join(f"{k} {v:.1e}" for k, v in agree.items()) + ".", "",
                   "| system | threads | prefill 128 tok/s | prefill 512 tok/s | decode @128 ms/tok "
                   "| decode @512 ms/tok | peak RSS MiB | load |",
@@ -209,6 +220,8 @@ def main():
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench" / "real_size.md")
     parser.add_argument("--attn-bench", help="command template for attn's timings (see above)")
     parser.add_argument("--attn-logits", help="command template for attn's logits (see above)")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the other models' results already in --out's JSON (same machine, another run)")
     parser.add_argument("--agreement-only", action="store_true", help="check the logits, time nothing, write nothing")
     args = parser.parse_args()
     cache = args.cache.expanduser().resolve()
@@ -220,8 +233,8 @@ def main():
         if dtype not in TOLERANCE:
             raise SystemExit(f"--models {spec!r}: the dtype after ':' must be one of {sorted(TOLERANCE)}")
         hf_dir, gguf = prepare(shape, dtype, cache, llama)
-        entry = {"model": shape, "dtype": dtype, "agreement": agreement(hf_dir, gguf, dtype, llama, args.attn_logits),
-                 "rows": []}
+        entry = {"model": shape, "dtype": dtype, "date": time.strftime("%Y-%m-%d %H:%M"),
+                 "agreement": agreement(hf_dir, gguf, dtype, llama, args.attn_logits), "rows": []}
         print(f"{shape} {dtype}: agreement {entry['agreement']['max_relative_difference']}", flush=True)
         if args.agreement_only:
             continue
@@ -237,9 +250,14 @@ def main():
     if args.agreement_only:
         return
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    json_path = args.out.with_suffix(".json")
+    if args.merge and json_path.is_file():
+        ran = {(e["model"], e["dtype"]) for e in results}
+        earlier = json.loads(json_path.read_text(encoding="utf-8"))["results"]
+        results = [e for e in earlier if (e["model"], e["dtype"]) not in ran] + results
     record = {"cpu": cpu, "llama_cpp": {"release": llama.release, "commit": llama.commit},
               "reps": args.reps, "steps": args.steps, "results": results}
-    args.out.with_suffix(".json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    json_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     args.out.write_text(markdown(results, cpu, llama, args), encoding="utf-8")
     print(f"wrote {args.out} and {args.out.with_suffix('.json')}")
 
