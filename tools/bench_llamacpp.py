@@ -227,6 +227,10 @@ def main():
     cache = args.cache.expanduser().resolve()
     llama = llamacpp_setup.setup(cache)
     cpu = cpu_description()
+    json_path = args.out.with_suffix(".json")
+    earlier = []
+    if args.merge and json_path.is_file():
+        earlier = json.loads(json_path.read_text(encoding="utf-8"))["results"]
     results = []
     for spec in args.models.split(","):
         shape, _, dtype = spec.partition(":")
@@ -247,20 +251,15 @@ def main():
                 entry["rows"].append(row)
                 print(f"  {system:32s} threads {threads}: {row['summary']}", flush=True)
         results.append(entry)
-    if args.agreement_only:
-        return
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    json_path = args.out.with_suffix(".json")
-    if args.merge and json_path.is_file():
+        # written after every model, so a long run that is stopped keeps what it measured
         ran = {(e["model"], e["dtype"]) for e in results}
-        earlier = json.loads(json_path.read_text(encoding="utf-8"))["results"]
-        results = [e for e in earlier if (e["model"], e["dtype"]) not in ran] + results
-    record = {"cpu": cpu, "llama_cpp": {"release": llama.release, "commit": llama.commit},
-              "reps": args.reps, "steps": args.steps, "results": results}
-    json_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    args.out.write_text(markdown(results, cpu, llama, args), encoding="utf-8")
-    print(f"wrote {args.out} and {args.out.with_suffix('.json')}")
-
+        kept = [e for e in earlier if (e["model"], e["dtype"]) not in ran] + results
+        record = {"cpu": cpu, "llama_cpp": {"release": llama.release, "commit": llama.commit},
+                  "reps": args.reps, "steps": args.steps, "results": kept}
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        args.out.write_text(markdown(kept, cpu, llama, args), encoding="utf-8")
+        print(f"wrote {args.out} and {json_path}", flush=True)
 
 if __name__ == "__main__":
     main()
