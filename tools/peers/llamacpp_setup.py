@@ -78,6 +78,9 @@ def build_harness(cache, source, backends):
 
 
 def setup(cache=DEFAULT_CACHE):
+    missing = [tool for tool in ("npm", "git", "g++") if shutil.which(tool) is None]
+    if missing:
+        raise FileNotFoundError(f"the llama.cpp peer needs {', '.join(missing)} on PATH (Debian: npm git g++)")
     cache = Path(cache).expanduser().resolve()
     modules = install_packages(cache)
     backends = modules / "@node-llama-cpp/linux-x64/bins/linux-x64"
