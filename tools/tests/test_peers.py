@@ -1,0 +1,237 @@
+"""tools/peers: the rotary permutation, safetensors I/O, the PyTorch peer, and (when llama.cpp's
+tree is installed) the GGUF conversion."""
+
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+TOOLS = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(TOOLS / "peers"))
+sys.path.insert(0, str(TOOLS))
+import bench_llamacpp  # noqa: E402
+import hf_random  # noqa: E402
+import hf_to_gguf  # noqa: E402
+import safetensors_io  # noqa: E402
+import torch_peer  # noqa: E402
+
+TINY_LLAMA = {"hidden_size": 8, "intermediate_size": 6, "num_hidden_layers": 2, "num_attention_heads": 2,
+              "num_key_value_heads": 1, "head_dim": 4, "vocab_size": 11, "max_position_embeddings": 16,
+              "rope_theta": 100.0}
+TINY_GPT2 = {"n_embd": 8, "n_layer": 2, "n_head": 2, "n_positions": 16, "n_ctx": 16, "vocab_size": 11}
+
+
+def rotate_half_split(x, position, theta):
+    """Hugging Face's layout, element by element: pair (i, i + d/2) turns by position·theta^(-2i/d)."""
+    d, out = len(x), x.astype(np.float64).copy()
+    for i in range(d // 2):
+        angle = position * theta ** (-2.0 * i / d)
+        out[i] = x[i] * math.cos(angle) - x[i + d // 2] * math.sin(angle)
+        out[i + d // 2] = x[i + d // 2] * math.cos(angle) + x[i] * math.sin(angle)
+    return out
+
+
+def rotate_adjacent(x, position, theta):
+    """ggml's normal rope, element by element: pair (2i, 2i + 1) turns by position·theta^(-2i/d)."""
+    d, out = len(x), x.astype(np.float64).copy()
+    for i in range(d // 2):
+        angle = position * theta ** (-2.0 * i / d)
+        out[2 * i] = x[2 * i] * math.cos(angle) - x[2 * i + 1] * math.sin(angle)
+        out[2 * i + 1] = x[2 * i + 1] * math.cos(angle) + x[2 * i] * math.sin(angle)
+    return out
+
+
+def test_permuted_rows_under_adjacent_rotary_give_the_half_split_scores():
+    rng = np.random.default_rng(1)
+    heads, d, width = 3, 8, 5
+    wq, wk = rng.standard_normal((heads * d, width)), rng.standard_normal((heads * d, width))
+    x, y = rng.standard_normal(width), rng.standard_normal(width)
+    pq, pk = hf_to_gguf.rotary_pairs_permutation(wq, heads), hf_to_gguf.rotary_pairs_permutation(wk, heads)
+    for h in range(heads):
+        rows = slice(h * d, (h + 1) * d)
+        q_hf, k_hf = rotate_half_split(wq[rows] @ x, 5, 100.0), rotate_half_split(wk[rows] @ y, 2, 100.0)
+        q_gg, k_gg = rotate_adjacent(pq[rows] @ x, 5, 100.0), rotate_adjacent(pk[rows] @ y, 2, 100.0)
+        assert q_gg[0::2] == pytest.approx(q_hf[: d // 2]) and q_gg[1::2] == pytest.approx(q_hf[d // 2:])
+        assert float(q_gg @ k_gg) == pytest.approx(float(q_hf @ k_hf))
+    # without the permutation the scores differ: the check above can fail
+    q_wrong = rotate_adjacent(wq[:d] @ x, 5, 100.0)
+    assert not np.allclose(q_wrong, rotate_half_split(wq[:d] @ x, 5, 100.0))
+
+
+def test_permutation_rejects_rows_that_do_not_split_into_heads():
+    with pytest.raises(ValueError, match="10 rows do not split into 3 heads"):
+        hf_to_gguf.rotary_pairs_permutation(np.zeros((10, 4)), 3)
+
+
+def test_bfloat16_rounding_matches_torch(tmp_path):
+    values = np.random.default_rng(2).standard_normal((7, 5)).astype(np.float32) * 100
+    values[0, :3] = [1.00390625, 1.01171875, -3.0e-39]  # ties to even and a subnormal
+    expected = torch.from_numpy(values).to(torch.bfloat16).to(torch.float32).numpy()
+    safetensors_io.write(tmp_path / "x.safetensors", {"a": (7, 5), "b": (2,)}, "BF16",
+                         lambda name, shape: values if name == "a" else np.array([1.5, -2.0], np.float32))
+    tensors, dtypes = safetensors_io.read_float32(tmp_path / "x.safetensors")
+    assert dtypes == {"a": "BF16", "b": "BF16"}
+    np.testing.assert_array_equal(tensors["a"], expected)
+    np.testing.assert_array_equal(tensors["b"], [1.5, -2.0])
+
+
+def test_float16_is_read_widened(tmp_path):
+    values = np.array([1.5, -0.000123, 65504.0], dtype=np.float16)
+    header = json.dumps({"h": {"dtype": "F16", "shape": [3], "data_offsets": [0, 6]}}).encode()
+    (tmp_path / "h.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + values.tobytes())
+    tensors, dtypes = safetensors_io.read_float32(tmp_path / "h.safetensors")
+    assert dtypes == {"h": "F16"} and tensors["h"].dtype == np.float32
+    assert tensors["h"].tolist() == [float(v) for v in values]
+
+
+def test_safetensors_errors_name_file_and_tensor(tmp_path):
+    path = tmp_path / "bad.safetensors"
+    path.write_bytes(b"\x01\x00")
+    with pytest.raises(ValueError, match="shorter than the 8-byte header"):
+        safetensors_io.read_float32(path)
+    header = json.dumps({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}).encode()
+    path.write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 8)
+    with pytest.raises(ValueError, match="tensor w: offsets 0..16 do not hold shape"):
+        safetensors_io.read_float32(path)
+    header = json.dumps({"w": {"dtype": "I8", "shape": [1], "data_offsets": [0, 1]}}).encode()
+    path.write_bytes(len(header).to_bytes(8, "little") + header + b"\0")
+    with pytest.raises(ValueError, match="tensor w: dtype I8 is not one of F32, BF16, F16"):
+        safetensors_io.read_float32(path)
+    with pytest.raises(ValueError, match="safetensors dtype 'F64'"):
+        safetensors_io.write(path, {"w": (1,)}, "F64", lambda n, s: np.zeros(s))
+
+
+def loop_llama_logits(folder, tokens):
+    """A float64 Llama forward with loops over positions and heads, from the modelling formulas."""
+    c = json.loads((folder / "config.json").read_text())
+    w = {k: v.astype(np.float64) for k, v in safetensors_io.read_float32(folder / "model.safetensors")[0].items()}
+    heads, kv_heads, d = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
+
+    def rms(x, g):
+        return x / math.sqrt(float(np.mean(x * x)) + c["rms_norm_eps"]) * g
+
+    xs = [w["model.embed_tokens.weight"][t].copy() for t in tokens]
+    for layer in range(c["num_hidden_layers"]):
+        p = f"model.layers.{layer}."
+        hs = [rms(x, w[p + "input_layernorm.weight"]) for x in xs]
+        qs = [(w[p + "self_attn.q_proj.weight"] @ h).reshape(heads, d) for h in hs]
+        ks = [(w[p + "self_attn.k_proj.weight"] @ h).reshape(kv_heads, d) for h in hs]
+        vs = [(w[p + "self_attn.v_proj.weight"] @ h).reshape(kv_heads, d) for h in hs]
+        qs = [np.stack([rotate_half_split(q[h], i, c["rope_theta"]) for h in range(heads)]) for i, q in enumerate(qs)]
+        ks = [np.stack([rotate_half_split(k[h], i, c["rope_theta"]) for h in range(kv_heads)]) for i, k in enumerate(ks)]
+        for i in range(len(xs)):
+            out = []
+            for h in range(heads):
+                g = h // (heads // kv_heads)
+                scores = [float(qs[i][h] @ ks[j][g]) / math.sqrt(d) for j in range(i + 1)]
+                top = max(scores)
+                e = [math.exp(s - top) for s in scores]
+                out.append(sum(e[j] / sum(e) * vs[j][g] for j in range(i + 1)))
+            xs[i] = xs[i] + w[p + "self_attn.o_proj.weight"] @ np.concatenate(out)
+        for i in range(len(xs)):
+            h = rms(xs[i], w[p + "post_attention_layernorm.weight"])
+            gate = w[p + "mlp.gate_proj.weight"] @ h
+            xs[i] = xs[i] + w[p + "mlp.down_proj.weight"] @ (gate / (1 + np.exp(-gate)) * (w[p + "mlp.up_proj.weight"] @ h))
+    return w["model.embed_tokens.weight"] @ rms(xs[-1], w["model.norm.weight"])
+
+
+def test_torch_peer_llama_matches_a_loop_reference(tmp_path):
+    folder = hf_random.write_checkpoint("smollm2-135m", "F32", tmp_path / "llama", seed=3, overrides=TINY_LLAMA)
+    tokens = [1, 5, 10, 0, 7, 7]
+    got = torch_peer.last_logits(torch_peer.load(folder, torch.float64), tokens, torch.float64).numpy()
+    np.testing.assert_allclose(got, loop_llama_logits(folder, tokens), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape, overrides", [("smollm2-135m", TINY_LLAMA), ("gpt2-small", TINY_GPT2)])
+def test_torch_peer_decoding_with_the_cache_matches_one_pass(tmp_path, shape, overrides):
+    folder = hf_random.write_checkpoint(shape, "BF16", tmp_path / shape, seed=4, overrides=overrides)
+    model, tokens = torch_peer.load(folder, torch.float64), [3, 1, 4, 1, 5, 9, 2]
+    cache = torch_peer.new_cache(model, len(tokens), torch.float64)
+    with torch.inference_mode():
+        model.forward(torch.tensor(tokens[:3]), cache)
+        for t in tokens[3:]:
+            stepped = model.forward(torch.tensor([t]), cache)[0]
+    whole = torch_peer.last_logits(model, tokens, torch.float64)
+    torch.testing.assert_close(stepped, whole, rtol=1e-12, atol=1e-12)
+
+
+def test_torch_peer_rejects_other_architectures(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["BertModel"]}))
+    with pytest.raises(ValueError, match="architecture 'BertModel' is neither"):
+        torch_peer.load(tmp_path, torch.float32)
+
+
+def test_relative_difference_and_summary():
+    assert bench_llamacpp.relative_difference([1.0, -2.5], [1.5, -2.0]) == pytest.approx(0.25)
+    with pytest.raises(ValueError, match="3 logits against 2"):
+        bench_llamacpp.relative_difference([1, 2, 3], [1, 2])
+    raw = {"prefill": [{"tokens": 128, "seconds": [2.0, 1.0, 4.0]}],
+           "decode": [{"context": 512, "steps": 32, "seconds": [0.64, 0.32]}], "peak_rss_bytes": 3 * 2**20}
+    s = bench_llamacpp.summarize(raw)
+    assert s["prefill_128_tokens_per_second"] == 64 and s["prefill_128_tokens_per_second_best"] == 128
+    assert s["decode_512_ms_per_token"] == pytest.approx(15) and s["decode_512_ms_per_token_best"] == 10
+    assert s["peak_rss_mib"] == 3
+
+
+def installed_gguf_py():
+    cache = Path(os.environ.get("ATTN_PEERS_CACHE", Path.home() / ".cache" / "attn-peers"))
+    found = sorted(cache.glob("llama.cpp-*/gguf-py"))
+    return found[0] if found else None
+
+
+@pytest.mark.skipif(installed_gguf_py() is None, reason="llama.cpp's tree is not installed (llamacpp_setup.py)")
+@pytest.mark.parametrize("dtype", ["F32", "BF16"])
+def test_gguf_holds_llama_cpp_layout(tmp_path, dtype):
+    gguf_py = installed_gguf_py()
+    gguf = hf_to_gguf.load_gguf(gguf_py)
+    gpt2 = hf_random.write_checkpoint("gpt2-small", dtype, tmp_path / "gpt2", overrides=TINY_GPT2)
+    llama = hf_random.write_checkpoint("smollm2-135m", dtype, tmp_path / "llama", overrides=TINY_LLAMA)
+    hf_to_gguf.convert(gpt2, tmp_path / "gpt2.gguf", dtype, gguf_py)
+    hf_to_gguf.convert(llama, tmp_path / "llama.gguf", dtype, gguf_py)
+
+    def read(path):
+        reader = gguf.GGUFReader(path)
+        tensors = {}
+        for t in reader.tensors:
+            rows = [int(n) for n in reversed(t.shape)]
+            data = np.asarray(t.data)
+            values = safetensors_io.bfloat16_bits_to_float32(data.view(np.uint16)) if t.tensor_type.name == "BF16" \
+                else data.astype(np.float32)
+            tensors[t.name] = (t.tensor_type.name, values.reshape(rows))
+        return reader, tensors
+
+    source, _ = safetensors_io.read_float32(gpt2 / "model.safetensors")
+    reader, tensors = read(tmp_path / "gpt2.gguf")
+    assert reader.fields["general.architecture"].contents() == "gpt2"
+    assert reader.fields["tokenizer.ggml.model"].contents() == "none"
+    assert reader.fields["gpt2.vocab_size"].contents() == 11
+    kind, qkv = tensors["blk.1.attn_qkv.weight"]
+    assert kind == dtype and qkv.shape == (24, 8)
+    np.testing.assert_array_equal(qkv, source["h.1.attn.c_attn.weight"].T)
+    assert tensors["position_embd.weight"][0] == "F32" and tensors["blk.0.attn_norm.bias"][0] == "F32"
+
+    source, _ = safetensors_io.read_float32(llama / "model.safetensors")
+    reader, tensors = read(tmp_path / "llama.gguf")
+    assert reader.fields["llama.attention.head_count_kv"].contents() == 1
+    assert reader.fields["llama.rope.freq_base"].contents() == pytest.approx(100.0)
+    q = source["model.layers.0.self_attn.q_proj.weight"]
+    expected = np.concatenate([np.stack([q[h * 4 + i // 2 + (i % 2) * 2] for i in range(4)]) for h in range(2)])
+    np.testing.assert_array_equal(tensors["blk.0.attn_q.weight"][1], expected)
+    np.testing.assert_array_equal(tensors["blk.0.attn_v.weight"][1], source["model.layers.0.self_attn.v_proj.weight"])
+
+
+def test_converter_rejects_other_architectures(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["BertModel"], "model_type": "bert"}))
+    safetensors_io.write(tmp_path / "model.safetensors", {"w": (1,)}, "F32", lambda n, s: np.zeros(s))
+    gguf_py = installed_gguf_py()
+    if gguf_py is None:
+        pytest.skip("llama.cpp's tree is not installed (llamacpp_setup.py)")
+    with pytest.raises(ValueError, match="architecture 'BertModel' is neither"):
+        hf_to_gguf.convert(tmp_path, tmp_path / "x.gguf", "F32", gguf_py)
+    with pytest.raises(ValueError, match="--type 'Q4'"):
+        hf_to_gguf.convert(tmp_path, tmp_path / "x.gguf", "Q4", gguf_py)
