@@ -66,3 +66,19 @@ void operator delete(void* p, std::size_t) noexcept {
 void operator delete[](void* p, std::size_t) noexcept {
     std::free(p);
 }
+// The nothrow forms (std::stable_sort's temporary buffer asks for one) must come from the same
+// malloc as the deletes above, or a sanitizer sees new and free mismatched.
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+    note_allocation();
+    return std::malloc(size == 0 ? 1 : size);
+}
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
+    note_allocation();
+    return std::malloc(size == 0 ? 1 : size);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+    std::free(p);
+}
