@@ -28,7 +28,10 @@ bench: {"prefill": [{"tokens": n, "seconds": [...]}], "decode": [{"context": n, 
 {"logits": [vocab floats of the last position]} and joins the agreement check.
 
 OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are set on these machines and slow PyTorch; they are
-removed from the environment of the benchmarked processes only.
+removed from the environment of the benchmarked processes only. Debian's PyTorch runs its
+matrix products in OpenBLAS's own threads while its OpenMP workers spin-wait beside them; at 2
+threads on 2 cores that halves prefill or worse, so the PyTorch peer runs with
+OMP_WAIT_POLICY=PASSIVE (--omp-wait-policy ACTIVE measures the default).
 """
 import argparse
 import json
@@ -54,15 +57,16 @@ LLAMA_VARIANTS = {
 }
 
 
-def bench_env():
+def bench_env(extra=None):
     env = dict(os.environ)
     for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
         env.pop(name, None)
+    env.update(extra or {})
     return env
 
 
-def run_json(command, what):
-    done = subprocess.run(command, text=True, capture_output=True, env=bench_env())
+def run_json(command, what, extra_env=None):
+    done = subprocess.run(command, text=True, capture_output=True, env=bench_env(extra_env))
     if done.returncode != 0:
         raise RuntimeError(f"{what} failed ({done.returncode}): {shlex.join(map(str, command))}\n{done.stderr}")
     return json.loads(done.stdout)
@@ -188,7 +192,7 @@ def markdown(results, cpu, llama, args):
              "repetitions, the best in brackets; peak RSS of the system's process (PyTorch: after loading); "
              "load: the machine's 1-minute load average before the row ran (2 cores, shared).",
              "\"llama.cpp\": float32 KV cache, flash attention off; \"llama.cpp defaults\": float16 cache, "
-             "flash attention auto.", ""]
+             f"flash attention auto. PyTorch with OMP_WAIT_POLICY={args.omp_wait_policy}.", ""]
     for entry in results:
         agree = entry["agreement"]["max_relative_difference"]
         lines += [f"## {entry['model']} {entry['dtype']}", "",
@@ -220,6 +224,8 @@ def main():
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench" / "real_size.md")
     parser.add_argument("--attn-bench", help="command template for attn's timings (see above)")
     parser.add_argument("--attn-logits", help="command template for attn's logits (see above)")
+    parser.add_argument("--omp-wait-policy", default="PASSIVE", choices=["PASSIVE", "ACTIVE"],
+                        help="OMP_WAIT_POLICY of the PyTorch peer (see above)")
     parser.add_argument("--merge", action="store_true",
                         help="keep the other models' results already in --out's JSON (same machine, another run)")
     parser.add_argument("--agreement-only", action="store_true", help="check the logits, time nothing, write nothing")
@@ -245,7 +251,8 @@ def main():
         for threads in [int(t) for t in args.threads.split(",")]:
             for system, command in bench_commands(hf_dir, gguf, threads, args, llama):
                 load_average = os.getloadavg()[0]
-                raw = run_json(command, system)
+                extra_env = {"OMP_WAIT_POLICY": args.omp_wait_policy} if system == "pytorch-eager" else None
+                raw = run_json(command, system, extra_env)
                 row = {"system": system, "threads": threads, "load_average": load_average,
                        "summary": summarize(raw), "raw": raw}
                 entry["rows"].append(row)
@@ -255,7 +262,7 @@ def main():
         ran = {(e["model"], e["dtype"]) for e in results}
         kept = [e for e in earlier if (e["model"], e["dtype"]) not in ran] + results
         record = {"cpu": cpu, "llama_cpp": {"release": llama.release, "commit": llama.commit},
-                  "reps": args.reps, "steps": args.steps, "results": kept}
+                  "reps": args.reps, "steps": args.steps, "omp_wait_policy": args.omp_wait_policy, "results": kept}
         args.out.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         args.out.write_text(markdown(kept, cpu, llama, args), encoding="utf-8")

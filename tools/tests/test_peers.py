@@ -235,3 +235,20 @@ def test_converter_rejects_other_architectures(tmp_path):
         hf_to_gguf.convert(tmp_path, tmp_path / "x.gguf", "F32", gguf_py)
     with pytest.raises(ValueError, match="--type 'Q4'"):
         hf_to_gguf.convert(tmp_path, tmp_path / "x.gguf", "Q4", gguf_py)
+
+
+def test_markdown_rows_show_medians_and_best():
+    raw = {"prefill": [{"tokens": 128, "seconds": [2.0, 1.0, 4.0]}, {"tokens": 512, "seconds": [4.0]}],
+           "decode": [{"context": 128, "steps": 32, "seconds": [0.32]}, {"context": 512, "steps": 32,
+                                                                       "seconds": [0.64, 0.96, 1.28]}],
+           "peak_rss_bytes": 100 * 2**20}
+    entry = {"model": "gpt2-small", "dtype": "F32", "date": "d",
+             "agreement": {"reference": "r", "max_relative_difference": {"llama.cpp": 3e-4}},
+             "rows": [{"system": "llama.cpp", "threads": 2, "load_average": 1.25,
+                       "summary": bench_llamacpp.summarize(raw)}]}
+    cpu = {"model_name": "cpu", "cores": 2, "vector_extensions": ["avx2"]}
+    llama = type("L", (), {"release": "v0", "commit": "0123456789abcdef"})
+    args = type("A", (), {"steps": 32, "reps": 3, "omp_wait_policy": "PASSIVE"})
+    text = bench_llamacpp.markdown([entry], cpu, llama, args)
+    assert "| llama.cpp | 2 | 64 (128) | 128 (128) | 10.00 (10.00) | 30.00 (20.00) | 100 | 1.2 |" in text
+    assert "llama.cpp 3.0e-04" in text and "## gpt2-small F32" in text
