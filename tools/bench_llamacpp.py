@@ -222,8 +222,15 @@ def main():
     parser.add_argument("--steps", type=int, default=32)
     parser.add_argument("--cache", type=Path, default=llamacpp_setup.DEFAULT_CACHE)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench" / "real_size.md")
-    parser.add_argument("--attn-bench", help="command template for attn's timings (see above)")
-    parser.add_argument("--attn-logits", help="command template for attn's logits (see above)")
+    attn_bench = ROOT / "build" / "bench" / "bench" / "attn_bench_checkpoint"  # cmake --workflow --preset bench
+    default_bench = (f"{attn_bench} {{hf_dir}} peer --threads {{threads}} --prefill {{prefill}} --decode {{decode}} "
+                     "--steps {steps} --reps {reps} --keep-rows {keep_rows}") if attn_bench.exists() else None
+    default_logits = f"{attn_bench} {{hf_dir}} logits {{tokens}}" if attn_bench.exists() else None
+    parser.add_argument("--attn-bench", default=default_bench,
+                        help="command template for attn's timings (see above; default: build/bench's "
+                             "attn_bench_checkpoint if it is built)")
+    parser.add_argument("--attn-logits", default=default_logits,
+                        help="command template for attn's logits (default: attn_bench_checkpoint's)")
     parser.add_argument("--omp-wait-policy", default="PASSIVE", choices=["PASSIVE", "ACTIVE"],
                         help="OMP_WAIT_POLICY of the PyTorch peer (see above)")
     parser.add_argument("--merge", action="store_true",
