@@ -45,3 +45,22 @@ TEST_CASE("gelu_in_place: works on blocks of a larger matrix and leaves the rest
     attn::gelu_tanh_in_place(m.row(3));
     CHECK(double(m(3, 0)) == doctest::Approx(gelu_tanh(-3.0)).epsilon(1e-5));
 }
+
+TEST_CASE_TEMPLATE("silu_in_place: x · sigmoid(x), to a few ulp, over -30 … 30, and no NaN far out", T, float, double) {
+    attn::Matrix<T> x(13, 77);
+    for (Index i = 0; i < x.rows(); ++i)
+        for (Index j = 0; j < x.cols(); ++j) x(i, j) = T(-30.0 + 60.0 * double(i * x.cols() + j) / double(x.size()));
+    attn::Matrix<T> silu = x;
+    attn::silu_in_place(silu);
+    const double ulps = sizeof(T) == 4 ? 8 * 1.2e-7 : 8 * 2.3e-16;
+    for (Index i = 0; i < x.rows(); ++i)
+        for (Index j = 0; j < x.cols(); ++j) {
+            const double v = double(x(i, j));
+            CHECK(std::abs(double(silu(i, j)) - v / (1.0 + std::exp(-v))) <= ulps * std::max(1.0, std::abs(v)));
+        }
+    attn::Matrix<T> far(1, 2);
+    far << T(-1000), T(1000);
+    attn::silu_in_place(far);
+    CHECK(far(0, 0) == T(0));
+    CHECK(far(0, 1) == T(1000));
+}

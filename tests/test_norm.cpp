@@ -67,3 +67,40 @@ TEST_CASE("layer_norm: shape and epsilon errors name the argument") {
                              attn::argument_error);
     }
 }
+
+namespace {
+// Llama's RMSNorm, written out in double: no mean removed, no bias, epsilon inside the root.
+attn::Matrix<double> naive_rms_norm(const attn::Matrix<double>& x, const attn::Vector<double>& weight, double epsilon) {
+    attn::Matrix<double> out(x.rows(), x.cols());
+    for (Index i = 0; i < x.rows(); ++i) {
+        double squares = 0.0;
+        for (Index j = 0; j < x.cols(); ++j) squares += x(i, j) * x(i, j);
+        const double divisor = std::sqrt(squares / double(x.cols()) + epsilon);
+        for (Index j = 0; j < x.cols(); ++j) out(i, j) = x(i, j) / divisor * weight(j);
+    }
+    return out;
+}
+}  // namespace
+
+TEST_CASE_TEMPLATE("rms_norm: matches the naive reference, rows independent, a zero row stays zero", T, float, double) {
+    const attn::Matrix<double> x = random_matrix<double>(7, 48, 31, 3.0);
+    const attn::Vector<double> weight = attn::Vector<double>::Random(48);
+    const attn::Matrix<double> expected = naive_rms_norm(x, weight, 1e-6);
+    const attn::Matrix<T> got = attn::rms_norm(x.cast<T>(), weight.cast<T>(), 1e-6);
+    const double tolerance = sizeof(T) == 4 ? 2e-6 : 1e-14;
+    CHECK((got.template cast<double>() - expected).cwiseAbs().maxCoeff() <= tolerance * expected.cwiseAbs().maxCoeff());
+    CHECK(attn::rms_norm(x.topRows(1).cast<T>(), weight.cast<T>(), 1e-6) == got.topRows(1));  // rows independent
+    const attn::Matrix<T> zero = attn::rms_norm(attn::Matrix<T>::Zero(2, 48), weight.cast<T>(), 1e-6);
+    CHECK(zero.allFinite());
+    CHECK(zero.isZero(0));
+}
+
+TEST_CASE("rms_norm: shape and epsilon errors name the argument") {
+    const attn::Matrix<float> x = attn::Matrix<float>::Ones(2, 4);
+    CHECK_THROWS_WITH_AS(attn::rms_norm(x, attn::Vector<float>::Ones(3)), doctest::Contains("rms_norm: weight"),
+                         attn::shape_error);
+    CHECK_THROWS_WITH_AS(attn::rms_norm(x, attn::Vector<float>::Ones(4), 0.0), doctest::Contains("rms_norm: epsilon"),
+                         attn::argument_error);
+    CHECK_THROWS_WITH_AS(attn::rms_norm(attn::Matrix<float>(0, 4), attn::Vector<float>::Ones(4)),
+                         doctest::Contains("rms_norm: x"), attn::shape_error);
+}
