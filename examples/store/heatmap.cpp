@@ -1,8 +1,8 @@
-// heatmap: an SVG of the store model's attention for a product: one head, or a grid of
-// every head (rows: layers, columns: heads).
+// heatmap: an SVG of a model's attention for a text (the store model: a product's): one head,
+// or a grid of every head (rows: layers, columns: heads).
 //
-//   heatmap [--model DIR] (--name TEXT [--description TEXT]) [--layer L --head H]
-//           (--output FILE.svg | --html FILE.html | both)
+//   heatmap [--model DIR] (--name TEXT [--description TEXT] | --text TEXT | --ids 1,2,3) [--layer L --head H]
+//           [--threads T] (--output FILE.svg | --html FILE.html | both)
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -13,17 +13,21 @@
 
 namespace {
 constexpr const char* usage =
-    R"(usage: heatmap [--model DIR] --name TEXT [--description TEXT] [--layer L --head H]
-               [--output FILE] [--html FILE]
+    R"(usage: heatmap [--model DIR] (--name TEXT [--description TEXT] | --text TEXT | --ids 1,2,3)
+               [--layer L --head H] [--threads T] [--output FILE] [--html FILE]
 
-Writes an SVG heatmap of the store model's attention for a product: every head in a
-grid (rows: layers, columns: heads), or one head with --layer and --head (1-based);
-and/or the interactive page of inspect --html (opening on that head's matrix view).
+Writes an SVG heatmap of a model's attention for a text: every head in a grid (rows:
+layers, columns: heads), or one head with --layer and --head (1-based); and/or the
+interactive page of inspect --html (opening on that head's matrix view).
 
 options:
-  --model DIR         model directory (default: the shipped models/store)
-  --name TEXT         the product's name
-  --description TEXT  the product's description (default: none)
+  --model DIR         model directory: the store model (default: the shipped models/store)
+                      or a Hugging Face checkpoint
+  --name TEXT         the store product's name
+  --description TEXT  the store product's description (default: none)
+  --text TEXT         any text, read by the model directory's tokenizer
+  --ids LIST          comma-separated token ids instead of a text
+  --threads T         threads for the forward pass (default 1)
   --layer L --head H  only this head
   --output FILE       where to write the SVG
   --html FILE         where to write the interactive page
@@ -47,7 +51,7 @@ int one_based(const std::string& flag, const std::string& text, long count) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::optional<std::string> model_flag, name, description, layer, head, output, html;
+    std::optional<std::string> model_flag, name, description, text, id_list, threads, layer, head, output, html;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         auto value = [&](std::optional<std::string>& slot) {
@@ -63,6 +67,12 @@ int main(int argc, char** argv) {
             value(name);
         else if (arg == "--description")
             value(description);
+        else if (arg == "--text")
+            value(text);
+        else if (arg == "--ids")
+            value(id_list);
+        else if (arg == "--threads")
+            value(threads);
         else if (arg == "--layer")
             value(layer);
         else if (arg == "--head")
@@ -74,19 +84,22 @@ int main(int argc, char** argv) {
         else
             fail_usage("unknown argument '" + arg + "'");
     }
-    if (!name) fail_usage("--name is required");
+    if (int(name.has_value()) + int(text.has_value()) + int(id_list.has_value()) != 1)
+        fail_usage("give one of --name, --text and --ids");
+    if (description && !name) fail_usage("--description goes with --name");
     if (!output && !html) fail_usage("--output or --html is required");
     if (layer.has_value() != head.has_value()) fail_usage("--layer and --head go together");
     return store::report_errors("heatmap", [&] {
         const auto model = attn::Model<float>::load(store::model_directory(model_flag));
         const attn::ModelSettings& settings = model.settings();
-        const std::vector<int> ids = model.product_ids(*name, description.value_or(""));
+        const std::vector<int> ids = store::text_ids(model, text, id_list, name, description.value_or(""), false);
         attn::ForwardOptions options;
         options.keep_attention = true;
+        options.threads = threads ? one_based("--threads", *threads, 256) + 1 : 1;
         const auto result = model.forward(ids, options);
         const auto& attention = result.attention;
         std::vector<std::string> tokens;
-        for (int id : ids) tokens.push_back(model.tokenizer().token(id));
+        for (int id : ids) tokens.push_back(store::token_text(model.tokenizer(), id));
         std::vector<store::HeatmapPanel> panels;
         for (attn::Index l = 0; l < settings.layers; ++l)
             for (attn::Index h = 0; h < settings.heads; ++h)
@@ -94,7 +107,7 @@ int main(int argc, char** argv) {
                                   attention.head(l, h).cast<double>()});
         int columns = int(settings.heads);
         attn::PageOptions page;
-        page.title = *name;
+        page.title = name ? *name : text ? *text : std::to_string(ids.size()) + " token ids";
         if (layer) {
             const int l = one_based("--layer", *layer, long(settings.layers));
             const int h = one_based("--head", *head, long(settings.heads));
