@@ -161,9 +161,8 @@ TEST_CASE_TEMPLATE("Decoder threads: a long prefill split between threads equals
 template <class T>
 std::vector<attn::DecodeResult<T>> decode_steps(const attn::Model<T>& model, const std::vector<int>& ids,
                                                 std::size_t prefill, const std::vector<attn::HeadId>& ablate,
-                                                attn::DecodeOptions options) {
+                                                const attn::DecodeOptions& options) {
     attn::Decoder<T> decoder(model, ablate);
-    options.keep_attention = true;
     std::vector<attn::DecodeResult<T>> results{decoder.append({ids.begin(), ids.begin() + long(prefill)}, options)};
     for (std::size_t i = prefill; i < ids.size(); ++i) results.push_back(decoder.step(ids[i], options));
     return results;
@@ -179,24 +178,28 @@ TEST_CASE_TEMPLATE("Decoder threads: steps shared between threads give the bits 
     REQUIRE(ids.size() > 4);
     for (const attn::Model<T>* model : {&store_model<T>(), &llama}) {
         const std::vector<attn::HeadId> ablate{{1, 1}};
-        attn::DecodeOptions one;
-        one.all_logits = true;
-        const auto expected = decode_steps(*model, ids, 3, ablate, one);
         attn::Workers kept(2);
-        for (int threads : {2, 3, 0}) {  // 0: two kept workers
-            CAPTURE(threads);
-            attn::DecodeOptions options = one;
-            options.threads = std::max(threads, 1);
-            options.workers = threads == 0 ? &kept : nullptr;
-            const auto shared = decode_steps(*model, ids, 3, ablate, options);
-            REQUIRE(shared.size() == expected.size());
-            for (std::size_t i = 0; i < shared.size(); ++i) {
-                CAPTURE(i);
-                CHECK(shared[i].logits == expected[i].logits);
-                REQUIRE(shared[i].attention.size() == expected[i].attention.size());
-                for (std::size_t l = 0; l < shared[i].attention.size(); ++l)
-                    for (Index h = 0; h < shared[i].attention[l].heads(); ++h)
-                        CHECK(shared[i].attention[l].head(h) == expected[i].attention[l].head(h));
+        for (const bool weights : {true, false}) {
+            CAPTURE(weights);
+            attn::DecodeOptions one;
+            one.all_logits = true;
+            one.keep_attention = weights;
+            const auto expected = decode_steps(*model, ids, 3, ablate, one);
+            for (int threads : {2, 3, 0}) {  // 0: two kept workers
+                CAPTURE(threads);
+                attn::DecodeOptions options = one;
+                options.threads = std::max(threads, 1);
+                options.workers = threads == 0 ? &kept : nullptr;
+                const auto shared = decode_steps(*model, ids, 3, ablate, options);
+                REQUIRE(shared.size() == expected.size());
+                for (std::size_t i = 0; i < shared.size(); ++i) {
+                    CAPTURE(i);
+                    CHECK(shared[i].logits == expected[i].logits);
+                    REQUIRE(shared[i].attention.size() == expected[i].attention.size());
+                    for (std::size_t l = 0; l < shared[i].attention.size(); ++l)
+                        for (Index h = 0; h < shared[i].attention[l].heads(); ++h)
+                            CHECK(shared[i].attention[l].head(h) == expected[i].attention[l].head(h));
+                }
             }
         }
         // a short text through Model::forward shares its columns too
