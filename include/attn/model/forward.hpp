@@ -10,7 +10,9 @@
 //     allocated once per call;
 //   - with several threads, each owns a share of the positions through every layer,
 //     attention included (causal queries read only earlier keys), and the threads meet
-//     once per layer, when every position's keys and values are ready.
+//     once per layer, when every position's keys and values are ready;
+//   - with several threads and too few positions to share (a decoding step), they share
+//     every product's columns and attention's heads instead, and meet between dependent steps.
 
 #include <Eigen/Core>
 
