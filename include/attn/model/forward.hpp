@@ -138,7 +138,7 @@ public:
     /// The whole pass on `kept` threads (or threads started for it, or the caller's alone),
     /// as many as are useful of `available`.
     void run(Workers* kept, int available) {
-        const bool by_columns = splits_columns(available);
+        const bool by_columns = splits_columns(available, kept != nullptr);
         const int workers = by_columns ? available : useful_workers(n_, available);
         if (memory_.kernels.size() < std::size_t(workers)) memory_.kernels.resize(std::size_t(workers));
         if (by_columns)
@@ -235,13 +235,24 @@ private:
                       logits_.middleCols(vocabulary.first, vocabulary.count()), false);
     }
 
-    /// Whether run_by_columns runs the pass: several workers, too few positions to share, and
-    /// nothing asked that needs the layers' steps one at a time (hooks, a resumed pass) or a
-    /// worker's whole positions in attention (statistics, log-sum-exps).
-    bool splits_columns(int available) const {
-        return available > 1 && useful_workers(n_, available) == 1 && !hooks_ && !resume_ && targets_.empty() &&
-               log_sum_exp_.empty();
+    /// Whether run_by_columns runs the pass: several workers, too few positions to share, kept
+    /// workers or weights enough to pay for starting threads, and nothing asked that needs the
+    /// layers' steps one at a time (hooks, a resumed pass) or a worker's whole positions in
+    /// attention (statistics, log-sum-exps).
+    bool splits_columns(int available, bool kept) const {
+        const ModelSettings& s = settings_;
+        const double per_layer = double(s.dimensions) * double(s.query_key_value_width() + s.query_width() +
+                                                               (s.gated_mlp ? 3 : 2) * s.mlp_width);
+        const double weights = double(s.layers) * per_layer + double(s.vocabulary_size) * double(s.dimensions);
+        return available > 1 && useful_workers(n_, available) == 1 && (kept || weights >= kColumnSplitWeights) &&
+               !hooks_ && !resume_ && targets_.empty() && log_sum_exp_.empty();
     }
+
+    /// Fewest weights a pass reads for threads to be started only to share its columns: starting
+    /// one costs ~70 µs (docs/bench/performance.md) and every layer meets 9 times. models/store
+    /// (1 M weights) lost by it (16 positions: 0.58 → 1.67 ms on a loaded machine); GPT-2
+    /// small's 124 M gain (a step: ~40 → ~23 ms of the caller's time).
+    static constexpr double kColumnSplitWeights = double(1 << 22);
 
     /// Worker `worker`'s columns of `count`, of `workers`: whole packets, so that every column
     /// is summed by the same code (packets, then the scalar tail) whatever the share.
