@@ -13,7 +13,7 @@
 //   attn_bench_checkpoint DIR [benchmark flags]
 //       checkpoint/forward/threads:T/positions:N   a whole text, logits at every position
 //       checkpoint/prefill/threads:T/positions:N   a prompt into a Decoder, the last logits only
-//       checkpoint/decode/threads:1/context:C[/attention]  one step after C positions (and its
+//       checkpoint/decode/threads:T/context:C[/attention]  one step after C positions (and its
 //                                                  attention rows in every layer and head)
 #include <attn/core/workers.hpp>
 #include <attn/model/decoder.hpp>
@@ -105,13 +105,14 @@ void prefill(benchmark::State& state, int threads) {
         benchmark::Counter(double(ids.size()), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void decode(benchmark::State& state, bool keep_attention) {
+void decode(benchmark::State& state, int threads, bool keep_attention) {
     const attn::Index context = state.range(0);
     const std::vector<int> ids = random_ids(context + 1);
     attn::Decoder<float> decoder(model(), {}, context + 1);
     decoder.append({ids.begin(), ids.end() - 1});
     attn::DecodeOptions options;
     options.keep_attention = keep_attention;
+    options.threads = threads;
     for (auto _ : state) {
         benchmark::DoNotOptimize(decoder.step(ids.back(), options).logits.data());
         decoder.truncate(context);
@@ -221,18 +222,16 @@ void register_benchmarks() {
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
     }
-    benchmark::RegisterBenchmark("checkpoint/decode/threads:1", decode, false)
-        ->ArgName("context")
-        ->Arg(128)
-        ->Arg(512)
-        ->Unit(benchmark::kMillisecond)
-        ->UseRealTime();
-    benchmark::RegisterBenchmark("checkpoint/decode/threads:1/attention", decode, true)
-        ->ArgName("context")
-        ->Arg(128)
-        ->Arg(512)
-        ->Unit(benchmark::kMillisecond)
-        ->UseRealTime();
+    for (int threads : {1, 2})
+        for (bool attention : {false, true})
+            benchmark::RegisterBenchmark(
+                ("checkpoint/decode/threads:" + std::to_string(threads) + (attention ? "/attention" : "")).c_str(),
+                decode, threads, attention)
+                ->ArgName("context")
+                ->Arg(128)
+                ->Arg(512)
+                ->Unit(benchmark::kMillisecond)
+                ->UseRealTime();
 }
 
 }  // namespace

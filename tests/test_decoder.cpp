@@ -1,10 +1,12 @@
 // attn/model/decoder.hpp: prefill + steps give Model::forward's rows (logits and every
-// layer's attention), for float and double, 1 and 2 threads, with ablation; errors leave the
-// state unchanged; several decoders share one model across threads.
+// layer's attention), for float and double, 1 and 2 threads (a step's columns shared between
+// them: the bits of one thread), with ablation; errors leave the state unchanged; several
+// decoders share one model across threads.
 #include <doctest/doctest.h>
 #include <attn/model/decoder.hpp>
 #include <attn/model/model.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -153,6 +155,68 @@ TEST_CASE_TEMPLATE("Decoder threads: a long prefill split between threads equals
     options.workers = nullptr;
     const auto b = single.append(ids, options);
     CHECK(a.logits == b.logits);
+}
+
+/// Prefill `prefill` positions, then step one token at a time to the end; every step's logits and
+/// attention rows, prefill's first.
+template <class T>
+std::vector<attn::DecodeResult<T>> decode_steps(const attn::Model<T>& model, const std::vector<int>& ids,
+                                                std::size_t prefill, const std::vector<attn::HeadId>& ablate,
+                                                const attn::DecodeOptions& options) {
+    attn::Decoder<T> decoder(model, ablate);
+    std::vector<attn::DecodeResult<T>> results{decoder.append({ids.begin(), ids.begin() + long(prefill)}, options)};
+    for (std::size_t i = prefill; i < ids.size(); ++i) results.push_back(decoder.step(ids[i], options));
+    return results;
+}
+
+TEST_CASE_TEMPLATE("Decoder threads: steps shared between threads give the bits of one thread", T, float, double) {
+    // A step has too few positions to share them: its threads share every product's columns
+    // and attention's heads, on kept workers (threads started for one step cost more than a
+    // model this small saves, so they leave it to the caller). GPT-2-like (store) and
+    // Llama-like (store-llama: grouped-query attention, a gated MLP, rotary positions, layer 0
+    // looked up), with an ablated head.
+    const attn::Model<T> llama =
+        attn::Model<T>::load(std::filesystem::path(ATTN_SOURCE_DIR) / "models" / "store-llama");
+    const std::vector<int> ids = validation_products(1)[0];
+    REQUIRE(ids.size() > 4);
+    for (const attn::Model<T>* model : {&store_model<T>(), &llama}) {
+        const std::vector<attn::HeadId> ablate{{1, 1}};
+        attn::Workers two(2), three(3);
+        for (const bool weights : {true, false}) {
+            CAPTURE(weights);
+            attn::DecodeOptions one;
+            one.all_logits = true;
+            one.keep_attention = weights;
+            const auto expected = decode_steps(*model, ids, 3, ablate, one);
+            for (int threads : {2, 3, -2, -3}) {  // negative: kept workers
+                CAPTURE(threads);
+                attn::DecodeOptions options = one;
+                options.threads = std::abs(threads);
+                options.workers = threads == -2 ? &two : threads == -3 ? &three : nullptr;
+                const auto shared = decode_steps(*model, ids, 3, ablate, options);
+                REQUIRE(shared.size() == expected.size());
+                for (std::size_t i = 0; i < shared.size(); ++i) {
+                    CAPTURE(i);
+                    CHECK(shared[i].logits == expected[i].logits);
+                    REQUIRE(shared[i].attention.size() == expected[i].attention.size());
+                    for (std::size_t l = 0; l < shared[i].attention.size(); ++l)
+                        for (Index h = 0; h < shared[i].attention[l].heads(); ++h)
+                            CHECK(shared[i].attention[l].head(h) == expected[i].attention[l].head(h));
+                }
+            }
+        }
+        // a short text through Model::forward shares its columns too
+        attn::ForwardOptions forward;
+        forward.keep_attention = true;
+        forward.ablate = ablate;
+        const auto alone = model->forward(ids, forward);
+        forward.workers = &two;
+        const auto shared = model->forward(ids, forward);
+        CHECK(shared.logits == alone.logits);
+        for (Index l = 0; l < alone.attention.layers(); ++l)
+            for (Index h = 0; h < alone.attention.heads(); ++h)
+                CHECK(shared.attention.head(l, h) == alone.attention.head(l, h));
+    }
 }
 
 TEST_CASE_TEMPLATE("Decoder: rows without weights, and the last logits only, equal the full ones", T, float, double) {

@@ -36,8 +36,10 @@ struct DecodeOptions {
     bool all_logits = false;
     /// Return the new positions' attention rows in every layer and head.
     bool keep_attention = false;
-    /// Threads: 1 runs on the calling thread; 0 uses one per hardware thread; at least 16
-    /// new positions each (a single step always runs on the caller). Bit-identical for every count.
+    /// Threads: 1 runs on the calling thread; 0 uses one per hardware thread. With at least 16
+    /// new positions each they share the positions; with fewer (a single step) they share every
+    /// product's columns and attention's heads, if the model has 4 M weights or more or the
+    /// workers are kept (else the caller runs it). Bit-identical for every count.
     int threads = 1;
     Workers* workers = nullptr;  ///< kept threads to run on instead (see ForwardOptions::workers)
 };

@@ -10,7 +10,9 @@
 //     allocated once per call;
 //   - with several threads, each owns a share of the positions through every layer,
 //     attention included (causal queries read only earlier keys), and the threads meet
-//     once per layer, when every position's keys and values are ready.
+//     once per layer, when every position's keys and values are ready;
+//   - with several threads and too few positions to share (a decoding step), they share
+//     every product's columns and attention's heads instead, and meet between dependent steps.
 
 #include <Eigen/Core>
 
@@ -136,9 +138,13 @@ public:
     /// The whole pass on `kept` threads (or threads started for it, or the caller's alone),
     /// as many as are useful of `available`.
     void run(Workers* kept, int available) {
-        const int workers = useful_workers(n_, available);
+        const bool by_columns = splits_columns(available, kept != nullptr);
+        const int workers = by_columns ? available : useful_workers(n_, available);
         if (memory_.kernels.size() < std::size_t(workers)) memory_.kernels.resize(std::size_t(workers));
-        run_team(kept, workers, [&](int worker, Team& team) { run(worker, team); });
+        if (by_columns)
+            run_team(kept, workers, [&](int worker, Team& team) { run_by_columns(worker, team); });
+        else
+            run_team(kept, workers, [&](int worker, Team& team) { run(worker, team); });
     }
 
     std::vector<AttentionWeights<T>>& kept_attention() { return kept_; }
@@ -166,6 +172,105 @@ private:
         team.sync();  // every position's residual stream is final
         const Index first = first_logit_, count = n_ - first_logit_;
         unembed(Rows{first + count * worker / team.size(), first + count * (worker + 1) / team.size()});
+    }
+
+    /// The pass as worker `worker` of `team` when the positions are too few to share (a
+    /// decoding step): every product's columns are shared instead, attention's heads, and the
+    /// steps between them the positions (or all to worker 0). A step reads every weight once,
+    /// so each worker streams its share of them. Each entry of every product is the same
+    /// fused multiply-add chain as on one thread, so the bits are those of run(worker, team).
+    void run_by_columns(int worker, Team& team) {
+        const int workers = team.size();
+        const Rows mine{n_ * worker / workers, n_ * (worker + 1) / workers};
+        const auto columns = [&](Index count) { return share_of_columns(count, worker, workers); };
+        const Index group = settings_.heads / settings_.key_value_heads;
+        const Index kv_first = settings_.key_value_heads * worker / workers;
+        const Index kv_last = settings_.key_value_heads * (worker + 1) / workers;
+        for (std::size_t l = 0; l < std::size_t(settings_.layers); ++l) {
+            const auto& layer = model_.layers_[l];
+            Matrix<T>& qkv = qkv_of(l);
+            if (l == 0) enter(l, mine);
+            if (l == 0 && look_up_first_layer_) {
+                look_up_first_layer_qkv(mine);
+            } else {
+                normalize(mine, layer.attention_norm_weight, layer.attention_norm_bias);
+                team.sync();
+                project_columns(normed_, layer.query_key_value, layer.query_key_value_bias, qkv, columns(qkv.cols()));
+                team.sync();
+                hook_qkv_and_rotate(l, qkv, mine);
+            }
+            store_keys_values(l, mine);
+            team.sync();  // every position's keys and values of layer l are ready
+            attend_heads(l, Rows{0, n_}, memory_.kernels[std::size_t(worker)], kv_first * group, kv_last * group);
+            team.sync();
+            project_columns(attended_, layer.output, layer.output_bias, written_, columns(written_.cols()));
+            team.sync();
+            x_.middleRows(mine.first, mine.count()) += written_.middleRows(mine.first, mine.count());
+            normalize(mine, layer.mlp_norm_weight, layer.mlp_norm_bias);
+            team.sync();
+            const Rows hidden_columns = columns(hidden_.cols());
+            if (settings_.gated_mlp) {
+                project_columns(normed_, layer.gate, layer.gate_bias, hidden_, hidden_columns);
+                project_columns(normed_, layer.up, layer.up_bias, hidden_linear_, hidden_columns);
+            } else {
+                project_columns(normed_, layer.up, layer.up_bias, hidden_, hidden_columns);
+            }
+            team.sync();
+            auto hidden = hidden_.middleRows(mine.first, mine.count());  // (rows × M)
+            activate(hidden);                                            // on whole rows, as run(worker, team) does
+            if (settings_.gated_mlp) hidden.array() *= hidden_linear_.middleRows(mine.first, mine.count()).array();
+            team.sync();
+            project_columns(hidden_, layer.down, layer.down_bias, written_, columns(written_.cols()));
+            team.sync();
+            x_.middleRows(mine.first, mine.count()) += written_.middleRows(mine.first, mine.count());
+        }
+        team.sync();  // every position's residual stream is final
+        const Index first = first_logit_, count = n_ - first_logit_;
+        const Rows logit_rows{first + count * worker / workers, first + count * (worker + 1) / workers};
+        normalize(logit_rows, model_.final_norm_weight_, model_.final_norm_bias_);
+        team.sync();  // every logit row's norm is ready
+        const Rows vocabulary = columns(logits_.cols());
+        multiply_rows(normed_.block(first, 0, count, normed_.cols()),
+                      model_.unembedding_.middleCols(vocabulary.first, vocabulary.count()),
+                      logits_.middleCols(vocabulary.first, vocabulary.count()), false);
+    }
+
+    /// Whether run_by_columns runs the pass: several workers, too few positions to share, kept
+    /// workers or weights enough to pay for starting threads, and nothing asked that needs the
+    /// layers' steps one at a time (hooks, a resumed pass) or a worker's whole positions in
+    /// attention (statistics, log-sum-exps).
+    bool splits_columns(int available, bool kept) const {
+        const ModelSettings& s = settings_;
+        const double per_layer = double(s.dimensions) * double(s.query_key_value_width() + s.query_width() +
+                                                               (s.gated_mlp ? 3 : 2) * s.mlp_width);
+        const double weights = double(s.layers) * per_layer + double(s.vocabulary_size) * double(s.dimensions);
+        return available > 1 && useful_workers(n_, available) == 1 && (kept || weights >= kColumnSplitWeights) &&
+               !hooks_ && !resume_ && targets_.empty() && log_sum_exp_.empty();
+    }
+
+    /// Fewest weights a pass reads for threads to be started only to share its columns: starting
+    /// one costs ~70 µs (docs/bench/performance.md) and every layer meets 9 times. models/store
+    /// (1 M weights) lost by it (16 positions: 0.58 → 1.67 ms on a loaded machine); GPT-2
+    /// small's 124 M gain (a step: ~40 → ~23 ms of the caller's time).
+    static constexpr double kColumnSplitWeights = double(1 << 22);
+
+    /// Worker `worker`'s columns of `count`, of `workers`: whole packets, so that every column
+    /// is summed by the same code (packets, then the scalar tail) whatever the share.
+    static Rows share_of_columns(Index count, int worker, int workers) {
+        constexpr Index lanes = RegisterTile<T>::kLanes;
+        const Index packets = (count + lanes - 1) / lanes;
+        const auto boundary = [&](int w) { return std::min(count, packets * w / workers * lanes); };
+        return Rows{boundary(worker), boundary(worker + 1)};
+    }
+
+    /// These columns of out (n × cols) = a · w (+ bias): a (n × depth), w (depth × cols).
+    template <class A>
+    static void project_columns(const A& a, const Matrix<T>& w, const Vector<T>& bias, Matrix<T>& out, Rows columns) {
+        if (columns.count() == 0) return;
+        const auto bias_columns =
+            bias.segment(bias.size() != 0 ? columns.first : 0, bias.size() != 0 ? columns.count() : 0);
+        project_rows(a, w.middleCols(columns.first, columns.count()), bias_columns,
+                     out.middleCols(columns.first, columns.count()));
     }
 
     /// How many workers are worth their start: at least kPositionsPerThread positions each.
@@ -215,9 +320,9 @@ private:
             layer_norm_into(x, weight, bias, settings_.norm_epsilon, normed);
     }
 
-    /// out = a · w, plus the bias on every row if there is one.
-    template <class A, class Out>
-    static void project_rows(const A& a, const Matrix<T>& w, const Vector<T>& bias, Out&& out) {
+    /// out = a · w, plus the bias on every row if there is one (bias: w.cols() entries, or none).
+    template <class A, class W, class Bias, class Out>
+    static void project_rows(const A& a, const W& w, const Bias& bias, Out&& out) {
         if (bias.size() != 0) out.rowwise() = bias.transpose();
         multiply_rows(a, w, out, bias.size() != 0);
     }
@@ -320,6 +425,15 @@ private:
     /// kept, their rows of every head's weights. `memory`: the kernel's, this worker's own.
     void attend(std::size_t l, Rows rows, KernelMemory<T>& memory) {
         if (rows.count() == 0) return;
+        attend_heads(l, rows, memory, 0, settings_.heads);
+        hook(Point::z, l, rows, attended_.middleRows(rows.first, rows.count()));
+        hook_results(l, rows);
+    }
+
+    /// attend's work for query heads first_head … last_head − 1 only, whole groups of query
+    /// heads sharing a key/value head, and without the hooks, which want every head's output.
+    void attend_heads(std::size_t l, Rows rows, KernelMemory<T>& memory, Index first_head, Index last_head) {
+        if (rows.count() == 0 || first_head == last_head) return;
         const Matrix<T>& qkv = qkv_of(l);
         const Index d = settings_.head_size, width = settings_.query_key_value_width();
         const Index query_width = settings_.query_width(), key_value_width = settings_.key_value_width();
@@ -327,13 +441,14 @@ private:
         AttentionOptions<T> options;  // causal; queries and keys are already rotated
         options.scale = T(settings_.score_scale(Index(l)));
         const Index keys = p0_ + rows.last;  // what the last of these rows sees
-        FusedProblem<T> problem = fused_problem(settings_.heads, rows.count(), keys, d, d, options);
-        problem.key_value_heads = settings_.key_value_heads;
+        FusedProblem<T> problem = fused_problem(last_head - first_head, rows.count(), keys, d, d, options);
+        problem.key_value_heads = (last_head - first_head) / group;
         problem.first_position = p0_ + rows.first;
-        problem.first_row = p0_ + rows.first;  // errors name the position, whichever thread finds them
+        problem.first_row = p0_ + rows.first;  // errors name the position and head, whichever thread finds them
+        problem.first_head = first_head;
         problem.memory = &memory;
         const LentInputs<T> lent(problem.inputs, &memory.inputs);
-        for (Index h = 0; h < settings_.heads; ++h) {
+        for (Index h = first_head; h < last_head; ++h) {
             const T* queries = qkv.data() + rows.first * width + h * d;  // row stride (H + 2 H_kv)·d
             const Index g = h / group;                                   // its key/value head
             if (caches_) {
@@ -345,22 +460,23 @@ private:
                 problem.inputs.push_back({{queries, width}, {head_keys, width}, {head_keys + key_value_width, width}});
             }
         }
-        problem.outputs = attended_.data() + rows.first * query_width;
+        problem.outputs = attended_.data() + rows.first * query_width + first_head * d;
         problem.output_row_stride = query_width;
         problem.output_head_stride = d;
         if (!kept_.empty()) {
             const Index columns = p0_ + n_;
-            problem.weights = kept_[l].data() + rows.first * columns;
+            problem.weights = kept_[l].head(first_head).data() + rows.first * columns;
             problem.weights_row_stride = columns;
             problem.weights_head_stride = n_ * columns;
             problem.weights_zeroed = weights_zeroed_;
             // The kernel writes these rows up to the keys they see; reused storage past them
             // may hold anything (the caller's), and causal attention puts exact zeros there.
             if (!weights_zeroed_ && keys < columns)
-                for (Index h = 0; h < settings_.heads; ++h)
+                for (Index h = first_head; h < last_head; ++h)
                     kept_[l].head(h).block(rows.first, keys, rows.count(), columns - keys).setZero();
         }
         if (!log_sum_exp_.empty()) {  // this share's rows, for attention_rows afterwards
+            eigen_assert(first_head == 0 && last_head == settings_.heads);
             problem.log_sum_exp = log_sum_exp_[l].data() + rows.first;
             problem.log_sum_exp_head_stride = n_;
             queries_keys_[l].middleRows(rows.first, rows.count()) =
@@ -368,16 +484,15 @@ private:
         }
         StatisticsTarget<T> statistics;  // this share's rows of layer l's statistics
         if (!targets_.empty()) {
+            eigen_assert(first_head == 0 && last_head == settings_.heads);
             statistics = targets_[l];
             for (T*& plane : statistics.planes) plane += rows.first;
             statistics.argmax += rows.first;
             problem.statistics = &statistics;
         }
         fused_attention(problem);
-        for (Index h = 0; h < settings_.heads; ++h)
+        for (Index h = first_head; h < last_head; ++h)
             if (silenced_[l][std::size_t(h)]) attended_.block(rows.first, h * d, rows.count(), d).setZero();
-        hook(Point::z, l, rows, attended_.middleRows(rows.first, rows.count()));
-        hook_results(l, rows);
     }
 
     /// What each head writes into the residual stream, z_h · Wo_h, for the hooks that keep it.
