@@ -174,3 +174,28 @@ TEST_CASE("generate: bad prompts and options are argument_errors") {
     CHECK_THROWS_WITH_AS(attn::generate(model, {0}, options), doctest::Contains("ablated head = 9"),
                          attn::argument_error);
 }
+
+TEST_CASE(
+    "generate threads: the prompt and every step on 2 threads or kept workers write the same ids and "
+    "probabilities as on 1") {
+    const auto& model = attn::test::store_model<float>();
+    const std::vector<int> prompt =
+        model.prompt_ids("double chaise patio furniture cover", "protect your outdoor patio furniture from harsh");
+    attn::GenerationOptions options;
+    options.max_tokens = 12;
+    options.keep_attention = true;
+    const attn::Generation<float> one = attn::generate(model, prompt, options);
+    options.threads = 2;
+    const attn::Generation<float> started = attn::generate(model, prompt, options);
+    attn::Workers workers(2);
+    options.workers = &workers;
+    const attn::Generation<float> kept = attn::generate(model, prompt, options);
+    for (const attn::Generation<float>* other : {&started, &kept}) {
+        CHECK(other->ids == one.ids);
+        CHECK(other->probabilities == one.probabilities);
+        REQUIRE(other->attention.size() == one.attention.size());
+        for (std::size_t k = 0; k < one.attention.size(); ++k)
+            for (std::size_t l = 0; l < one.attention[k].size(); ++l)
+                CHECK(other->attention[k][l] == one.attention[k][l]);
+    }
+}

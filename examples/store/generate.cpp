@@ -3,6 +3,7 @@
 //
 //   generate [--model DIR] (--name TEXT [--description TEXT] | --text TEXT | --ids 1,2,3) [--seed N]
 //            [--temperature T] [--top-k K] [--top-p P] [--max-tokens M] [--threads T] [--json]
+#include <attn/core/workers.hpp>
 #include <attn/model/generate.hpp>
 #include <attn/model/model.hpp>
 
@@ -36,7 +37,8 @@ options:
   --description TEXT  the start of its description, to continue (default: none)
   --text TEXT         any text to continue, read by the model directory's tokenizer
   --ids LIST          comma-separated token ids to continue instead of a text
-  --threads T         threads for the prompt's forward pass (default 1; 0: one per hardware thread)
+  --threads T         threads for the prompt and every step, kept for the whole run (default 1;
+                      0: one per hardware thread); the written tokens are the same for any count
   --seed N            seed of the sampler's np.random.default_rng (default 0)
   --temperature T     0 writes the most likely token (default); > 0 samples
   --top-k K           sample among the K most likely tokens (default 0: all)
@@ -168,6 +170,8 @@ int main(int argc, char** argv) {
         const auto model = attn::Model<float>::load(store::model_directory(arguments.model));
         attn::GenerationOptions options = arguments.options;
         options.keep_attention = true;
+        std::optional<attn::Workers> workers;  // kept: a thread started for every token would cost more than it saves
+        if (options.threads != 1) options.workers = &workers.emplace(options.threads);
         const attn::Generation<float> written = attn::generate(
             model, store::text_ids(model, arguments.text, arguments.ids, arguments.name, arguments.description, true),
             options);

@@ -29,8 +29,10 @@ struct GenerationOptions {
     bool stop_at_end = true;       ///< stop after writing the model's end token (ModelSettings::end_token)
     bool keep_attention = false;   ///< keep each written token's attention rows (Generation::attention)
     std::vector<HeadId> ablate{};  ///< heads silenced at every position (as ForwardOptions::ablate)
-    int threads = 1;               ///< for the prompt's prefill (steps run on the caller)
-    Workers* workers = nullptr;    ///< kept threads for the prefill instead
+    /// Threads for the prompt's prefill and for each step (a step's products split by columns, see
+    /// DecodeOptions::threads); the written ids are the same for every count.
+    int threads = 1;
+    Workers* workers = nullptr;  ///< kept threads instead (best for the steps: none started per token)
 };
 
 /// Why generation stopped; when two hold at once, the first listed here (as tools/generate.py).
@@ -114,8 +116,6 @@ Generation<T> generate(const Model<T>& model, const std::vector<int>& prompt, co
     out.prefill_milliseconds = milliseconds_since(prefill);
     const Clock::time_point steps = Clock::now();
     Index step_count = 0;
-    decode.threads = 1;
-    decode.workers = nullptr;
     // The text (prompt and written ids) never grows past the context.
     if (Index(prompt.size()) == s.longest) {
         out.stop = StopReason::context;
