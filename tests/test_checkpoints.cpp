@@ -170,9 +170,10 @@ TEST_CASE_TEMPLATE("Hugging Face checkpoints: logits, attention and every activa
             CHECK(run.result.logits == model.forward(ids).logits);  // keeping activations changes no bit
         }
     }
-    MESSAGE((sizeof(T) == 4 ? "float" : "double") << ": worst error relative to a tensor's scale over logits, "
-                                                     "attention and activations of every checkpoint: "
-                                                  << worst);
+    MESSAGE(std::string(sizeof(T) == 4 ? "float" : "double")
+            << ": worst error relative to a tensor's scale over logits, "
+               "attention and activations of every checkpoint: "
+            << worst);
 }
 
 TEST_CASE_TEMPLATE(
