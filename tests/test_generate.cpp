@@ -175,9 +175,8 @@ TEST_CASE("generate: bad prompts and options are argument_errors") {
                          attn::argument_error);
 }
 
-TEST_CASE(
-    "generate threads: the prompt and every step on 2 threads or kept workers write the same ids and "
-    "probabilities as on 1") {
+// The ids, their probabilities and the attention rows that chose them.
+TEST_CASE("generate threads: 1, 2 started and 2 kept threads write the same tokens") {
     const auto& model = attn::test::store_model<float>();
     const std::vector<int> prompt =
         model.prompt_ids("double chaise patio furniture cover", "protect your outdoor patio furniture from harsh");
