@@ -108,8 +108,10 @@ def manifest(settings, summary):
     ])
 
 
-def training_markdown(s):
+def training_markdown(s, loss_detail="; batches of short products weigh more, see Quality for a per-token figure"):
+    """The training run's table (a model README's), from train.py's summary."""
     minutes = s["wall_seconds"] / 60
+    threads = f"{s['threads']} thread" + ("" if s["threads"] == 1 else "s")
     rows = [
         ("corpus", f"`{s['corpus']}`: {s['training_products']:,} training, "
                    f"{s['validation_products']:,} validation products"),
@@ -122,11 +124,10 @@ def training_markdown(s):
                       f"{s['weight_decay']} on the projection matrices, gradient clipping 1.0"),
         ("tokens seen", f"{s['tokens_seen']:,} next-token targets"),
         ("final train loss", f"{s['final_train_loss']:.4f} nats/token (mean of the per-batch "
-                             "losses of the last evaluation interval; batches of short "
-                             "products weigh more, see Quality for a per-token figure)"),
+                             f"losses of the last evaluation interval{loss_detail})"),
         ("final validation loss", f"{s['final_validation_loss']:.4f} nats/token (whole split)"),
         ("wall time", f"{s['wall_seconds']:.0f} s ({minutes:.1f} min) of training on "
-                      f"{s['threads']} threads of a shared 2-core machine"),
+                      f"{threads} of a shared 2-core machine"),
         ("torch", s["torch_version"]),
     ]
     lines = ["| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows]

@@ -31,6 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from export import training_markdown  # noqa: E402  (the store model's training table)
+
 # The LlamaConfig keys that transformers' save_pretrained writes for this model (the
 # version below: its to_json_string(use_diff=True), so the generic PretrainedConfig
 # defaults are left out and every Llama attribute is written).
@@ -149,30 +152,6 @@ def hf_tensors(state: dict, settings: dict) -> "OrderedDict[str, np.ndarray]":
     return out
 
 
-def training_markdown(s: dict) -> str:
-    minutes = s["wall_seconds"] / 60
-    rows = [
-        ("corpus", f"`{s['corpus']}`: {s['training_products']:,} training, "
-                   f"{s['validation_products']:,} validation products"),
-        ("seed", s["seed"]),
-        ("steps", f"{s['steps']:,}" + ("" if s["steps"] == s.get("planned_steps", s["steps"])
-                                       else f" (of {s['planned_steps']:,} planned: time limit)")),
-        ("batch", f"{s['batch_size']} products, padded to the batch's longest"),
-        ("optimizer", f"AdamW (β 0.9, 0.95), peak learning rate {s['learning_rate']}, "
-                      f"{s['warmup']} warm-up steps, cosine decay to 10 %, weight decay "
-                      f"{s['weight_decay']} on the projection matrices, gradient clipping 1.0"),
-        ("tokens seen", f"{s['tokens_seen']:,} next-token targets"),
-        ("final train loss", f"{s['final_train_loss']:.4f} nats/token (mean of the per-batch "
-                             "losses of the last evaluation interval)"),
-        ("final validation loss", f"{s['final_validation_loss']:.4f} nats/token (whole split)"),
-        ("wall time", f"{s['wall_seconds']:.0f} s ({minutes:.1f} min) of training on "
-                      f"{s['threads']} thread(s) of a shared 2-core machine"),
-        ("torch", s["torch_version"]),
-    ]
-    lines = ["| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows]
-    return "\n".join(lines) + "\n"
-
-
 def update_readme(readme: Path, summary: dict) -> bool:
     if not readme.exists():
         return False
@@ -182,7 +161,7 @@ def update_readme(readme: Path, summary: dict) -> bool:
         return False
     before, rest = text.split(begin, 1)
     _, after = rest.split(end, 1)
-    readme.write_text(before + begin + "\n" + training_markdown(summary) + end + after, encoding="utf-8")
+    readme.write_text(before + begin + "\n" + training_markdown(summary, loss_detail="") + end + after, encoding="utf-8")
     return True
 
 
