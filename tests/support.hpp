@@ -2,6 +2,8 @@
 // Shared test helpers: seeded random matrices and an independent double-precision
 // reference written as plain loops (no Eigen arithmetic), to check the library against.
 
+#include <doctest/doctest.h>
+#include <attn/core/error.hpp>
 #include <attn/core/types.hpp>
 
 #include <cmath>
@@ -12,6 +14,18 @@
 #include <vector>
 
 namespace attn::test {
+
+/// The message of the format_error `f` throws (fails the test if it throws nothing or something else).
+template <class F>
+std::string thrown_format_error(F&& f) {
+    try {
+        f();
+    } catch (const attn::format_error& e) {
+        return e.what();
+    }
+    FAIL("expected attn::format_error");
+    return {};
+}
 
 /// A fresh directory under the system's temporary directory, removed with everything in it.
 struct TempDir {

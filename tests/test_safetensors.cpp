@@ -25,6 +25,7 @@
 namespace fs = std::filesystem;
 
 using attn::test::contains;
+using attn::test::thrown_format_error;
 
 namespace {
 
@@ -72,18 +73,6 @@ void expect_format_error(const std::string& file_name, const std::vector<std::ui
     INFO("message: " << what);
     CHECK(what.find(path.string()) != std::string::npos);
     for (const char* needle : needles) CHECK_MESSAGE(what.find(needle) != std::string::npos, "missing: " << needle);
-}
-
-/// The message of the format_error `f` throws (fails the test if it throws nothing or something else).
-template <class F>
-std::string format_error_message(F&& f) {
-    try {
-        f();
-    } catch (const attn::format_error& e) {
-        return e.what();
-    }
-    FAIL("expected attn::format_error");
-    return {};
 }
 
 attn::SafeTensorsEntry raw_entry(std::string name, attn::DType dtype, std::vector<std::int64_t> shape,
@@ -244,7 +233,7 @@ TEST_CASE("safetensors: integer dtypes read as int64") {
     CHECK(file.integers("i8") == std::vector<std::int64_t>{-128, 127});
     CHECK(file.integers("bool") == std::vector<std::int64_t>{0, 1, 1});
     CHECK(file.integers("i16") == std::vector<std::int64_t>{-32768});
-    const std::string what = format_error_message([&] { (void)file.integers("u64"); });
+    const std::string what = thrown_format_error([&] { (void)file.integers("u64"); });
     CHECK(contains(what, "ints.safetensors"));
     CHECK(contains(what, "'u64'"));
 }
@@ -308,7 +297,7 @@ TEST_CASE("safetensors corrupt: header length above the 100 MB limit") {
     std::vector<std::uint8_t> bytes(8 + static_cast<std::size_t>(length), ' ');
     for (int i = 0; i < 8; ++i) bytes[std::size_t(i)] = static_cast<std::uint8_t>(length >> (8 * i));
     const std::string what =
-        format_error_message([&] { (void)attn::SafeTensors::from_bytes(std::move(bytes), "big.safetensors"); });
+        thrown_format_error([&] { (void)attn::SafeTensors::from_bytes(std::move(bytes), "big.safetensors"); });
     CHECK(contains(what, "big.safetensors"));
     CHECK(contains(what, "100000001"));
     CHECK(contains(what, "limit"));
@@ -448,9 +437,9 @@ TEST_CASE("safetensors corrupt: nesting deeper than any valid header") {
 TEST_CASE("safetensors: missing tensor requested") {
     const auto file = attn::SafeTensors::from_bytes(
         attn::safetensors_bytes({attn::safetensors_entry("a", {1}, std::vector<float>{1})}), "small.safetensors");
-    for (const std::string& what : {format_error_message([&] { (void)file.matrix<float>("decoder.w"); }),
-                                    format_error_message([&] { (void)file.info("decoder.w"); }),
-                                    format_error_message([&] { (void)file.integers("decoder.w"); })}) {
+    for (const std::string& what : {thrown_format_error([&] { (void)file.matrix<float>("decoder.w"); }),
+                                    thrown_format_error([&] { (void)file.info("decoder.w"); }),
+                                    thrown_format_error([&] { (void)file.integers("decoder.w"); })}) {
         CHECK(contains(what, "small.safetensors"));
         CHECK(contains(what, "'decoder.w'"));
     }
@@ -461,12 +450,12 @@ TEST_CASE("safetensors: wrong rank requested") {
         attn::safetensors_bytes({attn::safetensors_entry("bias", {3}, std::vector<float>{1, 2, 3}),
                                  attn::safetensors_entry("w", {1, 3}, std::vector<float>{1, 2, 3})}),
         "rank.safetensors");
-    std::string what = format_error_message([&] { (void)file.matrix<float>("bias"); });
+    std::string what = thrown_format_error([&] { (void)file.matrix<float>("bias"); });
     CHECK(contains(what, "rank.safetensors"));
     CHECK(contains(what, "'bias'"));
     CHECK(contains(what, "rank 1"));
     CHECK(contains(what, "expected rank 2"));
-    what = format_error_message([&] { (void)file.vector<double>("w"); });
+    what = thrown_format_error([&] { (void)file.vector<double>("w"); });
     CHECK(contains(what, "'w'"));
     CHECK(contains(what, "[1, 3]"));
 }
@@ -476,11 +465,11 @@ TEST_CASE("safetensors: wrong dtype requested") {
         attn::safetensors_bytes({attn::safetensors_entry("ids", {2}, std::vector<std::int64_t>{1, 2}),
                                  attn::safetensors_entry("w", {2}, std::vector<float>{1, 2})}),
         "dtype.safetensors");
-    std::string what = format_error_message([&] { (void)file.vector<float>("ids"); });
+    std::string what = thrown_format_error([&] { (void)file.vector<float>("ids"); });
     CHECK(contains(what, "dtype.safetensors"));
     CHECK(contains(what, "'ids'"));
     CHECK(contains(what, "I64"));
-    what = format_error_message([&] { (void)file.integers("w"); });
+    what = thrown_format_error([&] { (void)file.integers("w"); });
     CHECK(contains(what, "'w'"));
     CHECK(contains(what, "F32"));
 }
@@ -625,7 +614,7 @@ TEST_CASE("safetensors: read_matrix_into refuses a destination of another shape,
         attn::safetensors_bytes({attn::safetensors_entry("attn.c_proj.weight", {2, 3}, std::vector<float>(6, 1.0f))}),
         "shape.safetensors");
     attn::Matrix<float> fused(3, 8);
-    std::string what = format_error_message([&] { file.read_matrix_into("attn.c_proj.weight", fused.leftCols(2)); });
+    std::string what = thrown_format_error([&] { file.read_matrix_into("attn.c_proj.weight", fused.leftCols(2)); });
     CHECK(contains(what, "shape.safetensors"));
     CHECK(contains(what, "'attn.c_proj.weight'"));
     CHECK(contains(what, "[2, 3]"));
@@ -633,7 +622,7 @@ TEST_CASE("safetensors: read_matrix_into refuses a destination of another shape,
     CHECK(contains(what, "(3 × 2)"));
     // Transposed, (3 × 2) fits (3 × 2) but not (2 × 3).
     attn::Matrix<float> wide = attn::Matrix<float>::Zero(2, 3);
-    what = format_error_message([&] { file.read_matrix_into("attn.c_proj.weight", wide, true); });
+    what = thrown_format_error([&] { file.read_matrix_into("attn.c_proj.weight", wide, true); });
     CHECK(contains(what, "transposed as (3 × 2)"));
     CHECK(contains(what, "(2 × 3)"));
     CHECK((wide.array() == 0.0f).all());  // nothing written
@@ -647,20 +636,20 @@ TEST_CASE("safetensors: transposed and block reads refuse tensors that are not f
                                  attn::safetensors_entry("ids", {1, 2}, std::vector<std::int64_t>{1, 2})}),
         "kinds.safetensors");
     attn::Matrix<double> out(3, 1);
-    for (const std::string& what : {format_error_message([&] { (void)file.transposed_matrix<float>("bias"); }),
-                                    format_error_message([&] { file.read_matrix_into("bias", out); })}) {
+    for (const std::string& what : {thrown_format_error([&] { (void)file.transposed_matrix<float>("bias"); }),
+                                    thrown_format_error([&] { file.read_matrix_into("bias", out); })}) {
         CHECK(contains(what, "kinds.safetensors"));
         CHECK(contains(what, "'bias'"));
         CHECK(contains(what, "expected rank 2"));
     }
     attn::Matrix<double> pair(2, 1);
-    for (const std::string& what : {format_error_message([&] { (void)file.transposed_matrix<double>("ids"); }),
-                                    format_error_message([&] { file.read_matrix_into("ids", pair, true); })}) {
+    for (const std::string& what : {thrown_format_error([&] { (void)file.transposed_matrix<double>("ids"); }),
+                                    thrown_format_error([&] { file.read_matrix_into("ids", pair, true); })}) {
         CHECK(contains(what, "'ids'"));
         CHECK(contains(what, "I64"));
         CHECK(contains(what, "floating"));
     }
-    CHECK(contains(format_error_message([&] { (void)file.transposed_matrix<float>("nothing"); }), "'nothing'"));
+    CHECK(contains(thrown_format_error([&] { (void)file.transposed_matrix<float>("nothing"); }), "'nothing'"));
 }
 
 TEST_CASE("safetensors: open reads the header only (a 1 GiB sparse file opens and its small tensor reads)") {

@@ -22,6 +22,7 @@ namespace fs = std::filesystem;
 
 using attn::test::contains;
 using attn::test::TempDir;
+using attn::test::thrown_format_error;
 
 namespace {
 
@@ -93,18 +94,6 @@ struct ShardedDirectory {
 
 std::string index_text(const nlohmann::json& map) {
     return nlohmann::json{{"metadata", {{"total_size", 432}}}, {"weight_map", map}}.dump(2);
-}
-
-/// The message of the format_error `f` throws (fails the test if it throws nothing or something else).
-template <class F>
-std::string thrown_format_error(F&& f) {
-    try {
-        f();
-    } catch (const attn::format_error& e) {
-        return e.what();
-    }
-    FAIL("expected attn::format_error");
-    return {};
 }
 
 /// Opens a directory whose index is `index`, expecting one format_error that names the
