@@ -313,3 +313,20 @@ TEST_CASE_TEMPLATE("Decoder: tiny models with both activations and pairings deco
             check_incremental_equals_full(model, ids, 40, {{1, 1}}, 2);
         }
 }
+
+TEST_CASE(
+    "Decoder: a capacity smaller than the context holds that many positions; one outside 0 … context is refused") {
+    const attn::Model<float>& model = store_model<float>();
+    attn::Decoder<float> small(model, {}, 12);
+    CHECK(small.room() == 12);
+    CHECK(small.cache(0).capacity() == 12);
+    small.append(std::vector<int>(12, 7));
+    CHECK_THROWS_WITH_AS(small.step(7),
+                         doctest::Contains("1 more positions after the 12 decoded would pass the "
+                                           "decoder's capacity of 12 positions"),
+                         attn::argument_error);
+    CHECK_THROWS_WITH_AS(attn::Decoder<float>(model, {}, 161),
+                         "Decoder: capacity 161 is not in 0 … 160 (the model's context)", attn::argument_error);
+    CHECK_THROWS_WITH_AS(attn::Decoder<float>(model, {}, -1), doctest::Contains("capacity -1"), attn::argument_error);
+    CHECK(attn::Decoder<float>(model, {}, 0).room() == 160);
+}
