@@ -98,8 +98,59 @@ inline void prefetch(const void* p) {
 #endif
 }
 
+/// b of a product as rows of T in memory: (depth × cols), row stride `row`, unit inner stride.
+/// multiply_rows reads b through such a source (see half_weights.hpp for rows stored in
+/// 16 bits): an entry, a packet of entries, a run of them copied into a panel, an address
+/// to prefetch.
+template <class T>
+struct DenseRows {
+    using Scalar = T;
+    /// The tiles may read a block of b where it is instead of from a copied panel.
+    static constexpr bool kInPlace = true;
+    /// Entries per cache line of b.
+    static constexpr Index kLineEntries = 64 / Index(sizeof(T));
+
+    const T* data = nullptr;
+    Index row = 0;
+
+    const T* at(Index t, Index col) const { return data + t * row + col; }
+    T value(Index t, Index col) const { return data[t * row + col]; }
+    template <class Packet>
+    Packet packet(Index t, Index col) const {
+        return Eigen::internal::ploadu<Packet>(at(t, col));
+    }
+    void copy(Index t, Index col, Index count, T* out) const { std::copy_n(at(t, col), count, out); }
+    const void* address(Index t, Index col) const { return at(t, col); }
+};
+
 /// Up to this many rows, multiply_rows streams b once, row by row (a decoding step's products).
 inline constexpr Index kStreamedRows = 2;
+
+/// multiply_few_rows with b read from `b`, a source like DenseRows.
+template <class T, class Source>
+void multiply_few_rows_from(Index rows, Index depth, Index cols, const T* a, Index a_row, const Source& b, T* c,
+                            Index c_row, bool accumulate) {
+    using Packet = typename RegisterTile<T>::Packet;
+    constexpr Index L = RegisterTile<T>::kLanes;
+    namespace ei = Eigen::internal;
+    const Index whole = cols / L * L;
+    for (Index r = 0; r < rows; ++r)
+        if (!accumulate) std::fill(c + r * c_row, c + r * c_row + cols, T(0));
+    for (Index t = 0; t < depth; ++t) {
+        for (Index r = 0; r < rows; ++r) {
+            const Packet y = ei::pset1<Packet>(a[r * a_row + t]);
+            T* c_r = c + r * c_row;
+            for (Index j = 0; j < whole; j += L)
+                ei::pstoreu(c_r + j, ei::pmadd(y, b.template packet<Packet>(t, j), ei::ploadu<Packet>(c_r + j)));
+        }
+    }
+    for (Index r = 0; r < rows; ++r)
+        for (Index col = whole; col < cols; ++col) {
+            T sum = accumulate ? c[r * c_row + col] : T(0);
+            for (Index t = 0; t < depth; ++t) sum += a[r * a_row + t] * b.value(t, col);
+            c[r * c_row + col] = sum;
+        }
+}
 
 /// multiply_rows for 1 … kStreamedRows rows: each row of b is read once, contiguously, and
 /// added into every row of c, which stays in L1. With one row the tiles would walk b a column
@@ -109,25 +160,73 @@ inline constexpr Index kStreamedRows = 2;
 template <class T>
 void multiply_few_rows(Index rows, Index depth, Index cols, const T* a, Index a_row, const T* b, Index b_row, T* c,
                        Index c_row, bool accumulate) {
-    using Packet = typename RegisterTile<T>::Packet;
-    constexpr Index L = RegisterTile<T>::kLanes;
-    namespace ei = Eigen::internal;
-    const Index whole = cols / L * L;
-    for (Index r = 0; r < rows; ++r)
-        if (!accumulate) std::fill(c + r * c_row, c + r * c_row + cols, T(0));
-    for (Index t = 0; t < depth; ++t) {
-        const T* b_t = b + t * b_row;
-        for (Index r = 0; r < rows; ++r) {
-            const Packet y = ei::pset1<Packet>(a[r * a_row + t]);
-            T* c_r = c + r * c_row;
-            for (Index j = 0; j < whole; j += L)
-                ei::pstoreu(c_r + j, ei::pmadd(y, ei::ploadu<Packet>(b_t + j), ei::ploadu<Packet>(c_r + j)));
+    multiply_few_rows_from(rows, depth, cols, a, a_row, DenseRows<T>{b, b_row}, c, c_row, accumulate);
+}
+
+/// multiply_rows with b read from `b`, a source like DenseRows: (depth × cols).
+template <class T, class Source>
+void multiply_rows_from(Index rows, Index depth, Index cols, const T* a, Index a_row, const Source& b, T* c,
+                        Index c_row, bool accumulate) {
+    if (rows == 0 || cols == 0) return;  // an empty share: nothing to write
+    using Tile = RegisterTile<T>;
+    if (rows <= kStreamedRows) {
+        multiply_few_rows_from(rows, depth, cols, a, a_row, b, c, c_row, accumulate);
+        return;
+    }
+    using Run = kernel::Tiles<T, Tile::kRows, Tile::kPackets>;
+    const Index whole = cols / Tile::kLanes * Tile::kLanes;
+    // Column panels outermost, each cut along the depth into blocks that stay in L1 while every
+    // row tile runs over them; with enough tiles a block is first copied side by side into
+    // `panel`: b's rows lie a row of b apart, a multiple of 4 KiB at real widths (768 … 3,072
+    // floats), so in place they share a few cache sets and a page each, and the tiles wait on
+    // L2 and the TLB (GPT-2's 768 × 3,072 products: 56 → 144 GFLOP/s on AVX-512). A tile adds
+    // each block into c, so every entry of c is still one multiply-add chain over the depth
+    // in order, whatever the blocks. A source that cannot be read in place (16-bit rows) is
+    // always copied, converted, into the panel.
+    // While a block's row tiles run, the next block is prefetched, a share of its rows per
+    // tile: in a forward pass the weights come from L3, and the first tile of every block would
+    // otherwise wait for them (docs/bench/performance.md: 2–11 % of a forward, profiled).
+    constexpr Index kPanelBytes = 32 * 1024;
+    constexpr Index kBlockDepth = kPanelBytes / (Tile::kColumns * Index(sizeof(T)));
+    constexpr Index kPackedTiles = 8;  // fewer row tiles read b in place: the copy would not pay
+    constexpr Index kLine = Source::kLineEntries;
+    alignas(64) T panel[kBlockDepth * Tile::kColumns];
+    const Index tiles = (rows + Tile::kRows - 1) / Tile::kRows;
+    const bool packs = !Source::kInPlace || tiles >= kPackedTiles;
+    for (Index col = 0; col < whole; col += Tile::kColumns) {
+        const Index width = std::min(Tile::kColumns, whole - col);
+        const int packets = int(width / Tile::kLanes);
+        // depth 0 still runs one (empty) block: c is zeroed unless accumulating
+        for (Index first = 0; first == 0 || first < depth; first += kBlockDepth) {
+            const Index count = std::min(kBlockDepth, depth - first);
+            const T* block = panel;
+            Index block_row = Tile::kColumns;
+            if (packs) {
+                for (Index t = 0; t < count; ++t) b.copy(first + t, col, width, panel + t * Tile::kColumns);
+            } else if constexpr (Source::kInPlace) {
+                block = b.at(first, col);
+                block_row = b.row;
+            }
+            // the block after this one: the rest of this panel's depth, else the next panel's first
+            const bool same_panel = first + kBlockDepth < depth;
+            const Index next_first = same_panel ? first + kBlockDepth : 0;
+            const Index next_col = same_panel ? col : col + Tile::kColumns;
+            const Index next_width = next_col < whole ? std::min(Tile::kColumns, whole - next_col) : 0;
+            const Index next_count = next_width > 0 ? std::min(kBlockDepth, depth - next_first) : 0;
+            const Index rows_per_tile = (next_count + tiles - 1) / tiles;
+            for (Index r = 0, tile = 0; r < rows; r += Tile::kRows, ++tile) {
+                const Index prefetched = std::min(next_count, (tile + 1) * rows_per_tile);
+                for (Index t = tile * rows_per_tile; t < prefetched; ++t)
+                    for (Index x = 0; x < next_width; x += kLine) prefetch(b.address(next_first + t, next_col + x));
+                Run::run(int(std::min<Index>(Tile::kRows, rows - r)), packets, a + r * a_row + first, a_row, 1, block,
+                         block_row, count, c + r * c_row + col, c_row, accumulate || first > 0);
+            }
         }
     }
     for (Index r = 0; r < rows; ++r)
         for (Index col = whole; col < cols; ++col) {
             T sum = accumulate ? c[r * c_row + col] : T(0);
-            for (Index t = 0; t < depth; ++t) sum += a[r * a_row + t] * b[t * b_row + col];
+            for (Index t = 0; t < depth; ++t) sum += a[r * a_row + t] * b.value(t, col);
             c[r * c_row + col] = sum;
         }
 }
@@ -140,67 +239,7 @@ void multiply_few_rows(Index rows, Index depth, Index cols, const T* a, Index a_
 template <class T>
 void multiply_rows(Index rows, Index depth, Index cols, const T* a, Index a_row, const T* b, Index b_row, T* c,
                    Index c_row, bool accumulate) {
-    if (rows == 0 || cols == 0) return;  // an empty share: nothing to write
-    using Tile = RegisterTile<T>;
-    if (rows <= kStreamedRows) {
-        multiply_few_rows(rows, depth, cols, a, a_row, b, b_row, c, c_row, accumulate);
-        return;
-    }
-    using Run = kernel::Tiles<T, Tile::kRows, Tile::kPackets>;
-    const Index whole = cols / Tile::kLanes * Tile::kLanes;
-    // Column panels outermost, each cut along the depth into blocks that stay in L1 while every
-    // row tile runs over them; with enough tiles a block is first copied side by side into
-    // `panel`: b's rows lie a row of b apart, a multiple of 4 KiB at real widths (768 … 3,072
-    // floats), so in place they share a few cache sets and a page each, and the tiles wait on
-    // L2 and the TLB (GPT-2's 768 × 3,072 products: 56 → 144 GFLOP/s on AVX-512). A tile adds
-    // each block into c, so every entry of c is still one multiply-add chain over the depth
-    // in order, whatever the blocks.
-    // While a block's row tiles run, the next block is prefetched, a share of its rows per
-    // tile: in a forward pass the weights come from L3, and the first tile of every block would
-    // otherwise wait for them (docs/bench/performance.md: 2–11 % of a forward, profiled).
-    constexpr Index kPanelBytes = 32 * 1024;
-    constexpr Index kBlockDepth = kPanelBytes / (Tile::kColumns * Index(sizeof(T)));
-    constexpr Index kPackedTiles = 8;               // fewer row tiles read b in place: the copy would not pay
-    constexpr Index kLine = 64 / Index(sizeof(T));  // entries per cache line
-    alignas(64) T panel[kBlockDepth * Tile::kColumns];
-    const Index tiles = (rows + Tile::kRows - 1) / Tile::kRows;
-    const bool packs = tiles >= kPackedTiles;
-    for (Index col = 0; col < whole; col += Tile::kColumns) {
-        const Index width = std::min(Tile::kColumns, whole - col);
-        const int packets = int(width / Tile::kLanes);
-        // depth 0 still runs one (empty) block: c is zeroed unless accumulating
-        for (Index first = 0; first == 0 || first < depth; first += kBlockDepth) {
-            const Index count = std::min(kBlockDepth, depth - first);
-            const T* block = b + first * b_row + col;
-            Index block_row = b_row;
-            if (packs) {
-                for (Index t = 0; t < count; ++t)
-                    std::copy_n(b + (first + t) * b_row + col, width, panel + t * Tile::kColumns);
-                block = panel;
-                block_row = Tile::kColumns;
-            }
-            // the block after this one: the rest of this panel's depth, else the next panel's first
-            const bool same_panel = first + kBlockDepth < depth;
-            const Index next_first = same_panel ? first + kBlockDepth : 0;
-            const Index next_col = same_panel ? col : col + Tile::kColumns;
-            const Index next_width = next_col < whole ? std::min(Tile::kColumns, whole - next_col) : 0;
-            const Index next_count = next_width > 0 ? std::min(kBlockDepth, depth - next_first) : 0;
-            const Index rows_per_tile = (next_count + tiles - 1) / tiles;
-            for (Index r = 0, tile = 0; r < rows; r += Tile::kRows, ++tile) {
-                const Index prefetched = std::min(next_count, (tile + 1) * rows_per_tile);
-                for (Index t = tile * rows_per_tile; t < prefetched; ++t)
-                    for (Index x = 0; x < next_width; x += kLine) prefetch(b + (next_first + t) * b_row + next_col + x);
-                Run::run(int(std::min<Index>(Tile::kRows, rows - r)), packets, a + r * a_row + first, a_row, 1, block,
-                         block_row, count, c + r * c_row + col, c_row, accumulate || first > 0);
-            }
-        }
-    }
-    for (Index r = 0; r < rows; ++r)
-        for (Index col = whole; col < cols; ++col) {
-            T sum = accumulate ? c[r * c_row + col] : T(0);
-            for (Index t = 0; t < depth; ++t) sum += a[r * a_row + t] * b[t * b_row + col];
-            c[r * c_row + col] = sum;
-        }
+    multiply_rows_from(rows, depth, cols, a, a_row, DenseRows<T>{b, b_row}, c, c_row, accumulate);
 }
 
 /// multiply_rows on Eigen row-major blocks (a: rows × depth, b: depth × cols, c: rows × cols).

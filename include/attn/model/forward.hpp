@@ -27,6 +27,7 @@
 #include "attn/core/types.hpp"
 #include "attn/core/workers.hpp"
 #include "attn/detail/causal_kernel.hpp"
+#include "attn/detail/half_weights.hpp"
 #include "attn/detail/parallel.hpp"
 #include "attn/detail/tiles.hpp"
 #include "attn/model/activations.hpp"
@@ -188,6 +189,7 @@ private:
         const Index kv_last = settings_.key_value_heads * (worker + 1) / workers;
         for (std::size_t l = 0; l < std::size_t(settings_.layers); ++l) {
             const auto& layer = model_.layers_[l];
+            const auto weights = model_.weights_of(l);
             Matrix<T>& qkv = qkv_of(l);
             if (l == 0) enter(l, mine);
             if (l == 0 && look_up_first_layer_) {
@@ -195,7 +197,7 @@ private:
             } else {
                 normalize(mine, layer.attention_norm_weight, layer.attention_norm_bias);
                 team.sync();
-                project_columns(normed_, layer.query_key_value, layer.query_key_value_bias, qkv, columns(qkv.cols()));
+                project_columns(normed_, weights.query_key_value, layer.query_key_value_bias, qkv, columns(qkv.cols()));
                 team.sync();
                 hook_qkv_and_rotate(l, qkv, mine);
             }
@@ -203,24 +205,24 @@ private:
             team.sync();  // every position's keys and values of layer l are ready
             attend_heads(l, Rows{0, n_}, memory_.kernels[std::size_t(worker)], kv_first * group, kv_last * group);
             team.sync();
-            project_columns(attended_, layer.output, layer.output_bias, written_, columns(written_.cols()));
+            project_columns(attended_, weights.output, layer.output_bias, written_, columns(written_.cols()));
             team.sync();
             x_.middleRows(mine.first, mine.count()) += written_.middleRows(mine.first, mine.count());
             normalize(mine, layer.mlp_norm_weight, layer.mlp_norm_bias);
             team.sync();
             const Rows hidden_columns = columns(hidden_.cols());
             if (settings_.gated_mlp) {
-                project_columns(normed_, layer.gate, layer.gate_bias, hidden_, hidden_columns);
-                project_columns(normed_, layer.up, layer.up_bias, hidden_linear_, hidden_columns);
+                project_columns(normed_, weights.gate, layer.gate_bias, hidden_, hidden_columns);
+                project_columns(normed_, weights.up, layer.up_bias, hidden_linear_, hidden_columns);
             } else {
-                project_columns(normed_, layer.up, layer.up_bias, hidden_, hidden_columns);
+                project_columns(normed_, weights.up, layer.up_bias, hidden_, hidden_columns);
             }
             team.sync();
             auto hidden = hidden_.middleRows(mine.first, mine.count());  // (rows × M)
             activate(hidden);                                            // on whole rows, as run(worker, team) does
             if (settings_.gated_mlp) hidden.array() *= hidden_linear_.middleRows(mine.first, mine.count()).array();
             team.sync();
-            project_columns(hidden_, layer.down, layer.down_bias, written_, columns(written_.cols()));
+            project_columns(hidden_, weights.down, layer.down_bias, written_, columns(written_.cols()));
             team.sync();
             x_.middleRows(mine.first, mine.count()) += written_.middleRows(mine.first, mine.count());
         }
@@ -231,7 +233,7 @@ private:
         team.sync();  // every logit row's norm is ready
         const Rows vocabulary = columns(logits_.cols());
         multiply_rows(normed_.block(first, 0, count, normed_.cols()),
-                      model_.unembedding_.middleCols(vocabulary.first, vocabulary.count()),
+                      model_.unembedding_rows().middleCols(vocabulary.first, vocabulary.count()),
                       logits_.middleCols(vocabulary.first, vocabulary.count()), false);
     }
 
@@ -265,7 +267,8 @@ private:
 
     /// These columns of out (n × cols) = a · w (+ bias): a (n × depth), w (depth × cols).
     template <class A>
-    static void project_columns(const A& a, const Matrix<T>& w, const Vector<T>& bias, Matrix<T>& out, Rows columns) {
+    static void project_columns(const A& a, const WeightRows<T>& w, const Vector<T>& bias, Matrix<T>& out,
+                                Rows columns) {
         if (columns.count() == 0) return;
         const auto bias_columns =
             bias.segment(bias.size() != 0 ? columns.first : 0, bias.size() != 0 ? columns.count() : 0);
@@ -334,8 +337,7 @@ private:
         if (resume_) {
             x = resume_->resid_pre->middleRows(rows.first, rows.count());
         } else {
-            const auto embedding = model_.embedding();
-            for (Index i = rows.first; i < rows.last; ++i) x_.row(i) = embedding.row(ids_[std::size_t(i)]);
+            for (Index i = rows.first; i < rows.last; ++i) model_.embed_into(ids_[std::size_t(i)], x_.row(i));
             hook(Point::embed, 0, rows, x);
             if (settings_.positions == PositionEncoding::learned) {
                 auto positions = written_.middleRows(rows.first, rows.count());  // (rows × C)
@@ -372,8 +374,8 @@ private:
         hook_scale(Point::ln1_scale, l, rows);
         normalize(rows, layer.attention_norm_weight, layer.attention_norm_bias);
         Matrix<T>& qkv = qkv_of(l);
-        project_rows(normed_.middleRows(rows.first, rows.count()), layer.query_key_value, layer.query_key_value_bias,
-                     qkv.middleRows(rows.first, rows.count()));
+        project_rows(normed_.middleRows(rows.first, rows.count()), model_.weights_of(l).query_key_value,
+                     layer.query_key_value_bias, qkv.middleRows(rows.first, rows.count()));
         hook_qkv_and_rotate(l, qkv, rows);
     }
 
@@ -502,7 +504,7 @@ private:
         Matrix<T> results(rows.count(), settings_.heads * c);  // (rows × H·C)
         for (Index h = 0; h < settings_.heads; ++h)
             multiply_rows(attended_.block(rows.first, h * d, rows.count(), d),
-                          model_.layers_[l].output.middleRows(h * d, d), results.middleCols(h * c, c), false);
+                          model_.weights_of(l).output.middleRows(h * d, d), results.middleCols(h * c, c), false);
         hooks_->at({Point::result, Index(l)}, rows.first, results);
     }
 
@@ -510,11 +512,12 @@ private:
     /// before it is added (`written`), so that hooks can keep or replace it.
     void project_output_and_mlp(std::size_t l, Rows rows) {
         const auto& layer = model_.layers_[l];
+        const auto weights = model_.weights_of(l);
         auto x = x_.middleRows(rows.first, rows.count());              // (rows × C)
         auto normed = normed_.middleRows(rows.first, rows.count());    // (rows × C)
         auto written = written_.middleRows(rows.first, rows.count());  // (rows × C)
         auto hidden = hidden_.middleRows(rows.first, rows.count());    // (rows × M)
-        project_rows(attended_.middleRows(rows.first, rows.count()), layer.output, layer.output_bias, written);
+        project_rows(attended_.middleRows(rows.first, rows.count()), weights.output, layer.output_bias, written);
         hook(Point::attn_out, l, rows, written);
         x += written;
         hook(Point::resid_mid, l, rows, x);
@@ -522,19 +525,19 @@ private:
         normalize(rows, layer.mlp_norm_weight, layer.mlp_norm_bias);
         if (settings_.gated_mlp) {  // down(act(x · W_gate + b) ⊙ (x · W_up + b))
             auto linear = hidden_linear_.middleRows(rows.first, rows.count());  // (rows × M)
-            project_rows(normed, layer.gate, layer.gate_bias, hidden);
+            project_rows(normed, weights.gate, layer.gate_bias, hidden);
             hook(Point::mlp_pre, l, rows, hidden);
-            project_rows(normed, layer.up, layer.up_bias, linear);
+            project_rows(normed, weights.up, layer.up_bias, linear);
             hook(Point::mlp_pre_linear, l, rows, linear);
             activate(hidden);
             hidden.array() *= linear.array();
         } else {  // down(act(x · W_up + b))
-            project_rows(normed, layer.up, layer.up_bias, hidden);
+            project_rows(normed, weights.up, layer.up_bias, hidden);
             hook(Point::mlp_pre, l, rows, hidden);
             activate(hidden);
         }
         hook(Point::mlp_post, l, rows, hidden);
-        project_rows(hidden, layer.down, layer.down_bias, written);
+        project_rows(hidden, weights.down, layer.down_bias, written);
         hook(Point::mlp_out, l, rows, written);
         x += written;
         hook(Point::resid_post, l, rows, x);
@@ -560,7 +563,7 @@ private:
     void unembed(Rows rows) {
         hook_scale(Point::final_scale, 0, rows);
         normalize(rows, model_.final_norm_weight_, model_.final_norm_bias_);
-        multiply_rows(normed_.middleRows(rows.first, rows.count()), model_.unembedding_,
+        multiply_rows(normed_.middleRows(rows.first, rows.count()), model_.unembedding_rows(),
                       logits_.middleRows(rows.first - first_logit_, rows.count()), false);
     }
 

@@ -24,6 +24,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -31,6 +32,7 @@
 #include "attn/core/rope.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
+#include "attn/detail/half_weights.hpp"
 #include "attn/detail/tiles.hpp"
 #include "attn/model/architectures.hpp"
 #include "attn/model/manifest.hpp"
@@ -45,6 +47,23 @@ namespace detail {
 template <class T>
 class FastForward;
 }
+
+/// How Model::load keeps the weights.
+enum class WeightStorage {
+    /// Every weight converted to the model's scalar type (the default).
+    converted,
+    /// The large matrices (q/k/v, attention output, MLP, embedding and unembedding) kept in the
+    /// checkpoint's 16-bit format, BF16 or F16, and widened to float inside the products: half
+    /// the memory, and half the bytes a decoding step reads, with the bits of the converted
+    /// model. Model<float> only; the norms, biases and learned positions are float. Layer
+    /// matrices, embedding() and unembedding() are then not there (argument_error).
+    stored_16_bit,
+};
+
+/// How Model::load reads a model.
+struct LoadOptions {
+    WeightStorage weights = WeightStorage::converted;
+};
 
 /// A loaded model, immutable after loading; its const methods are safe to call from
 /// several threads at once.
@@ -85,33 +104,47 @@ public:
     /// and its shards, and the tokenizer's files if present. F32, F16 and BF16 tensors convert
     /// to T as they are read, one at a time. Throws io_error for a missing file and
     /// format_error for anything malformed, unsupported, missing or misshapen, naming the
-    /// file, key or tensor.
-    static Model load(const std::filesystem::path& directory) {
-        if (std::filesystem::exists(directory / "manifest.json")) return load_store_model(directory);
-        if (std::filesystem::exists(directory / "config.json")) return load_hugging_face(directory);
+    /// file, key or tensor. With options.weights = WeightStorage::stored_16_bit (Model<float>
+    /// only, else argument_error) the large matrices stay 16-bit: format_error naming the
+    /// tensor if one of them is not BF16, or not F16, like the first.
+    static Model load(const std::filesystem::path& directory, const LoadOptions& options = {}) {
+        if (options.weights == WeightStorage::stored_16_bit && !std::is_same_v<T, float>)
+            throw argument_error(detail::message("Model::load: WeightStorage::stored_16_bit is for Model<float>; ",
+                                                 directory.string(), " was asked for with ", sizeof(T) * 8,
+                                                 "-bit numbers"));
+        if (std::filesystem::exists(directory / "manifest.json")) return load_store_model(directory, options);
+        if (std::filesystem::exists(directory / "config.json")) return load_hugging_face(directory, options);
         throw io_error(detail::message(directory.string(),
                                        ": neither manifest.json (an attn model) nor config.json (a "
                                        "Hugging Face model) is there"));
     }
 
     const ModelSettings& settings() const { return settings_; }
+    /// How the weights are kept (LoadOptions::weights).
+    WeightStorage weight_storage() const { return storage_; }
     /// The directory's tokenizer; empty (size 0) if it has none, then ids must be given.
     const Tokenizer& tokenizer() const { return tokenizer_; }
-    /// The token embedding E, (V × C).
+    /// The token embedding E, (V × C). argument_error with WeightStorage::stored_16_bit.
     EmbeddingView embedding() const {
+        require_converted("Model::embedding");
         if (settings_.tied_embeddings)  // E(v, c) = U(c, v)
             return EmbeddingView(unembedding_.data(), settings_.vocabulary_size, settings_.dimensions,
                                  Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(1, settings_.vocabulary_size));
         return EmbeddingView(embedding_.data(), settings_.vocabulary_size, settings_.dimensions,
                              Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(settings_.dimensions, 1));
     }
-    /// The unembedding U, (C × V): logits = norm(x) · U; Eᵀ in a tied model.
-    const Matrix<T>& unembedding() const { return unembedding_; }
+    /// The unembedding U, (C × V): logits = norm(x) · U; Eᵀ in a tied model. argument_error with
+    /// WeightStorage::stored_16_bit.
+    const Matrix<T>& unembedding() const {
+        require_converted("Model::unembedding");
+        return unembedding_;
+    }
     /// Learned positions, (longest × C); empty with rotary positions.
     const Matrix<T>& position_embedding() const { return position_embedding_; }
-    /// Layer l's weights, 0 ≤ l < layers.
+    /// Layer l's weights, 0 ≤ l < layers. argument_error with WeightStorage::stored_16_bit.
     const Layer& layer(Index l) const {
         detail::check_index("Model::layer", "layer", l, settings_.layers);
+        require_converted("Model::layer");
         return layers_[static_cast<std::size_t>(l)];
     }
     /// The final norm's weight and bias, C each (the bias is empty with RMSNorm).
@@ -137,6 +170,10 @@ public:
                   layer.mlp_norm_weight.size(), layer.mlp_norm_bias.size(), layer.up.size(), layer.up_bias.size(),
                   layer.gate.size(), layer.gate_bias.size(), layer.down.size(), layer.down_bias.size()})
                 count += size;
+        count += half_embedding_.size() + half_unembedding_.size();
+        for (const HalfLayer& layer : half_layers_)
+            count += layer.query_key_value.size() + layer.output.size() + layer.up.size() + layer.gate.size() +
+                     layer.down.size();
         return count;
     }
 
@@ -187,9 +224,10 @@ private:
             rope_.emplace(settings_.head_size, settings_.rope_pairing, settings_.rope_base, settings_.longest);
     }
 
-    static Model load_store_model(const std::filesystem::path& directory) {
+    static Model load_store_model(const std::filesystem::path& directory, const LoadOptions& options) {
         const Manifest manifest = read_manifest(directory);
         Model model(manifest.settings);
+        model.storage_ = options.weights;
         model.tokenizer_ = Tokenizer::load(manifest.vocabulary, manifest.merges);
         if (model.tokenizer_.size() != manifest.settings.vocabulary_size)
             throw format_error(detail::message(manifest.vocabulary, ": ", model.tokenizer_.size(), " tokens, but ",
@@ -199,13 +237,14 @@ private:
         return model;
     }
 
-    static Model load_hugging_face(const std::filesystem::path& directory) {
+    static Model load_hugging_face(const std::filesystem::path& directory, const LoadOptions& options) {
         const std::filesystem::path config_path = directory / "config.json";
         std::ifstream in(config_path, std::ios::binary);
         if (!in) throw io_error(detail::message(config_path.string(), ": cannot open the model's config"));
         const nlohmann::json config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
         if (config.is_discarded()) throw format_error(detail::message(config_path.string(), ": not valid JSON"));
         Model model(settings_from_config(config, config_path.string()));
+        model.storage_ = options.weights;
         const TensorFiles files = TensorFiles::open(directory);
         const bool prefixed =
             model.settings_.architecture == Architecture::gpt2 && files.contains("transformer.wte.weight");
@@ -292,18 +331,44 @@ private:
             weight_into(name, values, 0, out);
             return values;
         };
+        // With 16-bit storage, a large matrix read from these tensors is narrowed back to their
+        // format at once (exactly: its numbers came from it), and its float copy dropped.
+        bool format_known = false;
+        const auto keep_16_bit = [&](std::vector<std::string> tensors, Matrix<T>& values, detail::HalfMatrix& into) {
+            if (storage_ != WeightStorage::stored_16_bit || values.size() == 0) return;
+            for (const std::string& name : tensors) {
+                const DType dtype = files.info(name).dtype;
+                const bool half = dtype == DType::BF16 || dtype == DType::F16;
+                const detail::HalfFormat format =
+                    dtype == DType::BF16 ? detail::HalfFormat::bfloat16 : detail::HalfFormat::float16;
+                if (!half || (format_known && format != half_format_))
+                    throw format_error(detail::message(
+                        files.source(name), ": tensor '", name, "' is ", dtype_name(dtype),
+                        "; WeightStorage::stored_16_bit keeps the large matrices in the checkpoint's 16-bit format, "
+                        "so they must all be BF16 or all F16",
+                        format_known ? detail::message(" (the first was ", detail::half_format_name(half_format_), ")")
+                                     : std::string()));
+                half_format_ = format;
+                format_known = true;
+            }
+            if constexpr (std::is_same_v<T, float>) into = detail::HalfMatrix::narrowed(values, half_format_);
+            values = Matrix<T>();
+        };
 
         if (s.tied_embeddings) {  // U = Eᵀ, the only copy kept
             unembedding_.resize(c, s.vocabulary_size);
             files.read_matrix_into<T>(names.embedding, unembedding_, true);
             finite(names.embedding, unembedding_);
+            keep_16_bit({names.embedding}, unembedding_, half_unembedding_);
         } else {
             embedding_.resize(s.vocabulary_size, c);
             files.read_matrix_into<T>(names.embedding, embedding_, false);
             finite(names.embedding, embedding_);
+            keep_16_bit({names.embedding}, embedding_, half_embedding_);
             unembedding_.resize(c, s.vocabulary_size);
             files.read_matrix_into<T>(names.unembedding, unembedding_, true);
             finite(names.unembedding, unembedding_);
+            keep_16_bit({names.unembedding}, unembedding_, half_unembedding_);
         }
         if (!names.position_embedding.empty()) {
             position_embedding_.resize(s.longest, c);
@@ -326,6 +391,8 @@ private:
                 weight_into(names_of.query_key_value[1], layer.query_key_value, q, kv);
                 weight_into(names_of.query_key_value[2], layer.query_key_value, q + kv, kv);
             }
+            HalfLayer half;
+            keep_16_bit(names_of.query_key_value, layer.query_key_value, half.query_key_value);
             if (names_of.query_key_value_bias.size() == 1) {
                 layer.query_key_value_bias = vector(names_of.query_key_value_bias[0]);
             } else if (names_of.query_key_value_bias.size() == 3) {
@@ -334,16 +401,21 @@ private:
                     vector(names_of.query_key_value_bias[1]), vector(names_of.query_key_value_bias[2]);
             }
             layer.output = weight(names_of.output, q, c);
+            keep_16_bit({names_of.output}, layer.output, half.output);
             layer.output_bias = vector(names_of.output_bias);
             layer.mlp_norm_weight = vector(names_of.mlp_norm_weight);
             layer.mlp_norm_bias = vector(names_of.mlp_norm_bias);
             layer.up = weight(names_of.up, c, m);
+            keep_16_bit({names_of.up}, layer.up, half.up);
             layer.up_bias = vector(names_of.up_bias);
             layer.gate = weight(names_of.gate, c, m);
+            keep_16_bit({names_of.gate}, layer.gate, half.gate);
             layer.gate_bias = vector(names_of.gate_bias);
             layer.down = weight(names_of.down, m, c);
+            keep_16_bit({names_of.down}, layer.down, half.down);
             layer.down_bias = vector(names_of.down_bias);
             layers_.push_back(std::move(layer));
+            if (storage_ == WeightStorage::stored_16_bit) half_layers_.push_back(std::move(half));
         }
         tabulate_first_layer();
     }
@@ -383,7 +455,8 @@ private:
             return;
         const Layer& first = layers_.front();
         Matrix<T> normed(s.vocabulary_size, s.dimensions);
-        const Matrix<T> embedded = embedding();
+        Matrix<T> embedded(s.vocabulary_size, s.dimensions);
+        for (Index v = 0; v < s.vocabulary_size; ++v) embed_into(int(v), embedded.row(v));
         if (s.norm == Norm::rms_norm)
             detail::rms_norm_into(embedded, first.attention_norm_weight, s.norm_epsilon, normed);
         else
@@ -391,7 +464,49 @@ private:
                                     normed);
         first_layer_qkv_.resize(s.vocabulary_size, width);
         if (first.query_key_value_bias.size() != 0) first_layer_qkv_.rowwise() = first.query_key_value_bias.transpose();
-        detail::multiply_rows(normed, first.query_key_value, first_layer_qkv_, first.query_key_value_bias.size() != 0);
+        detail::multiply_rows(normed, weights_of(0).query_key_value, first_layer_qkv_,
+                              first.query_key_value_bias.size() != 0);
+    }
+
+    /// Layer l's large matrices as the products read them, float or 16-bit.
+    struct LayerWeights {
+        detail::WeightRows<T> query_key_value, output, up, gate, down;
+    };
+    LayerWeights weights_of(std::size_t l) const {
+        using Rows = detail::WeightRows<T>;
+        if (storage_ == WeightStorage::stored_16_bit) {
+            const HalfLayer& layer = half_layers_[l];
+            return {Rows::of(layer.query_key_value), Rows::of(layer.output), Rows::of(layer.up), Rows::of(layer.gate),
+                    Rows::of(layer.down)};
+        }
+        const Layer& layer = layers_[l];
+        return {Rows::of(layer.query_key_value), Rows::of(layer.output), Rows::of(layer.up), Rows::of(layer.gate),
+                Rows::of(layer.down)};
+    }
+    /// U (C × V) as the products read it.
+    detail::WeightRows<T> unembedding_rows() const {
+        return storage_ == WeightStorage::stored_16_bit ? detail::WeightRows<T>::of(half_unembedding_)
+                                                        : detail::WeightRows<T>::of(unembedding_);
+    }
+    /// row (1 × C) = E[id], token id's embedding.
+    template <class Row>
+    void embed_into(int id, Row&& row) const {
+        if (storage_ != WeightStorage::stored_16_bit) {
+            row = embedding().row(id);
+        } else if (settings_.tied_embeddings) {  // E(id, c) = U(c, id)
+            for (Index c = 0; c < settings_.dimensions; ++c) row(c) = T(half_unembedding_(c, id));
+        } else {
+            for (Index c = 0; c < settings_.dimensions; ++c) row(c) = T(half_embedding_(id, c));
+        }
+    }
+
+    /// argument_error for a public accessor of float matrices when the model keeps them in 16 bits.
+    void require_converted(const char* function) const {
+        if (storage_ == WeightStorage::stored_16_bit)
+            throw argument_error(detail::message(
+                function, ": the model was loaded with WeightStorage::stored_16_bit, which keeps its matrices in ",
+                detail::half_format_name(half_format_), "; load it with WeightStorage::converted (the default) for ",
+                sizeof(T) * 8, "-bit matrices"));
     }
 
     static std::string join(const std::vector<std::string>& parts) {
@@ -409,6 +524,16 @@ private:
     Vector<T> final_norm_weight_, final_norm_bias_;
     std::vector<Layer> layers_;
     Matrix<T> first_layer_qkv_;  // (V × (H + 2 H_kv)·d): norm(E) · [Wq Wk Wv] + b of layer 0, or empty
+
+    // WeightStorage::stored_16_bit: the large matrices, whose float ones above are then empty
+    struct HalfLayer {
+        detail::HalfMatrix query_key_value, output, up, gate, down;
+    };
+    WeightStorage storage_ = WeightStorage::converted;
+    detail::HalfFormat half_format_ = detail::HalfFormat::bfloat16;
+    std::vector<HalfLayer> half_layers_;
+    detail::HalfMatrix half_embedding_;    // (V × C), untied only
+    detail::HalfMatrix half_unembedding_;  // (C × V)
 };
 
 }  // namespace attn

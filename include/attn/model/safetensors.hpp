@@ -66,6 +66,7 @@
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/detail/endian.hpp"
+#include "attn/detail/half_float.hpp"
 #include "attn/detail/read_only_file.hpp"
 #include "attn/detail/utf8.hpp"
 
@@ -183,33 +184,6 @@ inline std::string shape_text(const std::vector<std::int64_t>& shape) {
         s += std::to_string(shape[i]);
     }
     return s + "]";
-}
-
-/// F16 (IEEE binary16) bits → float, exactly.
-inline float half_to_float(std::uint16_t h) {
-    const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-    const std::uint32_t exponent = (h >> 10) & 0x1Fu;
-    const std::uint32_t mantissa = h & 0x3FFu;
-    std::uint32_t bits = 0;
-    if (exponent == 0x1F) {
-        bits = sign | 0x7F800000u | (mantissa << 13);  // infinity, or NaN (mantissa ≠ 0)
-    } else if (exponent == 0) {
-        // zero or subnormal: mantissa × 2^-24, exact in float
-        const float magnitude = static_cast<float>(mantissa) * 5.9604644775390625e-8f;
-        return sign ? -magnitude : magnitude;
-    } else {
-        bits = sign | ((exponent + 112u) << 23) | (mantissa << 13);
-    }
-    float f;
-    std::memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
-inline float bfloat16_to_float(std::uint16_t b) {
-    const std::uint32_t bits = static_cast<std::uint32_t>(b) << 16;
-    float f;
-    std::memcpy(&f, &bits, sizeof f);
-    return f;
 }
 
 /// double → T (float or double), rounding to nearest; overflow gives ±infinity

@@ -1,0 +1,196 @@
+#pragma once
+// Weight matrices kept in a checkpoint's 16-bit format (BF16 or F16) and the products that
+// read them: a decoding step reads every weight once, so it is bound by memory bandwidth, and
+// 16-bit weights halve its bytes. Each packet of weights is widened to float in registers
+// (BF16: the bits shifted left by 16; F16: vcvtph2ps) and goes into the same float fused
+// multiply-add chains as the float kernel (tiles.hpp): both widenings are exact, so a product
+// on 16-bit weights has the bits of the float product on the same weights converted.
+//
+// Vector widths follow Eigen's float packet (AVX-512: 16 lanes, AVX2: 8, SSE2: 4), as the
+// float kernel's do; elsewhere, and for F16 without F16C, a packet is widened one number at a
+// time into memory first.
+
+#include <Eigen/Core>
+
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "attn/core/types.hpp"
+#include "attn/detail/half_float.hpp"
+#include "attn/detail/tiles.hpp"
+
+#if defined(EIGEN_VECTORIZE_SSE2) || defined(EIGEN_VECTORIZE_AVX) || defined(EIGEN_VECTORIZE_AVX512)
+#include <immintrin.h>
+#endif
+
+namespace attn::detail {
+
+/// The 16-bit format of stored weights.
+enum class HalfFormat { bfloat16, float16 };
+
+inline const char* half_format_name(HalfFormat format) {
+    return format == HalfFormat::bfloat16 ? "BF16" : "F16";
+}
+
+/// One 16-bit number widened to float, exactly.
+template <HalfFormat Format>
+float widen(std::uint16_t bits) {
+    if constexpr (Format == HalfFormat::bfloat16)
+        return bfloat16_to_float(bits);
+    else
+        return half_to_float(bits);
+}
+
+/// A packet of float (RegisterTile<float>::kLanes lanes) widened from as many 16-bit numbers at p.
+template <HalfFormat Format>
+typename RegisterTile<float>::Packet widen_packet(const std::uint16_t* p) {
+    using Packet = typename RegisterTile<float>::Packet;
+    constexpr int L = RegisterTile<float>::kLanes;
+    [[maybe_unused]] constexpr bool bf16 = Format == HalfFormat::bfloat16;
+#if defined(EIGEN_VECTORIZE_AVX512)
+    static_assert(L == 16, "AVX-512: float packets of 16 lanes");
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    if constexpr (bf16)
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    else
+        return _mm512_cvtph_ps(h);
+#elif defined(EIGEN_VECTORIZE_AVX2)
+    static_assert(L == 8, "AVX2: float packets of 8 lanes");
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    if constexpr (bf16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+#if defined(__F16C__)
+    if constexpr (!bf16) return _mm256_cvtph_ps(h);
+#endif
+#elif defined(EIGEN_VECTORIZE_SSE2) && !defined(EIGEN_VECTORIZE_AVX)
+    static_assert(L == 4, "SSE2: float packets of 4 lanes");
+    const __m128i h = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    if constexpr (bf16) return _mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), h));  // bits << 16
+#if defined(__F16C__)
+    if constexpr (!bf16) return _mm_cvtph_ps(h);
+#endif
+#endif
+    alignas(64) float widened[L];  // no vector widening here: one number at a time
+    for (int i = 0; i < L; ++i) widened[i] = widen<Format>(p[i]);
+    return Eigen::internal::pload<Packet>(widened);
+}
+
+/// b of a product as 16-bit rows (depth × cols, row stride `row`), read by multiply_rows_from
+/// (tiles.hpp) as float: widened packet by packet, or into the panel it packs.
+template <HalfFormat Format>
+struct HalfRows {
+    using Scalar = float;
+    static constexpr bool kInPlace = false;
+    static constexpr Index kLineEntries = 32;
+
+    const std::uint16_t* data = nullptr;
+    Index row = 0;
+
+    float value(Index t, Index col) const { return widen<Format>(data[t * row + col]); }
+    template <class Packet>
+    Packet packet(Index t, Index col) const {
+        return widen_packet<Format>(data + t * row + col);
+    }
+    void copy(Index t, Index col, Index count, float* out) const {
+        constexpr Index L = RegisterTile<float>::kLanes;
+        const std::uint16_t* from = data + t * row + col;
+        Index i = 0;
+        for (; i + L <= count; i += L) Eigen::internal::pstoreu(out + i, widen_packet<Format>(from + i));
+        for (; i < count; ++i) out[i] = widen<Format>(from[i]);
+    }
+    const void* address(Index t, Index col) const { return data + t * row + col; }
+};
+
+/// A weight matrix (rows × cols) kept as 16-bit numbers, row-major.
+struct HalfMatrix {
+    HalfFormat format = HalfFormat::bfloat16;
+    Index rows = 0, cols = 0;
+    std::vector<std::uint16_t> bits;  ///< rows · cols, row by row
+
+    Index size() const { return rows * cols; }
+    /// Entry (r, c) widened to float.
+    float operator()(Index r, Index c) const {
+        const std::uint16_t b = bits[std::size_t(r * cols + c)];
+        return format == HalfFormat::bfloat16 ? bfloat16_to_float(b) : half_to_float(b);
+    }
+    /// The float matrix (rows × cols) these numbers are, exactly.
+    Matrix<float> widened() const {
+        Matrix<float> out(rows, cols);
+        for (Index r = 0; r < rows; ++r)
+            for (Index c = 0; c < cols; ++c) out(r, c) = (*this)(r, c);
+        return out;
+    }
+    /// A float matrix whose every entry is a number of `format` (as read from such a tensor),
+    /// kept in 16 bits, exactly.
+    static HalfMatrix narrowed(const Matrix<float>& values, HalfFormat format) {
+        HalfMatrix out{format, values.rows(), values.cols(), std::vector<std::uint16_t>(std::size_t(values.size()))};
+        const float* from = values.data();
+        for (std::size_t i = 0; i < out.bits.size(); ++i)
+            out.bits[i] =
+                format == HalfFormat::bfloat16 ? float_to_bfloat16_exact(from[i]) : float_to_half_exact(from[i]);
+        return out;
+    }
+};
+
+/// A weight matrix or a block of one as a product reads it: (rows × cols), row stride
+/// `stride`, float (or T) numbers or 16-bit ones of `format`.
+template <class T>
+struct WeightRows {
+    const T* values = nullptr;              ///< the numbers, if they are T
+    const std::uint16_t* halves = nullptr;  ///< else the 16-bit numbers
+    HalfFormat format = HalfFormat::bfloat16;
+    Index rows = 0, cols = 0, stride = 0;
+
+    static WeightRows of(const Matrix<T>& m) {
+        return {m.data(), nullptr, HalfFormat::bfloat16, m.rows(), m.cols(), m.cols()};
+    }
+    static WeightRows of(const HalfMatrix& m) { return {nullptr, m.bits.data(), m.format, m.rows, m.cols, m.cols}; }
+
+    /// Columns first … first + count − 1, (rows × count).
+    WeightRows middleCols(Index first, Index count) const {
+        WeightRows out = *this;
+        if (values) out.values += first;
+        if (halves) out.halves += first;
+        out.cols = count;
+        return out;
+    }
+    /// Rows first … first + count − 1, (count × cols).
+    WeightRows middleRows(Index first, Index count) const {
+        WeightRows out = *this;
+        if (values) out.values += first * stride;
+        if (halves) out.halves += first * stride;
+        out.rows = count;
+        return out;
+    }
+};
+
+/// c (+)= a · w as multiply_rows (tiles.hpp) computes it: a (rows × depth), w (depth × cols),
+/// c (rows × cols), row-major with unit inner stride. 16-bit weights give the bits of the
+/// float product on the same weights widened (float only).
+template <class DA, class DC, class T>
+void multiply_rows(const Eigen::MatrixBase<DA>& a, const WeightRows<T>& w, const Eigen::MatrixBase<DC>& c,
+                   bool accumulate) {
+    static_assert(DA::IsRowMajor && DC::IsRowMajor, "multiply_rows: row-major operands only");
+    auto& out = const_cast<Eigen::MatrixBase<DC>&>(c);  // Eigen's idiom for writable expressions
+    eigen_assert(a.cols() == w.rows && out.rows() == a.rows() && out.cols() == w.cols);
+    eigen_assert(a.innerStride() == 1 && out.innerStride() == 1);
+    const T* a_data = a.derived().data();
+    T* c_data = out.derived().data();
+    if (w.values) {
+        multiply_rows(a.rows(), a.cols(), w.cols, a_data, a.outerStride(), w.values, w.stride, c_data,
+                      out.outerStride(), accumulate);
+    } else if constexpr (std::is_same_v<T, float>) {
+        if (w.format == HalfFormat::bfloat16)
+            multiply_rows_from(a.rows(), a.cols(), w.cols, a_data, a.outerStride(),
+                               HalfRows<HalfFormat::bfloat16>{w.halves, w.stride}, c_data, out.outerStride(),
+                               accumulate);
+        else
+            multiply_rows_from(a.rows(), a.cols(), w.cols, a_data, a.outerStride(),
+                               HalfRows<HalfFormat::float16>{w.halves, w.stride}, c_data, out.outerStride(),
+                               accumulate);
+    } else {
+        eigen_assert(false && "16-bit weights are read into float products only");
+    }
+}
+
+}  // namespace attn::detail

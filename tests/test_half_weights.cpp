@@ -1,0 +1,281 @@
+// 16-bit weights: the exact conversions, the products on BF16 and F16 weights (the bits of the
+// float products on the same weights widened, and near a double reference), and a model loaded
+// with WeightStorage::stored_16_bit against the same checkpoint loaded as float: logits and
+// attention bit for bit, whole texts and decoding, on one and two threads.
+#include <doctest/doctest.h>
+#include <attn/core/workers.hpp>
+#include <attn/detail/half_weights.hpp>
+#include <attn/model/decoder.hpp>
+#include <attn/model/generate.hpp>
+#include <attn/model/interventions.hpp>
+#include <attn/model/model.hpp>
+#include <attn/model/reference_forward.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "support.hpp"
+
+using attn::Index;
+using attn::detail::HalfFormat;
+using attn::detail::HalfMatrix;
+using attn::detail::WeightRows;
+
+namespace {
+
+const std::filesystem::path kCheckpoints = std::filesystem::path(ATTN_TEST_DATA_DIR) / "hf";
+
+std::uint32_t bits_of(float f) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &f, sizeof bits);
+    return bits;
+}
+
+template <class A, class B>
+bool same_bits(const A& a, const B& b) {
+    if (a.rows() != b.rows() || a.cols() != b.cols()) return false;
+    for (Index i = 0; i < a.rows(); ++i)
+        for (Index j = 0; j < a.cols(); ++j)
+            if (bits_of(a(i, j)) != bits_of(b(i, j))) return false;
+    return true;
+}
+
+/// A (rows × cols) matrix of random numbers of `format`, as the 16-bit bits and widened to float
+/// by arithmetic written here (sign × mantissa × 2^exponent), not by the library's conversions.
+HalfMatrix random_half(Index rows, Index cols, HalfFormat format, unsigned seed) {
+    std::mt19937 engine(seed);
+    HalfMatrix m{format, rows, cols, std::vector<std::uint16_t>(std::size_t(rows * cols))};
+    for (std::uint16_t& bits : m.bits) {
+        // finite numbers around 1 (and a few subnormals in F16): sign, exponent, mantissa
+        const std::uint32_t sign = engine() & 1u;
+        if (format == HalfFormat::bfloat16) {
+            const std::uint32_t exponent = 120 + engine() % 10;  // 2^-7 … 2^2
+            bits = std::uint16_t(sign << 15 | exponent << 7 | (engine() & 0x7Fu));
+        } else {
+            const std::uint32_t exponent = engine() % 8 == 0 ? 0 : 8 + engine() % 10;  // subnormal, or 2^-7 … 2^2
+            bits = std::uint16_t(sign << 15 | exponent << 10 | (engine() & 0x3FFu));
+        }
+    }
+    return m;
+}
+
+double independent_value(std::uint16_t bits, HalfFormat format) {
+    const int sign = bits >> 15 ? -1 : 1;
+    if (format == HalfFormat::bfloat16) {
+        const int exponent = (bits >> 7) & 0xFF, mantissa = bits & 0x7F;
+        return sign * std::ldexp(exponent == 0 ? mantissa : 128 + mantissa, (exponent == 0 ? 1 : exponent) - 134);
+    }
+    const int exponent = (bits >> 10) & 0x1F, mantissa = bits & 0x3FF;
+    return sign * std::ldexp(exponent == 0 ? mantissa : 1024 + mantissa, (exponent == 0 ? 1 : exponent) - 25);
+}
+
+const attn::Model<float>& loaded(const std::string& name, attn::WeightStorage storage) {
+    static std::map<std::pair<std::string, attn::WeightStorage>, std::unique_ptr<attn::Model<float>>> models;
+    auto& model = models[{name, storage}];
+    if (!model) {
+        attn::LoadOptions options;
+        options.weights = storage;
+        model = std::make_unique<attn::Model<float>>(attn::Model<float>::load(kCheckpoints / name, options));
+    }
+    return *model;
+}
+
+const char* const kSixteenBit[] = {"gpt2_f16", "llama_gqa_bf16_shards"};
+
+}  // namespace
+
+TEST_CASE("16-bit weights: every BF16 and F16 number widens to float and narrows back exactly") {
+    for (std::uint32_t i = 0; i < 65536; ++i) {
+        const auto bits = static_cast<std::uint16_t>(i);
+        CAPTURE(i);
+        const float bf16 = attn::detail::bfloat16_to_float(bits);
+        const float f16 = attn::detail::half_to_float(bits);
+        REQUIRE(attn::detail::float_to_bfloat16_exact(bf16) == bits);
+        REQUIRE(attn::detail::float_to_half_exact(f16) == bits);
+        const bool f16_finite = ((bits >> 10) & 0x1F) != 0x1F, bf16_finite = ((bits >> 7) & 0xFF) != 0xFF;
+        if (f16_finite) REQUIRE(double(f16) == independent_value(bits, HalfFormat::float16));
+        if (bf16_finite) REQUIRE(double(bf16) == independent_value(bits, HalfFormat::bfloat16));
+    }
+}
+
+TEST_CASE("16-bit weights: products on BF16 and F16 weights have the bits of the float products") {
+    const Index lanes = attn::detail::RegisterTile<float>::kLanes;
+    for (HalfFormat format : {HalfFormat::bfloat16, HalfFormat::float16})
+        for (Index rows : {Index(1), Index(2), Index(3), Index(7), Index(50)})
+            for (Index depth : {Index(0), Index(1), Index(19), Index(300)})
+                for (Index cols : {Index(1), lanes - 1, lanes, 3 * lanes + 5, Index(200)}) {
+                    CAPTURE(attn::detail::half_format_name(format));
+                    CAPTURE(rows);
+                    CAPTURE(depth);
+                    CAPTURE(cols);
+                    const unsigned seed = unsigned(rows * 1000003 + depth * 1009 + cols);
+                    const attn::Matrix<float> a = attn::test::random_matrix<float>(rows, depth, seed);
+                    const HalfMatrix w = random_half(depth, cols + 7, format, seed + 1);
+                    const attn::Matrix<float> widened = w.widened();
+                    // the same product on a block of columns past the first, as a column share reads it
+                    const auto w_block = WeightRows<float>::of(w).middleCols(3, cols);
+                    const auto float_block = widened.middleCols(3, cols);
+                    for (bool accumulate : {false, true}) {
+                        CAPTURE(accumulate);
+                        const attn::Matrix<float> start = attn::test::random_matrix<float>(rows, cols, seed + 2);
+                        attn::Matrix<float> from_half = start, from_float = start;
+                        attn::detail::multiply_rows(a, w_block, from_half, accumulate);
+                        attn::detail::multiply_rows(a, float_block, from_float, accumulate);
+                        REQUIRE(same_bits(from_half, from_float));
+                        // and what it is: a · w in double from the bits, written independently
+                        double worst = 0.0;
+                        for (Index r = 0; r < rows; ++r)
+                            for (Index c = 0; c < cols; ++c) {
+                                double sum = accumulate ? double(start(r, c)) : 0.0, scale = std::abs(sum);
+                                for (Index t = 0; t < depth; ++t) {
+                                    const double term =
+                                        double(a(r, t)) *
+                                        independent_value(w.bits[std::size_t(t * w.cols + 3 + c)], format);
+                                    sum += term;
+                                    scale += std::abs(term);
+                                }
+                                worst = std::max(worst, std::abs(double(from_half(r, c)) - sum) / (scale + 1e-30));
+                            }
+                        CHECK(worst < 1e-5);
+                    }
+                }
+}
+
+TEST_CASE("16-bit weights: a rows block of 16-bit weights (a head's rows of Wo) is that block's product") {
+    const HalfMatrix w = random_half(40, 24, HalfFormat::float16, 5);
+    const attn::Matrix<float> a = attn::test::random_matrix<float>(9, 8, 6);
+    attn::Matrix<float> from_half(9, 24), from_float(9, 24);
+    attn::detail::multiply_rows(a, WeightRows<float>::of(w).middleRows(16, 8), from_half, false);
+    attn::detail::multiply_rows(a, w.widened().middleRows(16, 8), from_float, false);
+    CHECK(same_bits(from_half, from_float));
+}
+
+TEST_CASE("16-bit weights: a model stored in 16 bits gives the float model's logits and attention, bit for bit") {
+    for (const char* name : kSixteenBit) {
+        CAPTURE(name);
+        const attn::Model<float>& as_float = loaded(name, attn::WeightStorage::converted);
+        const attn::Model<float>& as_16_bit = loaded(name, attn::WeightStorage::stored_16_bit);
+        CHECK(as_16_bit.weight_storage() == attn::WeightStorage::stored_16_bit);
+        CHECK(as_16_bit.parameters() == as_float.parameters());
+        const Index longest = as_float.settings().longest, vocabulary = as_float.settings().vocabulary_size;
+        std::vector<int> ids;
+        for (Index i = 0; i < longest; ++i) ids.push_back(int((i * 37 + 11) % vocabulary));
+        attn::Workers two(2);
+        for (attn::Workers* workers : {static_cast<attn::Workers*>(nullptr), &two})
+            for (std::size_t length : {std::size_t(1), std::size_t(5), ids.size()}) {
+                CAPTURE(workers != nullptr);
+                CAPTURE(length);
+                const std::vector<int> text(ids.begin(), ids.begin() + std::ptrdiff_t(length));
+                attn::ForwardOptions options;
+                options.keep_attention = true;
+                options.workers = workers;
+                const attn::ForwardResult<float> expected = as_float.forward(text, options);
+                const attn::ForwardResult<float> actual = as_16_bit.forward(text, options);
+                CHECK(same_bits(actual.logits, expected.logits));
+                for (Index l = 0; l < expected.attention.layers(); ++l)
+                    for (Index h = 0; h < expected.attention.heads(); ++h)
+                        CHECK(same_bits(actual.attention.head(l, h), expected.attention.head(l, h)));
+            }
+
+        // decoding: a prompt, then steps one at a time (split by columns with two workers)
+        for (attn::Workers* workers : {static_cast<attn::Workers*>(nullptr), &two}) {
+            CAPTURE(workers != nullptr);
+            attn::Decoder<float> decode_float(as_float), decode_16_bit(as_16_bit);
+            attn::DecodeOptions options;
+            options.keep_attention = true;
+            options.workers = workers;
+            const std::vector<int> prompt(ids.begin(), ids.begin() + 6);
+            CHECK(same_bits(decode_16_bit.append(prompt, options).logits, decode_float.append(prompt, options).logits));
+            for (std::size_t i = 6; i < 12; ++i) {
+                const attn::DecodeResult<float> expected = decode_float.step(ids[i], options);
+                const attn::DecodeResult<float> actual = decode_16_bit.step(ids[i], options);
+                CHECK(same_bits(actual.logits, expected.logits));
+                for (std::size_t l = 0; l < expected.attention.size(); ++l)
+                    for (Index h = 0; h < expected.attention[l].heads(); ++h)
+                        CHECK(same_bits(actual.attention[l].head(h), expected.attention[l].head(h)));
+            }
+        }
+
+        attn::GenerationOptions generation;
+        generation.max_tokens = 6;
+        generation.stop_at_end = false;
+        generation.workers = &two;
+        const std::vector<int> prompt(ids.begin(), ids.begin() + 3);
+        const auto expected = attn::generate(as_float, prompt, generation);
+        const auto actual = attn::generate(as_16_bit, prompt, generation);
+        CHECK(actual.ids == expected.ids);
+        CHECK(actual.probabilities == expected.probabilities);
+    }
+}
+
+TEST_CASE("16-bit weights: what needs float matrices is refused, naming the load option") {
+    const attn::Model<float>& model = loaded("llama_gqa_bf16_shards", attn::WeightStorage::stored_16_bit);
+    const auto refused = [](const auto& call, const char* function) {
+        CAPTURE(function);
+        CHECK_THROWS_WITH_AS(call(),
+                             doctest::Contains((std::string(function) +
+                                                ": the model was loaded with WeightStorage::stored_16_bit, which "
+                                                "keeps its matrices in BF16")
+                                                   .c_str()),
+                             attn::argument_error);
+    };
+    refused([&] { return model.layer(0).query_key_value.size(); }, "Model::layer");
+    refused([&] { return model.embedding().size(); }, "Model::embedding");
+    refused([&] { return model.unembedding().size(); }, "Model::unembedding");
+    refused([&] { return attn::reference_forward(model, {1, 2, 3}).logits.size(); }, "Model::embedding");
+    attn::HookOptions<float> hooks;
+    hooks.keep = {"*"};
+    const attn::HookedRun<float> run = attn::run_with_hooks(model, {1, 2, 3}, hooks);  // hooks run on 16-bit weights
+    const attn::HookedRun<float> run_float =
+        attn::run_with_hooks(loaded("llama_gqa_bf16_shards", attn::WeightStorage::converted), {1, 2, 3}, hooks);
+    CHECK(same_bits(run.cache["blocks.1.hook_mlp_out"], run_float.cache["blocks.1.hook_mlp_out"]));
+    CHECK(same_bits(run.cache["blocks.0.attn.hook_result"], run_float.cache["blocks.0.attn.hook_result"]));
+    refused([&] { return attn::logit_lens(model, run, 2).probabilities.size(); }, "Model::unembedding");
+
+    attn::LoadOptions options;
+    options.weights = attn::WeightStorage::stored_16_bit;
+    CHECK_THROWS_WITH_AS(attn::Model<double>::load(kCheckpoints / "gpt2_f16", options),
+                         doctest::Contains("Model::load: WeightStorage::stored_16_bit is for Model<float>"),
+                         attn::argument_error);
+    CHECK_THROWS_WITH_AS(attn::Model<float>::load(kCheckpoints / "gpt2_prefixed_f32", options),
+                         doctest::Contains("is F32; WeightStorage::stored_16_bit keeps the large matrices in the "
+                                           "checkpoint's 16-bit format, so they must all be BF16 or all F16"),
+                         attn::format_error);
+
+    // one matrix rewritten as BF16 in an F16 checkpoint
+    attn::test::TempDir temp;
+    const std::filesystem::path dir = temp.path / "mixed";
+    std::filesystem::copy(kCheckpoints / "gpt2_f16", dir);
+    const attn::SafeTensors file = attn::SafeTensors::open(dir / "model.safetensors");
+    // every matrix F16, as the checkpoint has them, but one BF16
+    const auto entry_of = [](const std::string& name, const attn::TensorData<float>& data, attn::DType dtype) {
+        attn::SafeTensorsEntry entry{name, dtype, data.shape, {}};
+        for (float value : data.values) {
+            const std::uint16_t bits = dtype == attn::DType::BF16 ? attn::detail::float_to_bfloat16_exact(value)
+                                                                  : attn::detail::float_to_half_exact(value);
+            entry.bytes.push_back(std::uint8_t(bits & 0xFF));
+            entry.bytes.push_back(std::uint8_t(bits >> 8));
+        }
+        return entry;
+    };
+    std::vector<attn::SafeTensorsEntry> entries;
+    for (const std::string& name : file.names()) {
+        // F16 → BF16 rounds a few mantissas; the shape and the values' range are what matter here
+        attn::TensorData<float> data = file.tensor<float>(name);
+        const bool odd_one = name == "h.1.mlp.c_fc.weight";
+        if (odd_one)
+            for (float& value : data.values)
+                value = attn::detail::bfloat16_to_float(std::uint16_t(bits_of(value) >> 16));
+        entries.push_back(entry_of(name, data, odd_one ? attn::DType::BF16 : attn::DType::F16));
+    }
+    attn::write_safetensors(dir / "model.safetensors", entries);
+    CHECK_THROWS_WITH_AS(attn::Model<float>::load(dir, options),
+                         doctest::Contains("tensor 'h.1.mlp.c_fc.weight' is BF16; WeightStorage::stored_16_bit"),
+                         attn::format_error);
+    CHECK_NOTHROW(attn::Model<float>::load(dir));  // as float, a mixed checkpoint is fine
+}
