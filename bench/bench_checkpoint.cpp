@@ -15,6 +15,8 @@
 //       checkpoint/prefill/threads:T/positions:N   a prompt into a Decoder, the last logits only
 //       checkpoint/decode/threads:T/context:C[/attention]  one step after C positions (and its
 //                                                  attention rows in every layer and head)
+//   --weights converted|stored_16_bit anywhere after DIR: how the model keeps its weights
+//   (attn::LoadOptions; converted, to float, by default)
 #include <attn/core/workers.hpp>
 #include <attn/model/decoder.hpp>
 #include <attn/model/model.hpp>
@@ -36,10 +38,22 @@
 namespace {
 
 std::filesystem::path checkpoint_directory;
+attn::LoadOptions load_options;
 
 const attn::Model<float>& model() {
-    static const attn::Model<float> loaded = attn::Model<float>::load(checkpoint_directory);
+    static const attn::Model<float> loaded = attn::Model<float>::load(checkpoint_directory, load_options);
     return loaded;
+}
+
+/// The bytes the loaded weights take: the large matrices in 16 bits with stored_16_bit.
+std::size_t weight_bytes(const attn::Model<float>& loaded) {
+    const attn::ModelSettings& s = loaded.settings();
+    if (loaded.weight_storage() == attn::WeightStorage::converted) return std::size_t(loaded.parameters()) * 4;
+    const double per_layer = double(s.dimensions) *
+                             double(s.query_key_value_width() + s.query_width() + (s.gated_mlp ? 3 : 2) * s.mlp_width);
+    const double large =
+        double(s.layers) * per_layer + double(s.vocabulary_size) * double(s.dimensions) * (s.tied_embeddings ? 1 : 2);
+    return std::size_t(large) * 2 + (std::size_t(loaded.parameters()) - std::size_t(large)) * 4;
 }
 
 /// Peak resident memory of this process so far, from /proc/self/status (0 where it is missing).
@@ -60,9 +74,9 @@ std::size_t directory_bytes(const std::filesystem::path& directory) {
 
 int measure_load() {
     const auto start = std::chrono::steady_clock::now();
-    const attn::Model<float> loaded = attn::Model<float>::load(checkpoint_directory);
+    const attn::Model<float> loaded = attn::Model<float>::load(checkpoint_directory, load_options);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const std::size_t weights = std::size_t(loaded.parameters()) * sizeof(float);
+    const std::size_t weights = weight_bytes(loaded);
     std::printf(
         "{\"load_seconds\": %.4f, \"peak_resident_bytes\": %zu, \"checkpoint_bytes\": %zu, \"weights_bytes\": %zu, "
         "\"parameters\": %lld, \"peak_over_weights\": %.4f}\n",
@@ -242,6 +256,18 @@ int main(int argc, char** argv) {
         return 2;
     }
     checkpoint_directory = argv[1];
+    for (int i = 2; i + 1 < argc; ++i)
+        if (std::strcmp(argv[i], "--weights") == 0) {
+            const std::string storage = argv[i + 1];
+            if (storage != "converted" && storage != "stored_16_bit") {
+                std::cerr << "attn_bench_checkpoint: --weights " << storage << ": converted or stored_16_bit\n";
+                return 2;
+            }
+            if (storage == "stored_16_bit") load_options.weights = attn::WeightStorage::stored_16_bit;
+            for (int j = i; j + 2 <= argc; ++j) argv[j] = argv[j + 2];  // the flag and its value removed
+            argc -= 2;
+            break;
+        }
     try {
         if (argc >= 3 && std::strcmp(argv[2], "load") == 0) return measure_load();
         if (argc >= 4 && std::strcmp(argv[2], "logits") == 0) return last_logits(argv[3]);

@@ -3,7 +3,7 @@
 
   /usr/bin/python3 tools/bench_llamacpp.py [--models gpt2-small:F32,smollm2-135m:BF16] [--threads 1,2]
       [--reps 5] [--steps 32] [--cache ~/.cache/attn-peers] [--out docs/bench/real_size.md]
-      [--attn-bench 'CMD ...'] [--attn-logits 'CMD ...']
+      [--attn-bench 'CMD ...'] [--attn-logits 'CMD ...'] [--attn-weights converted,stored_16_bit]
 
 For each model:dtype (gpt2-small or smollm2-135m; F32 or BF16):
   1. a random checkpoint in Hugging Face's layout (tools/hf_checkpoints.py where it exists,
@@ -20,11 +20,12 @@ For each model:dtype (gpt2-small or smollm2-135m; F32 or BF16):
 llama.cpp runs twice: with a float32 KV cache and flash attention off (float32 end to end,
 the other peers' arithmetic) and with its defaults (float16 cache, flash attention auto).
 
-attn's hook. --attn-bench is a command template run once per thread count and per keep_rows
-in (0, 1), with {hf_dir} {gguf} {threads} {prefill} {decode} {steps} {reps} {keep_rows}
-filled in (lists comma-separated); it must print one JSON object like tools/peers/llama_peer.cpp's
+attn's hook. --attn-bench is a command template run once per thread count, per weight storage
+of --attn-weights (attn::LoadOptions: converted to float, or the checkpoint's 16-bit matrices
+kept) and per keep_rows in (0, 1), with {hf_dir} {gguf} {threads} {prefill} {decode} {steps}
+{reps} {keep_rows} {weights} filled in (lists comma-separated); it must print one JSON object like tools/peers/llama_peer.cpp's
 bench: {"prefill": [{"tokens": n, "seconds": [...]}], "decode": [{"context": n, "steps": s,
-"seconds": [...]}], "peak_rss_bytes": b}. --attn-logits ({hf_dir} {gguf} {tokens}) prints
+"seconds": [...]}], "peak_rss_bytes": b}. --attn-logits ({hf_dir} {gguf} {tokens} {weights}) prints
 {"logits": [vocab floats of the last position]} and joins the agreement check.
 
 OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are set on these machines and slow PyTorch; they are
@@ -119,7 +120,7 @@ def relative_difference(values, reference):
     return max(abs(v - r) for v, r in zip(values, reference)) / scale
 
 
-def agreement(hf_dir, gguf, dtype, llama, attn_logits):
+def agreement(hf_dir, gguf, dtype, llama, attn_logits, attn_weights):
     config = json.loads((hf_dir / "config.json").read_text(encoding="utf-8"))
     tokens = prompt_tokens(config["vocab_size"])
     listed = ",".join(map(str, tokens))
@@ -132,8 +133,9 @@ def agreement(hf_dir, gguf, dtype, llama, attn_logits):
                    *flags, "logits", "--tokens", listed]
         systems[name] = run_json(command, name)["logits"]
     if attn_logits:
-        command = shlex.split(attn_logits.format(hf_dir=hf_dir, gguf=gguf, tokens=listed))
-        systems["attn"] = run_json(command, "attn logits")["logits"]
+        for weights in attn_weights:
+            command = shlex.split(attn_logits.format(hf_dir=hf_dir, gguf=gguf, tokens=listed, weights=weights))
+            systems[attn_name(weights)] = run_json(command, "attn logits")["logits"]
     shared_reference = ROOT / "tools" / "hf_reference.py"
     if shared_reference.is_file():  # the loader tests' float64 reference, written independently
         sys.path.insert(0, str(shared_reference.parent))
@@ -162,10 +164,17 @@ def bench_commands(hf_dir, gguf, threads, args, llama):
     yield "pytorch-eager", [sys.executable, str(PEERS / "torch_peer.py"), str(hf_dir), "--threads", str(threads),
                             "bench", *common]
     if args.attn_bench:
-        for keep_rows, name in ((0, "attn"), (1, "attn, keeping attention rows")):
-            yield name, shlex.split(args.attn_bench.format(
-                hf_dir=hf_dir, gguf=gguf, threads=threads, prefill=lists["prefill"], decode=lists["decode"],
-                steps=args.steps, reps=args.reps, keep_rows=keep_rows))
+        for weights in args.attn_weights.split(","):
+            for keep_rows in (0, 1):
+                name = attn_name(weights) + (", keeping attention rows" if keep_rows else "")
+                yield name, shlex.split(args.attn_bench.format(
+                    hf_dir=hf_dir, gguf=gguf, threads=threads, prefill=lists["prefill"], decode=lists["decode"],
+                    steps=args.steps, reps=args.reps, keep_rows=keep_rows, weights=weights))
+
+
+def attn_name(weights):
+    """attn's row name for a weight storage: "attn" for float weights."""
+    return "attn" if weights == "converted" else "attn, 16-bit weights"
 
 
 def summarize(raw):
@@ -224,13 +233,17 @@ def main():
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench" / "real_size.md")
     attn_bench = ROOT / "build" / "bench" / "bench" / "attn_bench_checkpoint"  # cmake --workflow --preset bench
     default_bench = (f"{attn_bench} {{hf_dir}} peer --threads {{threads}} --prefill {{prefill}} --decode {{decode}} "
-                     "--steps {steps} --reps {reps} --keep-rows {keep_rows}") if attn_bench.exists() else None
-    default_logits = f"{attn_bench} {{hf_dir}} logits {{tokens}}" if attn_bench.exists() else None
+                     "--steps {steps} --reps {reps} --keep-rows {keep_rows} --weights {weights}"
+                     ) if attn_bench.exists() else None
+    default_logits = f"{attn_bench} {{hf_dir}} logits {{tokens}} --weights {{weights}}" if attn_bench.exists() else None
     parser.add_argument("--attn-bench", default=default_bench,
                         help="command template for attn's timings (see above; default: build/bench's "
                              "attn_bench_checkpoint if it is built)")
     parser.add_argument("--attn-logits", default=default_logits,
                         help="command template for attn's logits (default: attn_bench_checkpoint's)")
+    parser.add_argument("--attn-weights", default="converted",
+                        help="comma-separated weight storages attn runs with: converted (float), stored_16_bit "
+                             "(a 16-bit checkpoint's matrices kept in 16 bits)")
     parser.add_argument("--omp-wait-policy", default="PASSIVE", choices=["PASSIVE", "ACTIVE"],
                         help="OMP_WAIT_POLICY of the PyTorch peer (see above)")
     parser.add_argument("--merge", action="store_true",
@@ -251,7 +264,9 @@ def main():
             raise SystemExit(f"--models {spec!r}: the dtype after ':' must be one of {sorted(TOLERANCE)}")
         hf_dir, gguf = prepare(shape, dtype, cache, llama)
         entry = {"model": shape, "dtype": dtype, "date": time.strftime("%Y-%m-%d %H:%M"),
-                 "agreement": agreement(hf_dir, gguf, dtype, llama, args.attn_logits), "rows": []}
+                 "agreement": agreement(hf_dir, gguf, dtype, llama, args.attn_logits,
+                                        args.attn_weights.split(",")),
+                 "rows": []}
         print(f"{shape} {dtype}: agreement {entry['agreement']['max_relative_difference']}", flush=True)
         if args.agreement_only:
             continue

@@ -24,6 +24,15 @@
 #include <immintrin.h>
 #endif
 
+// gcc 12's AVX-512 intrinsics initialise a dummy operand from itself (GCC bug 105593, fixed
+// in gcc 13), which -Wall reports wherever they are inlined with -march=native.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define ATTN_DETAIL_HALF_WEIGHTS_PRAGMAS_PUSHED
+#endif
+
 namespace attn::detail {
 
 /// The 16-bit format of stored weights.
@@ -194,3 +203,8 @@ void multiply_rows(const Eigen::MatrixBase<DA>& a, const WeightRows<T>& w, const
 }
 
 }  // namespace attn::detail
+
+#ifdef ATTN_DETAIL_HALF_WEIGHTS_PRAGMAS_PUSHED
+#pragma GCC diagnostic pop
+#undef ATTN_DETAIL_HALF_WEIGHTS_PRAGMAS_PUSHED
+#endif
