@@ -193,16 +193,17 @@ private:
             Matrix<T>& qkv = qkv_of(l);
             if (l == 0) enter(l, mine);
             if (l == 0 && look_up_first_layer_) {
-                look_up_first_layer_qkv(mine);
+                for (Index i = mine.first; i < mine.last; ++i)
+                    qkv.row(i) = model_.first_layer_qkv_.row(ids_[std::size_t(i)]);
             } else {
                 normalize(mine, layer.attention_norm_weight, layer.attention_norm_bias);
                 team.sync();
                 project_columns(normed_, weights.query_key_value, layer.query_key_value_bias, qkv, columns(qkv.cols()));
-                team.sync();
-                hook_qkv_and_rotate(l, qkv, mine);
             }
-            store_keys_values(l, mine);
-            team.sync();  // every position's keys and values of layer l are ready
+            team.sync();  // every column of q, k and v is ready
+            // This worker's key/value heads and their query heads, every position: it alone reads them.
+            rotate_heads(qkv, Rows{0, n_}, kv_first, kv_last);
+            store_keys_values(l, Rows{0, n_}, kv_first, kv_last);
             attend_heads(l, Rows{0, n_}, memory_.kernels[std::size_t(worker)], kv_first * group, kv_last * group);
             team.sync();
             project_columns(attended_, weights.output, layer.output_bias, written_, columns(written_.cols()));
@@ -251,7 +252,7 @@ private:
     }
 
     /// Fewest weights a pass reads for threads to be started only to share its columns: starting
-    /// one costs ~70 µs (docs/bench/performance.md) and every layer meets 9 times. models/store
+    /// one costs ~70 µs (docs/bench/performance.md) and every layer meets 8 times. models/store
     /// (1 M weights) lost by it (16 positions: 0.58 → 1.67 ms on a loaded machine); GPT-2
     /// small's 124 M gain (a step: ~40 → ~23 ms of the caller's time).
     static constexpr double kColumnSplitWeights = double(1 << 22);
@@ -398,25 +399,36 @@ private:
         hook(Point::k, l, rows, keys_of(qkv, rows));
         hook(Point::v, l, rows, values_of(qkv, rows));
         if (settings_.positions != PositionEncoding::rotary) return;
-        const Index d = settings_.head_size;
+        rotate_heads(qkv, rows, 0, settings_.key_value_heads);
+        hook(Point::rot_q, l, rows, queries_of(qkv, rows));
+        hook(Point::rot_k, l, rows, keys_of(qkv, rows));
+    }
+
+    /// Rotary positions in the query heads of key/value heads first_group … last_group − 1 and
+    /// in those key heads, for these rows (nothing with learned positions).
+    void rotate_heads(Matrix<T>& qkv, Rows rows, Index first_group, Index last_group) {
+        if (settings_.positions != PositionEncoding::rotary || rows.count() == 0) return;
+        const Index d = settings_.head_size, group = settings_.heads / settings_.key_value_heads;
         auto queries = queries_of(qkv, rows);
         auto keys = keys_of(qkv, rows);
-        for (Index h = 0; h < settings_.heads; ++h) model_.rope_->apply(queries.middleCols(h * d, d), p0_ + rows.first);
-        for (Index g = 0; g < settings_.key_value_heads; ++g)
+        for (Index h = first_group * group; h < last_group * group; ++h)
+            model_.rope_->apply(queries.middleCols(h * d, d), p0_ + rows.first);
+        for (Index g = first_group; g < last_group; ++g)
             model_.rope_->apply(keys.middleCols(g * d, d), p0_ + rows.first);
-        hook(Point::rot_q, l, rows, queries);
-        hook(Point::rot_k, l, rows, keys);
     }
 
     /// With caches: these rows' keys and values of layer l, copied to their positions in the cache.
-    void store_keys_values(std::size_t l, Rows rows) {
+    void store_keys_values(std::size_t l, Rows rows) { store_keys_values(l, rows, 0, settings_.key_value_heads); }
+
+    /// store_keys_values for key/value heads first_group … last_group − 1 only.
+    void store_keys_values(std::size_t l, Rows rows, Index first_group, Index last_group) {
         if (!caches_) return;
         Matrix<T>& qkv = qkv_of(l);
         const Index d = settings_.head_size;
         KeyValueCache<T>& cache = (*caches_)[l];
         const auto keys = keys_of(qkv, rows);
         const auto values = values_of(qkv, rows);
-        for (Index g = 0; g < settings_.key_value_heads; ++g) {
+        for (Index g = first_group; g < last_group; ++g) {
             cache.key_rows(g).middleRows(p0_ + rows.first, rows.count()) = keys.middleCols(g * d, d);
             cache.value_rows(g).middleRows(p0_ + rows.first, rows.count()) = values.middleCols(g * d, d);
         }
