@@ -15,7 +15,7 @@
 //       checkpoint/prefill/threads:T/positions:N   a prompt into a Decoder, the last logits only
 //       checkpoint/decode/threads:T/context:C[/attention]  one step after C positions (and its
 //                                                  attention rows in every layer and head)
-#include <attn/core/workers.hpp>
+#include <attn/threads.hpp>
 #include <attn/model/decoder.hpp>
 #include <attn/model/model.hpp>
 
@@ -154,7 +154,7 @@ int peer(int argc, char** argv) {
     const bool keep_rows = flags["--keep-rows"] == "1";
     attn::Workers workers(threads);
     attn::DecodeOptions options;
-    options.workers = &workers;
+    options.threads = workers;
     options.keep_attention = keep_rows;
     std::string prefill_json, decode_json;
     for (long tokens : numbers(flags["--prefill"])) {

@@ -3,7 +3,7 @@
 // reference written as plain loops (no Eigen arithmetic), to check the library against.
 
 #include <doctest/doctest.h>
-#include <attn/core/error.hpp>
+#include <attn/error.hpp>
 #include <attn/core/types.hpp>
 
 #include <cmath>

@@ -331,7 +331,7 @@ TEST_CASE("fused kernel: concurrent calls from several threads give the serial r
     const auto q = random_matrix<float>(n, d, 300), k = random_matrix<float>(n, d, 301),
                v = random_matrix<float>(n, d, 302);
     const auto serial = attn::attention(q, k, v, options_for<float>(true, true, 0, 2));
-    std::vector<attn::HeadAttention<float>> results(4);
+    std::vector<attn::AttentionResult<float>> results(4);
     std::vector<std::thread> callers;
     for (std::size_t t = 0; t < results.size(); ++t)
         callers.emplace_back([&, t] { results[t] = attn::attention(q, k, v, options_for<float>(true, true, 0, 2)); });
@@ -363,12 +363,12 @@ TEST_CASE("fused kernel: weights larger than a cache, 2 threads, into storage ho
     attn::AttentionOptions<float> options;
     options.keep_weights = true;
     options.threads = 2;
-    attn::HeadsAttention<float> fused;
+    attn::HeadsResult<float> fused;
     fused.weights = attn::AttentionWeights<float>(heads, n, n);
     std::fill(fused.weights.data(), fused.weights.data() + fused.weights.size(), 7.0f);  // reused, not zero
     attn::attend_heads_into(q, k, v, options, fused);
     options.fused = false;
-    const attn::HeadsAttention<float> plain = attn::attend_heads(q, k, v, options);
+    const attn::HeadsResult<float> plain = attn::attend_heads(q, k, v, options);
     double worst = 0;
     for (Index h = 0; h < heads; ++h)
         for (Index i = 0; i < n; ++i)

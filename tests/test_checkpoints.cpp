@@ -158,7 +158,7 @@ TEST_CASE_TEMPLATE("Hugging Face checkpoints: logits, attention and every activa
 
             attn::HookOptions<T> hooks;
             hooks.keep = {"*"};
-            const attn::HookedRun<T> run = attn::run_with_hooks(model, ids, hooks);
+            const attn::HookedResult<T> run = attn::run_with_hooks(model, ids, hooks);
             std::vector<std::string> kept = run.cache.names(), expected_names = golden.hooks;
             std::sort(kept.begin(), kept.end());
             std::sort(expected_names.begin(), expected_names.end());
@@ -204,7 +204,7 @@ TEST_CASE_TEMPLATE("Hugging Face checkpoints threads: fast = reference, 1–4 th
             CHECK(many.attention.layer(model.settings().layers - 1) ==
                   one.attention.layer(model.settings().layers - 1));
         }
-        options.workers = &workers;
+        options.threads = workers;
         CHECK(model.forward(ids, options).logits == one.logits);
     }
 }
@@ -249,9 +249,9 @@ TEST_CASE("Hugging Face checkpoints: logit attribution's components sum to the m
         const std::vector<int> ids = longest_prompt(CheckpointGolden(name));
         attn::HookOptions<double> hooks;
         hooks.keep = attn::attribution_activations(s);
-        const attn::HookedRun<double> run = attn::run_with_hooks(model, ids, hooks);
+        const attn::HookedResult<double> run = attn::run_with_hooks(model, ids, hooks);
         const Index position = Index(ids.size()) - 2;
-        const attn::LogitAttribution<double> attribution =
+        const attn::AttributionResult<double> attribution =
             attn::logit_attribution(model, run, {position, ids.back(), ids.front()});
         CHECK(attribution.shares.sum() == doctest::Approx(attribution.metric).epsilon(1e-12));
         const auto has = [&](const std::string& component) {
@@ -267,8 +267,8 @@ TEST_CASE("Hugging Face checkpoints: logit attribution's components sum to the m
         // The logit lens's last stage is the model's own prediction.
         attn::HookOptions<double> lens_hooks;
         lens_hooks.keep = {"*"};
-        const attn::HookedRun<double> all = attn::run_with_hooks(model, ids, lens_hooks);
-        const attn::LogitLens<double> lens = attn::logit_lens(model, all, position);
+        const attn::HookedResult<double> all = attn::run_with_hooks(model, ids, lens_hooks);
+        const attn::LensResult<double> lens = attn::logit_lens(model, all, position);
         attn::Matrix<double> probabilities = all.result.logits.row(position);
         attn::softmax_rows_in_place(probabilities);
         CHECK(scaled_error(lens.probabilities.bottomRows(1), probabilities) < 1e-12);
@@ -287,7 +287,7 @@ TEST_CASE("Hugging Face checkpoints: interventions and patching on every archite
             s.positions == attn::PositionEncoding::rotary ? "blocks.0.attn.hook_rot_k" : "hook_pos_embed";
         attn::HookOptions<float> keep;
         keep.keep = {point};
-        const attn::HookedRun<float> run = attn::run_with_hooks(model, clean, keep);
+        const attn::HookedResult<float> run = attn::run_with_hooks(model, clean, keep);
         attn::HookOptions<float> replace;
         replace.interventions = {attn::Intervention<float>::replace(point, run.cache[point])};
         CHECK(attn::run_with_hooks(model, clean, replace).result.logits == run.result.logits);
@@ -301,12 +301,12 @@ TEST_CASE("Hugging Face checkpoints: interventions and patching on every archite
                              attn::argument_error);
 
         const attn::LogitMetric metric{Index(clean.size()) - 1, clean.back(), -1};
-        const attn::Patching<float> heads = attn::patch_heads(model, clean, corrupted, metric);
+        const attn::PatchingResult<float> heads = attn::patch_heads(model, clean, corrupted, metric);
         CHECK(heads.scores.rows() == s.layers);
         CHECK(heads.scores.cols() == s.heads);
         CHECK(heads.scores.allFinite());
-        const attn::Patching<float> residual = attn::patch_residual(model, clean, corrupted, metric);
-        // Patching the whole residual stream at the corrupted position restores the clean run.
+        const attn::PatchingResult<float> residual = attn::patch_residual(model, clean, corrupted, metric);
+        // PatchingResult the whole residual stream at the corrupted position restores the clean run.
         CHECK(residual.scores(0, 2) == doctest::Approx(1.0).epsilon(1e-4));
     }
 }
@@ -462,7 +462,7 @@ TEST_CASE_TEMPLATE(
         CHECK(scaled_error(result.logits, golden.file.matrix<double>(key + "logits")) < checkpoint_bound<T>());
         attn::HookOptions<T> hooks;
         hooks.keep = {"*"};
-        const attn::HookedRun<T> run = attn::run_with_hooks(model, ids, hooks);
+        const attn::HookedResult<T> run = attn::run_with_hooks(model, ids, hooks);
         for (const std::string& hook : golden.hooks) {
             CAPTURE(hook);
             CHECK(scaled_error(run.cache[hook], golden.file.matrix<double>(key + hook)) < checkpoint_bound<T>());

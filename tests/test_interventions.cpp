@@ -44,12 +44,12 @@ TEST_CASE_TEMPLATE("run_with_hooks threads: keeping every activation changes no 
     const attn::Model<T>& model = store_model<T>();
     std::vector<int> ids = exemplar<T>();
     while (ids.size() < 80) ids.push_back(ids[ids.size() % 26]);  // long enough for 2 threads to share it
-    attn::HookedRun<T> first;
+    attn::HookedResult<T> first;
     for (int threads : {1, 2}) {
         attn::HookOptions<T> options;
         options.forward.threads = threads;
         options.keep = {"*"};
-        const attn::HookedRun<T> run = attn::run_with_hooks(model, ids, options);
+        const attn::HookedResult<T> run = attn::run_with_hooks(model, ids, options);
         if (threads == 1) first = run;
         for (const std::string& name : run.cache.names()) CHECK(run.cache[name] == first.cache[name]);  // any threads
         attn::ForwardOptions plain;
@@ -82,7 +82,7 @@ TEST_CASE_TEMPLATE("run_with_hooks: patching a run's own activations into itself
     const std::vector<int> ids = exemplar<T>();
     attn::HookOptions<T> keep;
     keep.keep = {"*"};
-    const attn::HookedRun<T> clean = attn::run_with_hooks(model, ids, keep);
+    const attn::HookedResult<T> clean = attn::run_with_hooks(model, ids, keep);
     for (const std::string name : {"hook_embed", "blocks.0.hook_resid_pre", "blocks.1.attn.hook_z",
                                    "blocks.2.hook_attn_out", "blocks.2.hook_resid_mid", "blocks.3.mlp.hook_pre",
                                    "blocks.0.mlp.hook_post", "blocks.1.hook_mlp_out", "blocks.3.hook_resid_post"}) {
@@ -112,8 +112,8 @@ TEST_CASE_TEMPLATE("logit_attribution: the shares sum to the logit difference", 
     const attn::Model<T>& model = store_model<T>();
     attn::HookOptions<T> keep;
     keep.keep = attn::attribution_activations(model.settings());
-    const attn::HookedRun<T> run = attn::run_with_hooks(model, exemplar<T>(), keep);
-    const attn::LogitAttribution<T> dla = attn::logit_attribution(model, run, cover_minus_set<T>());
+    const attn::HookedResult<T> run = attn::run_with_hooks(model, exemplar<T>(), keep);
+    const attn::AttributionResult<T> dla = attn::logit_attribution(model, run, cover_minus_set<T>());
     REQUIRE(dla.shares.size() == 22);
     CHECK(dla.components.front() == "embed");
     CHECK(dla.components[1] == "L0H0");
@@ -128,7 +128,7 @@ TEST_CASE_TEMPLATE("patch_heads threads: resumed runs equal whole runs with the 
     const attn::Model<T>& model = store_model<T>();
     const auto clean = exemplar<T>(), corrupted = exemplar<T>("set");
     const attn::LogitMetric metric = cover_minus_set<T>();
-    const attn::Patching<T> patching = attn::patch_heads(model, clean, corrupted, metric);
+    const attn::PatchingResult<T> patching = attn::patch_heads(model, clean, corrupted, metric);
     CHECK(patching.clean > T(0));
     CHECK(patching.corrupted < T(0));
     attn::HookOptions<T> keep;
@@ -151,7 +151,7 @@ TEST_CASE_TEMPLATE("patch_heads threads: resumed runs equal whole runs with the 
 
 TEST_CASE("patch_residual: patching the name's last token restores the clean run, elsewhere little") {
     const attn::Model<double>& model = store_model<double>();
-    const attn::Patching<double> patching =
+    const attn::PatchingResult<double> patching =
         attn::patch_residual(model, exemplar<double>(), exemplar<double>("set"), cover_minus_set<double>());
     REQUIRE(patching.scores.rows() == 4);
     REQUIRE(patching.scores.cols() == 26);
@@ -250,7 +250,7 @@ TEST_CASE_TEMPLATE("run_with_hooks: every activation equals PyTorch's hooks", T,
         attn::HookOptions<T> options;
         options.keep = {"*"};
         options.forward.keep_attention = true;
-        const attn::HookedRun<T> run = attn::run_with_hooks(model, ids, options);
+        const attn::HookedResult<T> run = attn::run_with_hooks(model, ids, options);
         const auto omitted = c.at("omitted_points").get<std::vector<std::string>>();
         int compared = 0;
         int projected = 0;
@@ -306,15 +306,15 @@ TEST_CASE_TEMPLATE("logit_attribution, logit_lens and patching equal PyTorch's o
     attn::HookOptions<T> keep;
     keep.keep = attn::attribution_activations(model.settings());
     for (Index l = 0; l < 4; ++l) keep.keep.push_back(attn::activation_name({attn::Point::resid_post, l}));
-    const attn::HookedRun<T> run = attn::run_with_hooks(model, exemplar<T>(), keep);
-    const attn::LogitAttribution<T> dla = attn::logit_attribution(model, run, metric);
+    const attn::HookedResult<T> run = attn::run_with_hooks(model, exemplar<T>(), keep);
+    const attn::AttributionResult<T> dla = attn::logit_attribution(model, run, metric);
     const nlohmann::json& shares = e.at("dla");
     REQUIRE(shares.size() == std::size_t(dla.shares.size()));
     for (std::size_t i = 0; i < shares.size(); ++i) {
         CHECK(shares[i].at("component").get<std::string>() == dla.components[i]);
         CHECK(std::abs(double(dla.shares(Index(i))) - shares[i].at("value").get<double>()) <= golden_bound<T>() * 10);
     }
-    const attn::LogitLens<T> lens = attn::logit_lens(model, run, metric.position);
+    const attn::LensResult<T> lens = attn::logit_lens(model, run, metric.position);
     const nlohmann::json& stages = e.at("logit_lens");
     REQUIRE(stages.size() == lens.stages.size());
     for (std::size_t s = 0; s < stages.size(); ++s) {
@@ -331,7 +331,7 @@ TEST_CASE_TEMPLATE("logit_attribution, logit_lens and patching equal PyTorch's o
         }
     }
     const auto clean = exemplar<T>(), corrupted = exemplar<T>("set");
-    const attn::Patching<T> heads = attn::patch_heads(model, clean, corrupted, metric);
+    const attn::PatchingResult<T> heads = attn::patch_heads(model, clean, corrupted, metric);
     CHECK(std::abs(double(heads.clean) - e.at("m_clean").get<double>()) <= golden_bound<T>() * 20);
     CHECK(std::abs(double(heads.corrupted) - e.at("m_corrupted").get<double>()) <= golden_bound<T>() * 20);
     const auto expected_heads = e.at("head_patching").get<std::vector<std::vector<double>>>();
@@ -339,7 +339,7 @@ TEST_CASE_TEMPLATE("logit_attribution, logit_lens and patching equal PyTorch's o
         for (Index h = 0; h < 4; ++h)
             CHECK(std::abs(double(heads.scores(l, h)) - expected_heads[std::size_t(l)][std::size_t(h)]) <=
                   golden_bound<T>() * 10);
-    const attn::Patching<T> residual = attn::patch_residual(model, clean, corrupted, metric);
+    const attn::PatchingResult<T> residual = attn::patch_residual(model, clean, corrupted, metric);
     const auto expected_residual = e.at("residual_patching").get<std::vector<std::vector<double>>>();
     for (Index l = 0; l < 4; ++l)
         for (Index i = 0; i < Index(clean.size()); ++i)

@@ -48,7 +48,7 @@ attn::ForwardOptions reusing(bool keep_all, const attn::HeadStatisticsRequest& r
     options.keep_log_sum_exp = keep_all;
     options.statistics = keep_all ? &request : nullptr;
     options.ablate = {ablated};
-    options.workers = workers;
+    if (workers) options.threads = *workers;
     return options;
 }
 
@@ -277,7 +277,7 @@ TEST_CASE("Model::forward threads: scores that overflow raise numeric_error from
         CHECK_THROWS_WITH_AS(model.forward(ids, options), doctest::Contains("contain NaN or +infinity"),
                              attn::numeric_error);
         attn::Workers workers(threads);  // and on kept threads, which serve the next call
-        options.workers = &workers;
+        options.threads = workers;
         CHECK_THROWS_WITH_AS(model.forward(ids, options), doctest::Contains("contain NaN or +infinity"),
                              attn::numeric_error);
         CHECK_THROWS_AS(model.forward(ids, options), attn::numeric_error);

@@ -1,7 +1,7 @@
 // detail/parallel.hpp's thread team (on a temporary Workers) and detail/tiles.hpp's row-major product: the pieces
 // Model::forward shares out between threads.
 #include <doctest/doctest.h>
-#include <attn/core/workers.hpp>
+#include <attn/threads.hpp>
 #include <attn/detail/tiles.hpp>
 
 #include <atomic>

@@ -80,13 +80,13 @@ void check_fast_equals_reference(const attn::Model<T>& model, const std::vector<
     }
     options.threads = 1;
     attn::Workers workers(2);
-    options.workers = &workers;
+    options.threads = workers;
     const auto d = difference(model.forward(ids, options), reference);
     CHECK(d.logits <= logits_bound<T>());
     CHECK(d.attention <= attention_bound<T>());
     // Without weights the kernel streams (online softmax): the same logits to rounding.
     options.keep_attention = false;
-    options.workers = nullptr;
+    options.threads = 1;
     CHECK(difference(model.forward(ids, options), reference).logits <= logits_bound<T>());
 }
 

@@ -115,14 +115,13 @@ TEST_CASE_TEMPLATE("store model threads: 1 to 4 threads give bit-identical logit
         for (int kept : {1, 2, 3}) {
             CAPTURE(kept);
             attn::Workers workers(kept);
-            options.workers = &workers;
+            options.threads = workers;
             for (int repeat = 0; repeat < 2; ++repeat) {  // the same workers again
                 const auto parallel = model.forward(ids, options);
                 CHECK(parallel.logits == serial.logits);
                 for (attn::Index l = 0; l < 4; ++l) CHECK(parallel.attention.layer(l) == serial.attention.layer(l));
             }
         }
-        options.workers = nullptr;
     }
     CHECK(long_products > 0);
 }

@@ -1,7 +1,7 @@
-// attn/core/workers.hpp: threads kept between calls, and run_team_on, the forward pass's team on them.
+// attn/threads.hpp: threads kept between calls, and run_team_on, the forward pass's team on them.
 #include <doctest/doctest.h>
 #include <attn/core/types.hpp>
-#include <attn/core/workers.hpp>
+#include <attn/threads.hpp>
 
 #include <atomic>
 #include <chrono>

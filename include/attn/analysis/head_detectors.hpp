@@ -18,7 +18,7 @@
 
 #include <vector>
 
-#include "attn/core/error.hpp"
+#include "attn/error.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/model/types.hpp"

@@ -13,7 +13,7 @@
 
 #include <Eigen/Core>
 
-#include "attn/core/error.hpp"
+#include "attn/error.hpp"
 #include "attn/core/rope.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"

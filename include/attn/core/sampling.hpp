@@ -23,7 +23,7 @@
 #include <numeric>
 #include <vector>
 
-#include "attn/core/error.hpp"
+#include "attn/error.hpp"
 #include "attn/core/numpy_random.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"

@@ -40,11 +40,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "attn/core/error.hpp"
+#include "attn/error.hpp"
 #include "attn/core/head_statistics.hpp"
 #include "attn/core/rope.hpp"
 #include "attn/core/types.hpp"
-#include "attn/core/workers.hpp"
+#include "attn/threads.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/detail/tiles.hpp"
 

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "attn/core/error.hpp"
+#include "attn/error.hpp"
 
 namespace attn::detail {
 

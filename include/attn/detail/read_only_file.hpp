@@ -17,7 +17,7 @@
 #include <limits>
 #include <string>
 
-#include "attn/core/error.hpp"
+#include "attn/error.hpp"
 #include "attn/detail/check.hpp"
 
 #if !defined(ATTN_PORTABLE_FILE_IO) && (defined(__unix__) || defined(__APPLE__))

@@ -27,7 +27,7 @@
 #include <utility>
 #include <vector>
 
-#include "attn/core/error.hpp"
+#include "attn/error.hpp"
 #include "attn/detail/byte_level.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/detail/hf_tokenizer.hpp"

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/core/error.hpp"
+#include "attn/error.hpp"
 #include "attn/core/rope.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/model/types.hpp"

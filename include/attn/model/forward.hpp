@@ -25,15 +25,17 @@
 #include "attn/core/kv_cache.hpp"
 #include "attn/core/norm.hpp"
 #include "attn/core/types.hpp"
-#include "attn/core/workers.hpp"
+#include "attn/threads.hpp"
 #include "attn/detail/causal_kernel.hpp"
-#include "attn/detail/parallel.hpp"
+#include "attn/threads.hpp"
 #include "attn/detail/tiles.hpp"
 #include "attn/model/activations.hpp"
-#include "attn/model/model.hpp"
 #include "attn/model/types.hpp"
 
 namespace attn {
+
+template <class T>
+class Model;  // model.hpp, which includes this header: the pass reads a Model's weights
 
 namespace detail {
 
@@ -619,22 +621,5 @@ private:
 };
 
 }  // namespace detail
-
-template <class T>
-void Model<T>::forward_into(const std::vector<int>& ids, const ForwardOptions& options,
-                            ForwardResult<T>& result) const {
-    detail::check_token_ids("Model::forward", settings_, ids);
-    const int available =
-        options.workers ? options.workers->size() : detail::resolve_threads("Model::forward", options.threads);
-    detail::FastForward<T>(*this, ids, options, result).run(options.workers, available);
-}
-
-template <class T>
-ForwardResult<T> Model<T>::forward(const std::vector<int>& ids, const ForwardOptions& options) const {
-    ForwardResult<T> result;
-    forward_into(ids, options, result);
-    result.workspace = {};  // a result kept for its numbers does not keep the pass's memory too
-    return result;
-}
 
 }  // namespace attn

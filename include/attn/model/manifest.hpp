@@ -15,7 +15,7 @@
 #include <string>
 #include <utility>
 
-#include "attn/core/error.hpp"
+#include "attn/error.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/model/types.hpp"
 

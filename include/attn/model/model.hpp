@@ -33,6 +33,7 @@
 #include "attn/detail/check.hpp"
 #include "attn/detail/tiles.hpp"
 #include "attn/model/architectures.hpp"
+#include "attn/model/forward.hpp"
 #include "attn/model/manifest.hpp"
 #include "attn/model/safetensors.hpp"
 #include "attn/model/tensor_files.hpp"
@@ -40,11 +41,6 @@
 #include "attn/model/types.hpp"
 
 namespace attn {
-
-namespace detail {
-template <class T>
-class FastForward;
-}
 
 /// A loaded model, immutable after loading; its const methods are safe to call from
 /// several threads at once.
@@ -162,17 +158,25 @@ public:
     /// ids: 1 … longest token ids → logits (positions × vocabulary) and, if asked,
     /// attention (layers × heads × positions × positions). The fast pass (model/forward.hpp);
     /// the same numbers as reference_forward to rounding, bit-identical for every thread count.
-    ForwardResult<T> forward(const std::vector<int>& ids, const ForwardOptions& options = {}) const;
+    ForwardResult<T> forward(const std::vector<int>& ids, const ForwardOptions& options = {}) const {
+        ForwardResult<T> result;
+        forward_into(ids, options, result);
+        result.workspace = {};  // a result kept for its numbers does not keep the pass's memory too
+        return result;
+    }
 
     /// forward into `result`, whose storage is reused: the same bits as forward. logits,
     /// attention (layers × heads × (positions × positions)), log_sum_exp, queries_keys and
     /// statistics are written where they are when their shapes fit this call (texts of one
     /// length in a loop), and resized otherwise: the result is the caller's buffer, and a text
     /// of another length is no error. What options do not ask for is dropped. result.workspace
-    /// keeps the pass's working memory, so that a repeated call of the same length, with
-    /// threads = 1 or options.workers, allocates nothing (ablated heads and statistics'
-    /// markers included).
-    void forward_into(const std::vector<int>& ids, const ForwardOptions& options, ForwardResult<T>& result) const;
+    /// keeps the pass's working memory, so that a repeated call of the same length, with one
+    /// thread or kept Workers, allocates nothing (ablated heads and statistics' markers included).
+    void forward_into(const std::vector<int>& ids, const ForwardOptions& options, ForwardResult<T>& result) const {
+        detail::check_token_ids("Model::forward", settings_, ids);
+        detail::FastForward<T>(*this, ids, options, result)
+            .run(options.threads.kept(), options.threads.available("Model::forward"));
+    }
 
 private:
     friend class detail::FastForward<T>;
@@ -412,5 +416,3 @@ private:
 };
 
 }  // namespace attn
-
-#include "attn/model/forward.hpp"  // Model::forward

@@ -62,7 +62,7 @@
 #include <utility>
 #include <vector>
 
-#include "attn/core/error.hpp"
+#include "attn/error.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/detail/endian.hpp"

@@ -14,7 +14,7 @@
 #include "attn/core/head_statistics.hpp"
 #include "attn/core/rope.hpp"
 #include "attn/core/types.hpp"
-#include "attn/core/workers.hpp"
+#include "attn/threads.hpp"
 #include "attn/detail/causal_kernel.hpp"
 #include "attn/detail/check.hpp"
 
@@ -24,6 +24,8 @@ namespace detail {
 template <class T>
 class FastForward;
 }
+template <class T>
+class Decoder;
 
 /// The family a model's layers follow: which tensors it has and how they are laid out
 /// (model/architectures.hpp describes each).
@@ -132,6 +134,7 @@ public:
 
 private:
     friend class detail::FastForward<T>;  // fills the layers in place (Model::forward_into)
+    friend class Decoder<T>;              // lends a DecodeResult's rows to its pass
 
     std::vector<AttentionWeights<T>> layers_;
 };
@@ -149,14 +152,9 @@ struct HeadId {
 struct ForwardOptions {
     bool keep_attention = false;   ///< return every layer's attention weights
     std::vector<HeadId> ablate{};  ///< heads whose output is zeroed before the output projection
-    /// Threads for the whole pass: 1 runs on the calling thread; 0 uses one per hardware
-    /// thread. Each owns a share of the positions for the whole pass, at least 16
-    /// positions each. Results are bit-identical for every thread count.
-    int threads = 1;
-    /// Threads kept by the caller (attn/core/workers.hpp): if set, the pass runs on them, as
-    /// many as workers->size() (at least 16 positions each), and `threads` is not used.
-    /// Saves starting and joining threads in every call; the results are the same bits.
-    Workers* workers = nullptr;
+    /// Threads for the whole pass (attn/threads.hpp): each owns a share of the positions for
+    /// the whole pass, at least 16 positions each. Bit-identical for every choice.
+    Threads threads;
     /// Keep, per layer, each row's log-sum-exp and the rotated queries and keys: O(layers ×
     /// positions × C), from which attention_rows (model/attention_rows.hpp) gives any heads'
     /// rows of exact weights afterwards.

@@ -43,7 +43,7 @@
 #include <string_view>
 #include <vector>
 
-#include "attn/core/error.hpp"
+#include "attn/error.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/detail/markup.hpp"
