@@ -21,6 +21,7 @@
 //                                    metric at the last of 160 positions
 // Steps run on the calling thread (a single position is not worth a second one).
 #include <benchmark/benchmark.h>
+#include <attn/store.hpp>
 #include <attn/model.hpp>
 #include <attn/model/interventions.hpp>
 
@@ -82,7 +83,7 @@ void prefill(benchmark::State& state, int threads) {
 }
 
 const std::vector<int>& generation_prompt() {
-    static const std::vector<int> prompt = store_model().prompt_ids("double chaise patio furniture cover");
+    static const std::vector<int> prompt = attn::store::prompt_ids(store_model(), "double chaise patio furniture cover");
     return prompt;
 }
 

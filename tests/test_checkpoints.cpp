@@ -4,6 +4,7 @@
 // everything built on the model (the fast forward on any threads, decoding, attribution, the
 // logit lens, patching) on each architecture.
 #include <doctest/doctest.h>
+#include <attn/store.hpp>
 #include <attn/model/decoder.hpp>
 #include <attn/model/interventions.hpp>
 #include <attn/model/model.hpp>
@@ -449,7 +450,7 @@ TEST_CASE_TEMPLATE(
     CHECK(model.settings().key_value_heads == 2);
     CHECK(model.tokenizer().kind() == attn::Tokenizer::Kind::store);
     const CheckpointGolden golden(std::filesystem::path(ATTN_TEST_DATA_DIR) / "store_llama", 0);
-    const std::vector<int> exemplar = model.product_ids(
+    const std::vector<int> exemplar = attn::store::product_ids(model, 
         "double chaise patio furniture cover",
         "protect your outdoor patio furniture from harsh elements with this outdoor patio furniture cover.");
     CHECK(exemplar == golden.prompts[0]);

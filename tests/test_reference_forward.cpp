@@ -2,6 +2,7 @@
 // Model::forward computes the same model — every activation and RoPE pairing, float and
 // double, 1 to 4 threads, kept Workers, ablation — on tiny random models and the shipped one.
 #include <doctest/doctest.h>
+#include <attn/store.hpp>
 #include <attn/model/model.hpp>
 #include <attn/model/reference_forward.hpp>
 
@@ -144,7 +145,7 @@ TEST_CASE("reference_forward: bad ids and ablations are argument_errors naming r
 TEST_CASE_TEMPLATE("reference_forward threads: the shipped store model's fast forward equals it on 160 positions", T,
                    float, double) {
     const auto model = attn::Model<T>::load(std::filesystem::path(ATTN_SOURCE_DIR) / "models" / "store");
-    const std::vector<int> exemplar = model.product_ids(
+    const std::vector<int> exemplar = attn::store::product_ids(model, 
         "double chaise patio furniture cover",
         "protect your outdoor patio furniture from harsh elements with this outdoor patio furniture cover.");
     check_fast_equals_reference(model, exemplar, {});

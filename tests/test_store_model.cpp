@@ -1,6 +1,7 @@
 // The shipped store model (models/store/) against the golden outputs of
 // tools/reference.py, an independent float64 PyTorch forward pass over the exported files.
 #include <doctest/doctest.h>
+#include <attn/store.hpp>
 #include <attn/model/model.hpp>
 
 #include <nlohmann/json.hpp>
@@ -29,7 +30,7 @@ std::pair<double, double> worst_errors(const attn::Model<T>& model) {
         CAPTURE(key);
         const std::vector<std::int64_t> golden_ids = golden.integers(key + ".ids");
         CHECK(std::vector<std::int64_t>(ids.begin(), ids.end()) == golden_ids);
-        CHECK(model.product_ids(product["name"].get<std::string>(), product["description"].get<std::string>()) == ids);
+        CHECK(attn::store::product_ids(model, product["name"].get<std::string>(), product["description"].get<std::string>()) == ids);
 
         attn::ForwardOptions options;
         options.keep_attention = true;

@@ -4,6 +4,7 @@
 // the regexes, and of the refusals. The comparison with real vocabularies and reference
 // encoders is tests/tokenizer_reference/.
 
+#include <attn/store.hpp>
 #include <attn/detail/pretokenize.hpp>
 #include <attn/model/tokenizer.hpp>
 
@@ -174,7 +175,7 @@ TEST_CASE("tokenizer json: byte-level fixture with Llama-3's pattern") {
     CHECK(t.decode({261, 258, 32, 260}) == "<|begin_of_text|> the 123");
     CHECK_THROWS_AS((void)t.decode({266}), attn::argument_error);
     CHECK_THROWS_AS((void)t.decode({-1}), attn::argument_error);
-    CHECK_THROWS_AS((void)t.product_ids("a", "b", 5), attn::argument_error);
+    CHECK_THROWS_AS((void)attn::store::product_ids(t, "a", "b", 5), attn::argument_error);
 }
 
 TEST_CASE("tokenizer json: Qwen2's pattern takes digits one at a time") {

@@ -2,6 +2,7 @@
 // 300 validation products (--products all: the whole split), against an even spread over the
 // visible tokens. The weight is measured inside the attention kernel (ForwardOptions::statistics):
 // no attention matrix is kept.
+#include <attn/store.hpp>
 #include <attn/analysis/head_scores.hpp>
 
 #include <iostream>
@@ -22,7 +23,7 @@ int main(int argc, char** argv) {
         attn::ForwardOptions options;
         options.statistics = &request;
         for (std::size_t k = 0; k < products.size(); ++k) {
-            const std::vector<int> ids = model.product_ids(products[k].name, products[k].description);
+            const std::vector<int> ids = attn::store::product_ids(model, products[k].name, products[k].description);
             const auto statistics = model.forward(ids, options).statistics;  // per layer, heads × positions
             on_previous.add(attn::measure(statistics, attn::query_range(1, attn::Index(ids.size())),
                                           attn::HeadStatistic::previous));

@@ -2,6 +2,7 @@
 // back (what a four-token window can't see) and on the markers <s> and <sep>, over the
 // first 300 validation products (--products all: the whole split), against an even spread.
 // Measured inside the attention kernel (ForwardOptions::statistics): no attention matrix is kept.
+#include <attn/store.hpp>
 #include <attn/analysis/head_scores.hpp>
 
 #include <algorithm>
@@ -38,7 +39,7 @@ int main(int argc, char** argv) {
         std::size_t described = 0, repeating = 0;
         for (std::size_t k = 0; k < products.size(); ++k) {
             store::progress(k + 1, products.size());
-            const std::vector<int> ids = model.product_ids(products[k].name, products[k].description);
+            const std::vector<int> ids = attn::store::product_ids(model, products[k].name, products[k].description);
             const std::size_t sep = store::separator_position(vocabulary, ids);
             std::vector<attn::Index> queries;  // the description's tokens, end marker left out
             for (std::size_t i = sep + 1; i < ids.size(); ++i)

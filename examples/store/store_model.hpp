@@ -2,6 +2,7 @@
 // What the store-model examples share: finding the shipped model, reading the corpus
 // splits, labelling positions as the chapter does, and small argument helpers.
 
+#include <attn/store.hpp>
 #include <attn/model/model.hpp>
 
 #include <algorithm>
@@ -135,7 +136,7 @@ std::vector<int> text_ids(const Model& model, const std::optional<std::string>& 
             "--name and --description are the store model's product texts; this model's "
             "tokenizer is " +
             std::string(model.tokenizer().kind_name()) + ": give --text or --ids");
-    return as_prompt ? model.prompt_ids(*name, description) : model.product_ids(*name, description);
+    return as_prompt ? attn::store::prompt_ids(model, *name, description) : attn::store::product_ids(model, *name, description);
 }
 
 /// Whether stderr is a terminal, for progress lines.

@@ -3,9 +3,8 @@
 // choosing each token with a TokenSampler (core/sampling.hpp), and can keep, for every token
 // it writes, the attention row of the position that chose it: where each head looked.
 //
-//   prompt = <s> name <sep> [description so far]          (Model::prompt_ids)
-//   prefill the prompt → logits of the next token → pick → step → … until </s>, the context's
-//   end or max_tokens.
+//   prefill the prompt → logits of the next token → pick → step → … until the model's end
+//   token, the context's end or max_tokens.
 
 #include <Eigen/Core>
 

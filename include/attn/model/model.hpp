@@ -144,17 +144,6 @@ public:
                                                 : layer_norm(x, weight, bias, settings_.norm_epsilon);
     }
 
-    /// `<s> name <sep> description </s>` as ids, truncated to the context length.
-    std::vector<int> product_ids(std::string_view name, std::string_view description) const {
-        return tokenizer_.product_ids(name, description, static_cast<int>(settings_.longest));
-    }
-
-    /// `<s> name <sep> description`, without `</s>`: a prompt to continue (generate.hpp),
-    /// truncated to the context length.
-    std::vector<int> prompt_ids(std::string_view name, std::string_view description = {}) const {
-        return tokenizer_.prompt_ids(name, description, static_cast<int>(settings_.longest));
-    }
-
     /// ids: 1 … longest token ids → logits (positions × vocabulary) and, if asked,
     /// attention (layers × heads × positions × positions). The fast pass (model/forward.hpp);
     /// the same numbers as reference_forward to rounding, bit-identical for every thread count.

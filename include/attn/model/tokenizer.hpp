@@ -240,23 +240,6 @@ public:
         return ids;
     }
 
-    /// [<s>] + encode(name) + [<sep>] + encode(description) + [</s>], cut to the
-    /// first `longest` ids (longest ≥ 1, else argument_error).
-    std::vector<int> product_ids(std::string_view name, std::string_view description, std::ptrdiff_t longest) const {
-        std::vector<int> ids = name_and_description("Tokenizer::product_ids", name, description, longest);
-        ids.push_back(end_id());
-        if (static_cast<std::size_t>(longest) < ids.size()) ids.resize(static_cast<std::size_t>(longest));
-        return ids;
-    }
-
-    /// [<s>] + encode(name) + [<sep>] + encode(description), without </s>: a prompt for a
-    /// model to continue (model/generate.hpp), cut to the first `longest` ids (longest ≥ 1).
-    std::vector<int> prompt_ids(std::string_view name, std::string_view description, std::ptrdiff_t longest) const {
-        std::vector<int> ids = name_and_description("Tokenizer::prompt_ids", name, description, longest);
-        if (static_cast<std::size_t>(longest) < ids.size()) ids.resize(static_cast<std::size_t>(longest));
-        return ids;
-    }
-
     /// Text of `ids`; argument_error for an id out of range. Byte-level kinds: the bytes of the
     /// tokens, added tokens as their text (decode(encode(text)) == text when no
     /// post-processor token is added). SentencePiece: "▁" → " ", <0xNN> → the byte, less one
@@ -300,22 +283,6 @@ public:
     }
 
 private:
-    /// [<s>] + encode(name) + [<sep>] + encode(description), `function` naming errors.
-    std::vector<int> name_and_description(const char* function, std::string_view name, std::string_view description,
-                                          std::ptrdiff_t longest) const {
-        if (kind_ != Kind::store)
-            throw argument_error(detail::message(function,
-                                                 ": only the store model's tokenizer has <s>/<sep>/</s> "
-                                                 "markers; this one is ",
-                                                 kind_name()));
-        if (longest < 1) throw argument_error(detail::message(function, ": longest must be at least 1, got ", longest));
-        std::vector<int> ids{start_id()};
-        encode_into(name, detail::message(function, " (name)").c_str(), ids);
-        ids.push_back(separator_id());
-        encode_into(description, detail::message(function, " (description)").c_str(), ids);
-        return ids;
-    }
-
     static Tokenizer from_hf(detail::HfTokenizer hf) {
         Tokenizer t;
         t.kind_ = hf.model == detail::HfTokenizer::Model::byte_level ? Kind::byte_level : Kind::sentencepiece;

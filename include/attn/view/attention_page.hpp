@@ -46,7 +46,7 @@
 #include "attn/error.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
-#include "attn/detail/markup.hpp"
+#include "attn/view/markup.hpp"
 #include "attn/detail/utf8.hpp"
 #include "attn/model/types.hpp"
 #include "attn/view/detail/page_assets.hpp"
@@ -300,7 +300,7 @@ std::string attention_page(const std::vector<std::string>& tokens, const std::ve
     std::string page;
     page.reserve(data.size() + 64 * 1024);
     page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>";
-    page += detail::markup_escape(options.title);
+    page += markup_escape(options.title);
     page += "</title>\n<style>\n";
     page += detail::page_style;
     page += "</style>\n</head>\n<body>\n";

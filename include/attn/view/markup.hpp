@@ -1,13 +1,14 @@
 #pragma once
-// Escaping text for HTML and XML element content and quoted attributes, shared by the
-// attention page (attn/view/attention_page.hpp) and the examples' SVG heatmaps. Only the
+// Escaping text for HTML and XML element content and quoted attributes: the attention page
+// (attn/view/attention_page.hpp) uses it, and so can SVG or HTML written by hand. Only the
 // five predefined entities, which both languages know.
 
 #include <string>
 #include <string_view>
 
-namespace attn::detail {
+namespace attn {
 
+/// text with & < > " ' replaced by their entities.
 inline std::string markup_escape(std::string_view text) {
     std::string out;
     out.reserve(text.size());
@@ -35,4 +36,4 @@ inline std::string markup_escape(std::string_view text) {
     return out;
 }
 
-}  // namespace attn::detail
+}  // namespace attn
