@@ -174,21 +174,6 @@ TEST_CASE("tokenizer: invalid UTF-8 text is an argument_error naming the positio
     CHECK_THROWS_AS((void)attn::store::product_ids(fixture(), "ok", "bad\xC3", 10), attn::argument_error);
 }
 
-TEST_CASE("tokenizer: product_ids markers and truncation") {
-    const auto& t = fixture();
-    const std::vector<int> ids = attn::store::product_ids(t, "Table", "a chair.", 160);
-    CHECK(ids == std::vector<int>{0, 47, 1, 23, 51, 34, 2});
-    CHECK(t.decode(ids) == "<s> table <sep> a chair . </s>");
-    CHECK(attn::store::product_ids(t, "table", "", 160) == std::vector<int>{0, 47, 1, 2});
-    CHECK(attn::store::product_ids(t, "", "", 160) == std::vector<int>{0, 1, 2});
-    CHECK(attn::store::product_ids(t, "Table", "a chair.", 7) == ids);
-    CHECK(attn::store::product_ids(t, "Table", "a chair.", 6) == std::vector<int>{0, 47, 1, 23, 51, 34});
-    CHECK(attn::store::product_ids(t, "Table", "a chair.", 2) == std::vector<int>{0, 47});
-    CHECK(attn::store::product_ids(t, "Table", "a chair.", 1) == std::vector<int>{0});
-    CHECK_THROWS_AS((void)attn::store::product_ids(t, "Table", "a chair.", 0), attn::argument_error);
-    CHECK_THROWS_AS((void)attn::store::product_ids(t, "Table", "a chair.", -5), attn::argument_error);
-}
-
 TEST_CASE("tokenizer: decode round trip") {
     const auto& t = fixture();
     // text without unknown characters comes back as its lower-cased words joined by single spaces

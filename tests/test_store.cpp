@@ -1,5 +1,6 @@
-// The shipped store model (models/store/) against the golden outputs of
-// tools/reference.py, an independent float64 PyTorch forward pass over the exported files.
+// attn/store.hpp: the store model's text format (product_ids, prompt_ids) on the hand-made
+// tokenizer of tests/data/tokenizer/, and the shipped store model (models/store/) against the
+// golden outputs of an independent float64 PyTorch forward pass over the exported files.
 #include <doctest/doctest.h>
 #include <attn/store.hpp>
 #include <attn/model/model.hpp>
@@ -125,4 +126,55 @@ TEST_CASE_TEMPLATE("store model threads: 1 to 4 threads give bit-identical logit
         }
     }
     CHECK(long_products > 0);
+}
+
+namespace {
+
+const attn::Tokenizer& store_fixture_tokenizer() {
+    static const std::filesystem::path dir = std::filesystem::path(ATTN_TEST_DATA_DIR) / "tokenizer";
+    static const attn::Tokenizer t = attn::Tokenizer::load(dir / "vocabulary.txt", dir / "merges.txt");
+    return t;
+}
+
+}  // namespace
+
+TEST_CASE("store::product_ids: markers and truncation") {
+    const attn::Tokenizer& t = store_fixture_tokenizer();
+    // ids worked out by hand from tests/data/tokenizer/vocabulary.txt
+    const std::vector<int> ids = attn::store::product_ids(t, "Table", "a chair.", 160);
+    CHECK(ids == std::vector<int>{0, 47, 1, 23, 51, 34, 2});
+    CHECK(t.decode(ids) == "<s> table <sep> a chair . </s>");
+    CHECK(attn::store::product_ids(t, "table", "", 160) == std::vector<int>{0, 47, 1, 2});
+    CHECK(attn::store::product_ids(t, "", "", 160) == std::vector<int>{0, 1, 2});
+    CHECK(attn::store::product_ids(t, "Table", "a chair.", 7) == ids);
+    CHECK(attn::store::product_ids(t, "Table", "a chair.", 6) == std::vector<int>{0, 47, 1, 23, 51, 34});
+    CHECK(attn::store::product_ids(t, "Table", "a chair.", 2) == std::vector<int>{0, 47});
+    CHECK(attn::store::product_ids(t, "Table", "a chair.", 1) == std::vector<int>{0});
+    CHECK_THROWS_AS((void)attn::store::product_ids(t, "Table", "a chair.", 0), attn::argument_error);
+    CHECK_THROWS_AS((void)attn::store::product_ids(t, "Table", "a chair.", -5), attn::argument_error);
+}
+
+TEST_CASE("store::prompt_ids: the product's ids without </s>, and errors naming the part") {
+    const attn::Tokenizer& t = store_fixture_tokenizer();
+    CHECK(attn::store::prompt_ids(t, "Table", "a chair.", 160) == std::vector<int>{0, 47, 1, 23, 51, 34});
+    CHECK(attn::store::prompt_ids(t, "Table", "", 160) == std::vector<int>{0, 47, 1});
+    CHECK(attn::store::prompt_ids(t, "Table", "a chair.", 3) == std::vector<int>{0, 47, 1});
+    CHECK_THROWS_WITH_AS((void)attn::store::prompt_ids(t, "Table", "bad\xC3", 160),
+                         doctest::Contains("store::prompt_ids (description)"), attn::argument_error);
+    CHECK_THROWS_WITH_AS((void)attn::store::product_ids(t, "bad\xC3", "", 160),
+                         doctest::Contains("store::product_ids (name)"), attn::argument_error);
+    const attn::Tokenizer none =
+        attn::Tokenizer::from_directory(std::filesystem::path(ATTN_TEST_DATA_DIR) / "hf" / "gpt2_f16");
+    CHECK_THROWS_WITH_AS((void)attn::store::product_ids(none, "a", "b", 5),
+                         doctest::Contains("only the store model's tokenizer"), attn::argument_error);
+}
+
+TEST_CASE("store::product_ids for a Model: cut to the model's context") {
+    const auto model = attn::Model<float>::load(model_dir);
+    std::string long_name;
+    for (int i = 0; i < 200; ++i) long_name += "table ";
+    const std::vector<int> ids = attn::store::product_ids(model, long_name, "chair");
+    CHECK(attn::Index(ids.size()) == model.settings().longest);
+    CHECK(ids == attn::store::product_ids(model.tokenizer(), long_name, "chair", model.settings().longest));
+    CHECK(attn::store::prompt_ids(model, "table").back() == model.tokenizer().separator_id());
 }

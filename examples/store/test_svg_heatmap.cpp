@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "../examples/store/svg_heatmap.hpp"
+#include "svg_heatmap.hpp"
 
 namespace {
 // Checks that tags nest and close, attributes are quoted and '&' only starts an entity.

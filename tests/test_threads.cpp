@@ -1,4 +1,5 @@
-// attn/threads.hpp: threads kept between calls, and run_team_on, the forward pass's team on them.
+// attn/threads.hpp: the thread team (sync, failures) on temporary threads, threads kept between calls
+// (Workers), run_team_on on them, and the Threads policy.
 #include <doctest/doctest.h>
 #include <attn/core/types.hpp>
 #include <attn/threads.hpp>
@@ -109,4 +110,43 @@ TEST_CASE("Workers threads: runs from several threads at once take turns") {
         });
     for (std::thread& caller : callers) caller.join();
     CHECK(failures == std::vector<int>(3, 0));
+}
+
+TEST_CASE("run_team threads: sync() orders writes between phases, for 1 to 4 workers") {
+    for (int workers : {1, 2, 3, 4}) {
+        CAPTURE(workers);
+        const Index n = 64;
+        std::vector<Index> a(n, 0), b(n, 0);
+        std::atomic<int> stale{0}, team_size{0};
+        attn::detail::run_team(nullptr, workers, [&](int worker, attn::detail::Team& team) {
+            team_size = team.size();
+            for (Index round = 1; round <= 50; ++round) {
+                const Index first = n * worker / team.size(), last = n * (worker + 1) / team.size();
+                for (Index i = first; i < last; ++i) a[std::size_t(i)] = round;
+                team.sync();
+                for (Index i = first; i < last; ++i) b[std::size_t(i)] = a[std::size_t(n - 1 - i)];  // others' rows
+                team.sync();
+                for (Index i = 0; i < n; ++i)
+                    if (b[std::size_t(i)] != round) ++stale;
+                team.sync();
+            }
+        });
+        CHECK(team_size == workers);
+        CHECK(stale == 0);
+    }
+}
+
+TEST_CASE("run_team threads: an exception in one worker is rethrown once the others stop at their next sync") {
+    for (int thrower : {0, 1}) {
+        std::atomic<int> phases_after{0};
+        CHECK_THROWS_WITH_AS(attn::detail::run_team(nullptr, 2,
+                                                    [&](int worker, attn::detail::Team& team) {
+                                                        team.sync();
+                                                        if (worker == thrower) throw std::runtime_error("task failed");
+                                                        team.sync();  // the other worker waits here forever, unless…
+                                                        ++phases_after;
+                                                    }),
+                             "task failed", std::runtime_error);
+        CHECK(phases_after == 0);
+    }
 }

@@ -1,56 +1,14 @@
-// detail/parallel.hpp's thread team (on a temporary Workers) and detail/tiles.hpp's row-major product: the pieces
-// Model::forward shares out between threads.
+// detail/tiles.hpp: the register-tiled row-major product the forward pass shares out between threads,
+// against the naive product.
 #include <doctest/doctest.h>
-#include <attn/threads.hpp>
 #include <attn/detail/tiles.hpp>
 
-#include <atomic>
-#include <stdexcept>
 #include <vector>
 
 #include "support.hpp"
 
 using attn::Index;
 using attn::test::random_matrix;
-
-TEST_CASE("run_team threads: sync() orders writes between phases, for 1 to 4 workers") {
-    for (int workers : {1, 2, 3, 4}) {
-        CAPTURE(workers);
-        const Index n = 64;
-        std::vector<Index> a(n, 0), b(n, 0);
-        std::atomic<int> stale{0}, team_size{0};
-        attn::detail::run_team(nullptr, workers, [&](int worker, attn::detail::Team& team) {
-            team_size = team.size();
-            for (Index round = 1; round <= 50; ++round) {
-                const Index first = n * worker / team.size(), last = n * (worker + 1) / team.size();
-                for (Index i = first; i < last; ++i) a[std::size_t(i)] = round;
-                team.sync();
-                for (Index i = first; i < last; ++i) b[std::size_t(i)] = a[std::size_t(n - 1 - i)];  // others' rows
-                team.sync();
-                for (Index i = 0; i < n; ++i)
-                    if (b[std::size_t(i)] != round) ++stale;
-                team.sync();
-            }
-        });
-        CHECK(team_size == workers);
-        CHECK(stale == 0);
-    }
-}
-
-TEST_CASE("run_team threads: an exception in one worker is rethrown once the others stop at their next sync") {
-    for (int thrower : {0, 1}) {
-        std::atomic<int> phases_after{0};
-        CHECK_THROWS_WITH_AS(attn::detail::run_team(nullptr, 2,
-                                                    [&](int worker, attn::detail::Team& team) {
-                                                        team.sync();
-                                                        if (worker == thrower) throw std::runtime_error("task failed");
-                                                        team.sync();  // the other worker waits here forever, unless…
-                                                        ++phases_after;
-                                                    }),
-                             "task failed", std::runtime_error);
-        CHECK(phases_after == 0);
-    }
-}
 
 TEST_CASE_TEMPLATE("multiply_rows: c (+)= a · b matches the naive product for tile-sized and odd shapes", T, float,
                    double) {
