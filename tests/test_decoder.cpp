@@ -23,7 +23,7 @@ using attn::test::TinyModel;
 
 namespace {
 
-// The bounds: ≤ 1e-5 (float) and ≤ 1e-12 (double), logits relative to the row's
+// The bounds: ≤ 1e-5 (float) and ≤ 1e-12 (double), logits relative to the row's
 // largest |logit|, weights absolute (they lie in [0, 1]).
 template <class T>
 constexpr double bound() {

@@ -233,7 +233,7 @@ double relative_difference(const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBa
 
 template <class T>
 constexpr double golden_bound() {
-    return sizeof(T) == 4 ? 1e-5 : 1e-10;  // the bounds
+    return sizeof(T) == 4 ? 1e-5 : 1e-10;  // float's and double's bounds
 }
 
 }  // namespace

@@ -10,8 +10,7 @@
 //
 // Each call runs the fast forward (model/forward.hpp) on its new positions only, reading the
 // earlier ones' keys and values from the caches; the rows it returns are Model::forward's rows
-// for the whole text to rounding (tests/test_decoder.cpp). Memory: layers × context × 2C
-// numbers. A Decoder is one text's state; the Model stays immutable, so any number of
+// for the whole text to rounding (tests/test_decoder.cpp). A Decoder is one text's state; the Model stays immutable, so any number of
 // Decoders can run on one Model at once, from different threads. Memory: layers × capacity ×
 // 2 H_kv·d numbers, the capacity being the model's context unless the decoder is given less.
 

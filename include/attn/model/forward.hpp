@@ -6,8 +6,8 @@
 //     side into one (n × H·d) matrix;
 //   - with rotary positions, layer 0's q, k, v looked up per token: that layer sees only the
 //     embeddings, so they depend on the token alone (Model::load computes the table once);
-//   - every product on the register-tiled kernel (detail/tiles.hpp), into buffers
-//     allocated once per call;
+//   - every product on the register-tiled kernel (detail/tiles.hpp), into buffers kept in the
+//     result (ForwardResult::workspace), so that a repeated call allocates nothing;
 //   - with several threads, each owns a share of the positions through every layer,
 //     attention included (causal queries read only earlier keys), and the threads meet
 //     once per layer, when every position's keys and values are ready;
@@ -251,9 +251,8 @@ private:
     }
 
     /// Fewest weights a pass reads for threads to be started only to share its columns: starting
-    /// one costs ~70 µs (docs/bench/performance.md) and every layer meets 9 times. models/store
-    /// (1 M weights) lost by it (16 positions: 0.58 → 1.67 ms on a loaded machine); GPT-2
-    /// small's 124 M gain (a step: ~40 → ~23 ms of the caller's time).
+    /// one, and every layer's meetings, cost more than a small model's step (the store model's
+    /// 1 M weights lose by it, GPT-2 small's 124 M gain; docs/DESIGN.md has the measurements).
     static constexpr double kColumnSplitWeights = double(1 << 22);
 
     /// Worker `worker`'s columns of `count`, of `workers`: whole packets, so that every column
@@ -283,8 +282,7 @@ private:
     /// Fewest positions per thread: below this, starting a thread costs more than it saves.
     static constexpr Index kPositionsPerThread = 16;
     /// How much more a FLOP of attention costs than a FLOP of the products (short rows of
-    /// keys, exponentials, another thread's keys); docs/bench/performance.md has how it was
-    /// measured.
+    /// keys, exponentials, another thread's keys); docs/DESIGN.md has how it was measured.
     static constexpr double kAttentionCost = 2.0;
 
     const Matrix<T>& qkv_of(std::size_t l) const { return qkv_[l % 2]; }

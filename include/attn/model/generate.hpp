@@ -137,7 +137,7 @@ GenerationResult<T> generate(const Model<T>& model, const std::vector<int>& prom
             out.stop = StopReason::max_tokens;
             break;
         }
-        next = decoder.step(id, decode);
+        decoder.step_into(id, decode, next);  // the same storage every step
         ++step_count;
     }
     if (step_count > 0) out.step_milliseconds = milliseconds_since(steps) / double(step_count);
