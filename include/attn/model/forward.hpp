@@ -39,6 +39,16 @@ class Model;  // model.hpp, which includes this header: the pass reads a Model's
 
 namespace detail {
 
+/// The fast pass's working memory (ForwardWorkspace, held by a ForwardResult between calls).
+template <class T>
+struct ForwardMemory {
+    Matrix<T> x, normed, qkv[2], attended, written, hidden, hidden_linear;  ///< the pass's (positions × …) buffers
+    std::vector<KernelMemory<T>> kernels;                                   ///< the attention kernel's, one per worker
+    std::vector<std::vector<bool>> silenced;                                ///< (layers × heads): ablated heads
+    std::vector<Index> markers;                                             ///< the statistics' markers, sorted
+    std::vector<StatisticsTarget<T>> targets;                               ///< per layer, if statistics are asked
+};
+
 /// A share of the positions: rows first … last − 1.
 struct Rows {
     Index first = 0;
@@ -89,7 +99,7 @@ public:
           look_up_first_layer_(
               model.first_layer_qkv_.size() != 0 && !resume_ &&
               !(hooks_ && (hooks_->changes({Point::embed, 0}) || hooks_->changes({Point::resid_pre, 0})))),
-          memory_(result.workspace),
+          memory_(result.workspace.get()),
           silenced_(memory_.silenced),
           x_(memory_.x),
           normed_(memory_.normed),
@@ -601,7 +611,7 @@ private:
     const Resume<T>* const resume_;                   // where a resumed pass starts, or null
     const std::size_t first_layer_;                   // the first layer the pass runs
     const bool look_up_first_layer_;                  // layer 0's q, k, v by token (its input is unchanged)
-    ForwardWorkspace<T>& memory_;                     // the result's: the buffers below, kernels' memory
+    ForwardMemory<T>& memory_;                     // the result's: the buffers below, kernels' memory
     const std::vector<std::vector<bool>>& silenced_;  // (layers × heads): ablated heads
     Matrix<T>& x_;                                    // (n × C) the residual stream
     Matrix<T>& normed_;                               // (n × C) layer_norm(x)

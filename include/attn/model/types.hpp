@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,7 +16,6 @@
 #include "attn/core/rope.hpp"
 #include "attn/core/types.hpp"
 #include "attn/threads.hpp"
-#include "attn/detail/causal_kernel.hpp"
 #include "attn/detail/check.hpp"
 
 namespace attn {
@@ -163,16 +163,45 @@ struct ForwardOptions {
     const HeadStatisticsRequest* statistics = nullptr;
 };
 
-/// Model::forward_into's working memory, kept in its ForwardResult between calls: with the
-/// same number of positions a repeated call allocates nothing. Its contents are internal.
+namespace detail {
+
 template <class T>
-struct ForwardWorkspace {
-    Matrix<T> x, normed, qkv[2], attended, written, hidden, hidden_linear;  ///< the pass's (positions × …) buffers
-    std::vector<detail::KernelMemory<T>> kernels;                           ///< the attention kernel's, one per worker
-    std::vector<std::vector<bool>> silenced;                                ///< (layers × heads): ablated heads
-    std::vector<Index> markers;                                             ///< the statistics' markers, sorted
-    std::vector<detail::StatisticsTarget<T>> targets;                       ///< per layer, if statistics are asked
+struct ForwardMemory;  // model/forward.hpp: the fast pass's buffers
+
+/// Working memory a result holds for the next call into it: made by the call that uses it (where
+/// W is complete, so this header needs none of the kernel's types), moved with the result and
+/// never copied (a copy starts empty).
+template <class W>
+class HeldMemory {
+public:
+    HeldMemory() = default;
+    HeldMemory(const HeldMemory&) {}
+    HeldMemory& operator=(const HeldMemory&) {
+        held_.reset();
+        return *this;
+    }
+    HeldMemory(HeldMemory&&) noexcept = default;
+    HeldMemory& operator=(HeldMemory&&) noexcept = default;
+    ~HeldMemory() = default;
+
+    /// The memory, made empty on first use.
+    W& get() {
+        if (!held_) held_ = Owner(new W(), [](W* memory) { delete memory; });
+        return *held_;
+    }
+    bool empty() const { return !held_; }
+
+private:
+    using Owner = std::unique_ptr<W, void (*)(W*)>;
+    Owner held_{nullptr, nullptr};
 };
+
+}  // namespace detail
+
+/// Model::forward_into's working memory, kept in its ForwardResult between calls: with the same
+/// number of positions a repeated call allocates nothing. Its contents are internal.
+template <class T>
+using ForwardWorkspace = detail::HeldMemory<detail::ForwardMemory<T>>;
 
 template <class T>
 struct ForwardResult {
