@@ -15,9 +15,9 @@
 //       checkpoint/prefill/threads:T/positions:N   a prompt into a Decoder, the last logits only
 //       checkpoint/decode/threads:T/context:C[/attention]  one step after C positions (and its
 //                                                  attention rows in every layer and head)
-#include <attn/threads.hpp>
 #include <attn/model/decoder.hpp>
 #include <attn/model/model.hpp>
+#include <attn/threads.hpp>
 
 #include <chrono>
 #include <cstdio>

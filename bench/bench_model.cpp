@@ -21,9 +21,9 @@
 //                                    metric at the last of 160 positions
 // Steps run on the calling thread (a single position is not worth a second one).
 #include <benchmark/benchmark.h>
-#include <attn/store.hpp>
 #include <attn/model.hpp>
 #include <attn/model/interventions.hpp>
+#include <attn/store.hpp>
 
 #include <cstring>
 #include <string>
@@ -83,7 +83,8 @@ void prefill(benchmark::State& state, int threads) {
 }
 
 const std::vector<int>& generation_prompt() {
-    static const std::vector<int> prompt = attn::store::prompt_ids(store_model(), "double chaise patio furniture cover");
+    static const std::vector<int> prompt =
+        attn::store::prompt_ids(store_model(), "double chaise patio furniture cover");
     return prompt;
 }
 

@@ -11,8 +11,8 @@
 //      decodes.
 // Anything else thrown, a crash, a sanitizer report or a broken invariant is a finding.
 
-#include <attn/store.hpp>
 #include <attn/model/tokenizer.hpp>
+#include <attn/store.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -4,11 +4,11 @@
 // everything built on the model (the fast forward on any threads, decoding, attribution, the
 // logit lens, patching) on each architecture.
 #include <doctest/doctest.h>
-#include <attn/store.hpp>
 #include <attn/model/decoder.hpp>
 #include <attn/model/interventions.hpp>
 #include <attn/model/model.hpp>
 #include <attn/model/reference_forward.hpp>
+#include <attn/store.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -450,8 +450,8 @@ TEST_CASE_TEMPLATE(
     CHECK(model.settings().key_value_heads == 2);
     CHECK(model.tokenizer().kind() == attn::Tokenizer::Kind::store);
     const CheckpointGolden golden(std::filesystem::path(ATTN_TEST_DATA_DIR) / "store_llama", 0);
-    const std::vector<int> exemplar = attn::store::product_ids(model, 
-        "double chaise patio furniture cover",
+    const std::vector<int> exemplar = attn::store::product_ids(
+        model, "double chaise patio furniture cover",
         "protect your outdoor patio furniture from harsh elements with this outdoor patio furniture cover.");
     CHECK(exemplar == golden.prompts[0]);
     for (std::size_t p = 0; p < golden.prompts.size(); ++p) {

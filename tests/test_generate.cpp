@@ -2,9 +2,9 @@
 // keeps, reproducibility, and agreement with tools/generate.py's PyTorch generator (float64,
 // with a key/value cache) on tests/data/store/generation.json.
 #include <doctest/doctest.h>
-#include <attn/store.hpp>
 #include <attn/model/generate.hpp>
 #include <attn/model/model.hpp>
+#include <attn/store.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -47,7 +47,8 @@ TEST_CASE("generate: agrees token for token with the PyTorch generator (double)"
     for (const nlohmann::json& run : golden.at("runs")) {
         CAPTURE(run.at("name").get<std::string>());
         const auto prompt = run.at("prompt_ids").get<std::vector<int>>();
-        CHECK(prompt == attn::store::prompt_ids(model, run.at("name").get<std::string>(), run.at("description").get<std::string>()));
+        CHECK(prompt == attn::store::prompt_ids(model, run.at("name").get<std::string>(),
+                                                run.at("description").get<std::string>()));
         const attn::GenerationResult<double> written = attn::generate(model, prompt, options_of(run));
         CHECK(written.ids == run.at("ids").get<std::vector<int>>());
         CHECK(attn::to_string(written.stop) == run.at("stop").get<std::string>());
@@ -80,7 +81,8 @@ TEST_CASE("generate: in float, greedy writes the PyTorch generator's tokens for 
 
 TEST_CASE_TEMPLATE("generate: each written token keeps the attention row that chose it", T, float, double) {
     const attn::Model<T>& model = store_model<T>();
-    const std::vector<int> prompt = attn::store::prompt_ids(model, "double chaise patio furniture cover", "protect your");
+    const std::vector<int> prompt =
+        attn::store::prompt_ids(model, "double chaise patio furniture cover", "protect your");
     attn::GenerationOptions options;
     options.keep_attention = true;
     options.max_tokens = 12;
@@ -133,7 +135,7 @@ TEST_CASE("generate: stops at </s>, at max_tokens and at the context's end; seed
     options.sampling.top_p = 0.9;
     options.sampling.seed = 123;
     const attn::GenerationResult<float> a = attn::generate(model, prompt, options),
-                                  b = attn::generate(model, prompt, options);
+                                        b = attn::generate(model, prompt, options);
     CHECK(a.ids == b.ids);
     options.sampling.seed = 124;
     options.max_tokens = 40;
@@ -179,8 +181,8 @@ TEST_CASE("generate: bad prompts and options are argument_errors") {
 // The ids, their probabilities and the attention rows that chose them.
 TEST_CASE("generate threads: 1, 2 started and 2 kept threads write the same tokens") {
     const auto& model = attn::test::store_model<float>();
-    const std::vector<int> prompt =
-        attn::store::prompt_ids(model, "double chaise patio furniture cover", "protect your outdoor patio furniture from harsh");
+    const std::vector<int> prompt = attn::store::prompt_ids(model, "double chaise patio furniture cover",
+                                                            "protect your outdoor patio furniture from harsh");
     attn::GenerationOptions options;
     options.max_tokens = 12;
     options.keep_attention = true;

@@ -1,9 +1,9 @@
 // attn/analysis/head_detectors.hpp: TransformerLens's detection patterns and "mul" scores on
 // hand-made weights, the options, errors, and the store model's heads.
 #include <doctest/doctest.h>
-#include <attn/store.hpp>
 #include <attn/analysis/head_detectors.hpp>
 #include <attn/model/model.hpp>
+#include <attn/store.hpp>
 
 #include <filesystem>
 #include <vector>
@@ -49,8 +49,8 @@ TEST_CASE("detection_score: the share of the attention on the pattern, with and 
 
 TEST_CASE("detect_heads: the store model's previous-token head scores highest on the previous-token pattern") {
     const auto model = attn::Model<double>::load(std::filesystem::path(ATTN_SOURCE_DIR) / "models" / "store");
-    const std::vector<int> ids = attn::store::product_ids(model, 
-        "double chaise patio furniture cover",
+    const std::vector<int> ids = attn::store::product_ids(
+        model, "double chaise patio furniture cover",
         "protect your outdoor patio furniture from harsh elements with this outdoor patio furniture cover.");
     attn::ForwardOptions options;
     options.keep_attention = true;

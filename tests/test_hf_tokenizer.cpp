@@ -4,9 +4,9 @@
 // the regexes, and of the refusals. The comparison with real vocabularies and reference
 // encoders is tests/tokenizer_reference/.
 
-#include <attn/store.hpp>
 #include <attn/detail/pretokenize.hpp>
 #include <attn/model/tokenizer.hpp>
+#include <attn/store.hpp>
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>

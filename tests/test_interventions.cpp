@@ -3,11 +3,11 @@
 // difference, the patching sweeps' resumed runs equal whole hooked runs, errors; and agreement with
 // tools/interventions.py's float64 PyTorch hooks (tests/data/store/interventions.*).
 #include <doctest/doctest.h>
-#include <attn/store.hpp>
 #include <attn/analysis/head_detectors.hpp>
 #include <attn/model/interventions.hpp>
 #include <attn/model/model.hpp>
 #include <attn/model/safetensors.hpp>
+#include <attn/store.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -30,7 +30,8 @@ const char* kDescription =
 
 template <class T>
 std::vector<int> exemplar(const char* last_word = "cover") {
-    return attn::store::product_ids(store_model<T>(), std::string("double chaise patio furniture ") + last_word, kDescription);
+    return attn::store::product_ids(store_model<T>(), std::string("double chaise patio furniture ") + last_word,
+                                    kDescription);
 }
 
 template <class T>
@@ -247,7 +248,8 @@ TEST_CASE_TEMPLATE("run_with_hooks: every activation equals PyTorch's hooks", T,
         const std::string key = c.at("key").get<std::string>();
         CAPTURE(key);
         const auto ids = c.at("ids").get<std::vector<int>>();
-        CHECK(ids == attn::store::product_ids(model, c.at("name").get<std::string>(), c.at("description").get<std::string>()));
+        CHECK(ids ==
+              attn::store::product_ids(model, c.at("name").get<std::string>(), c.at("description").get<std::string>()));
         attn::HookOptions<T> options;
         options.keep = {"*"};
         options.forward.keep_attention = true;

@@ -1,7 +1,7 @@
 // attn/model/model.hpp and forward.hpp: loading a model (and every way a load fails) and the fast forward pass.
 #include <doctest/doctest.h>
-#include <attn/store.hpp>
 #include <attn/model/model.hpp>
+#include <attn/store.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -138,7 +138,8 @@ TEST_CASE("Model: ablating a head changes the logits; ablating nothing leaves th
 TEST_CASE("Model: forwards from 4 threads at once are bit-identical to serial runs") {
     const TinyModel tiny("threads");
     const auto model = attn::Model<float>::load(tiny.write());
-    std::vector<std::vector<int>> texts = {attn::store::product_ids(model, "table", "chair"), attn::store::product_ids(model, "stool", ""),
+    std::vector<std::vector<int>> texts = {attn::store::product_ids(model, "table", "chair"),
+                                           attn::store::product_ids(model, "stool", ""),
                                            attn::store::product_ids(model, "café chair", "table table stool"),
                                            attn::store::product_ids(model, "a", "b c d e f")};
     std::vector<attn::ForwardResult<float>> serial;

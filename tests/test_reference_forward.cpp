@@ -2,9 +2,9 @@
 // Model::forward computes the same model — every activation and RoPE pairing, float and
 // double, 1 to 4 threads, kept Workers, ablation — on tiny random models and the shipped one.
 #include <doctest/doctest.h>
-#include <attn/store.hpp>
 #include <attn/model/model.hpp>
 #include <attn/model/reference_forward.hpp>
+#include <attn/store.hpp>
 
 #include <filesystem>
 #include <random>
@@ -145,8 +145,8 @@ TEST_CASE("reference_forward: bad ids and ablations are argument_errors naming r
 TEST_CASE_TEMPLATE("reference_forward threads: the shipped store model's fast forward equals it on 160 positions", T,
                    float, double) {
     const auto model = attn::Model<T>::load(std::filesystem::path(ATTN_SOURCE_DIR) / "models" / "store");
-    const std::vector<int> exemplar = attn::store::product_ids(model, 
-        "double chaise patio furniture cover",
+    const std::vector<int> exemplar = attn::store::product_ids(
+        model, "double chaise patio furniture cover",
         "protect your outdoor patio furniture from harsh elements with this outdoor patio furniture cover.");
     check_fast_equals_reference(model, exemplar, {});
     check_fast_equals_reference(model, random_ids(160, 2048, 160), {{3, 1}});

@@ -2,8 +2,8 @@
 // tokenizer of tests/data/tokenizer/, and the shipped store model (models/store/) against the
 // golden outputs of an independent float64 PyTorch forward pass over the exported files.
 #include <doctest/doctest.h>
-#include <attn/store.hpp>
 #include <attn/model/model.hpp>
+#include <attn/store.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -31,7 +31,8 @@ std::pair<double, double> worst_errors(const attn::Model<T>& model) {
         CAPTURE(key);
         const std::vector<std::int64_t> golden_ids = golden.integers(key + ".ids");
         CHECK(std::vector<std::int64_t>(ids.begin(), ids.end()) == golden_ids);
-        CHECK(attn::store::product_ids(model, product["name"].get<std::string>(), product["description"].get<std::string>()) == ids);
+        CHECK(attn::store::product_ids(model, product["name"].get<std::string>(),
+                                       product["description"].get<std::string>()) == ids);
 
         attn::ForwardOptions options;
         options.keep_attention = true;

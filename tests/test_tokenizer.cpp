@@ -3,8 +3,8 @@
 // tools/tokenizer.py), one test case per kind of corrupt file, and the comparison
 // with Python's ids on the whole validation split once the store model exists.
 
-#include <attn/store.hpp>
 #include <attn/model/tokenizer.hpp>
+#include <attn/store.hpp>
 
 #include <doctest/doctest.h>
 
@@ -233,7 +233,8 @@ TEST_CASE("tokenizer: concurrent encoding from 4 threads gives identical results
             for (int round = 0; round < 500; ++round)
                 for (std::size_t i = 0; i < texts.size(); ++i) {
                     const auto& s = texts[(i + std::size_t(k)) % texts.size()];
-                    if (attn::store::product_ids(t, s, s + " " + s, 160) != expected[(i + std::size_t(k)) % texts.size()])
+                    if (attn::store::product_ids(t, s, s + " " + s, 160) !=
+                        expected[(i + std::size_t(k)) % texts.size()])
                         ++mismatches[std::size_t(k)];
                     (void)t.decode(expected[i]);
                 }

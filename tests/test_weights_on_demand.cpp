@@ -86,8 +86,8 @@ TEST_CASE_TEMPLATE("weights on demand equal the weights path on many shapes, fro
                 options.keep_weights = false;
                 check_close(attn::attention_weights_rows(q, k, streamed.log_sum_exp, {}, {}, {}, options).weights,
                             exact.weights, tolerance<T>());
-                check_close(attn::attention_weights_rows(q, k, exact.log_sum_exp, {}, {}, {}, options).weights, exact.weights,
-                            tolerance<T>());
+                check_close(attn::attention_weights_rows(q, k, exact.log_sum_exp, {}, {}, {}, options).weights,
+                            exact.weights, tolerance<T>());
             }
 }
 
@@ -220,7 +220,8 @@ TEST_CASE("weights on demand: bad rows, heads, key ranges, log-sum-exps and stor
     attn::WeightRowsResult<float> wrong;
     wrong.weights = attn::HeadStack<float>(1, 1, 1);
     CHECK_THROWS_WITH_AS(attn::attention_weights_rows_into(q, k, lse, {}, {}, {}, {}, wrong),
-                         doctest::Contains("weights storage is 1 × (1 × 1), expected 2 × (10 × 10)"), attn::shape_error);
+                         doctest::Contains("weights storage is 1 × (1 × 1), expected 2 × (10 × 10)"),
+                         attn::shape_error);
     attn::Matrix<float> nan_lse = lse;
     nan_lse(1, 3) = std::numeric_limits<float>::quiet_NaN();
     CHECK_THROWS_WITH_AS(attn::attention_weights_rows(q, k, nan_lse, {1}, {3}), doctest::Contains("row 3"),

@@ -5,9 +5,9 @@
 // patching from the clean run into the corrupted one over heads and over residual positions.
 //
 //   explain_copy [--model DIR] [--svg FILE] [--threads N]
-#include <attn/store.hpp>
 #include <attn/model/interventions.hpp>
 #include <attn/model/model.hpp>
+#include <attn/store.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -86,8 +86,10 @@ int main(int argc, char** argv) {
         const attn::Tokenizer& tokenizer = model.tokenizer();
         const std::string description =
             "protect your outdoor patio furniture from harsh elements with this outdoor patio furniture cover.";
-        const std::vector<int> clean = attn::store::product_ids(model, "double chaise patio furniture cover", description);
-        const std::vector<int> corrupted = attn::store::product_ids(model, "double chaise patio furniture set", description);
+        const std::vector<int> clean =
+            attn::store::product_ids(model, "double chaise patio furniture cover", description);
+        const std::vector<int> corrupted =
+            attn::store::product_ids(model, "double chaise patio furniture set", description);
         const int cover = tokenizer.encode("cover").at(0), set = tokenizer.encode("set").at(0);
         // the description's second "furniture": the last furniture before the final cover
         const int furniture = tokenizer.encode("furniture").at(0);

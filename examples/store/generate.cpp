@@ -3,9 +3,9 @@
 //
 //   generate [--model DIR] (--name TEXT [--description TEXT] | --text TEXT | --ids 1,2,3) [--seed N]
 //            [--temperature T] [--top-k K] [--top-p P] [--max-tokens M] [--threads T] [--json]
-#include <attn/threads.hpp>
 #include <attn/model/generate.hpp>
 #include <attn/model/model.hpp>
+#include <attn/threads.hpp>
 
 #include <nlohmann/json.hpp>
 

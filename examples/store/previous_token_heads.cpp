@@ -2,8 +2,8 @@
 // 300 validation products (--products all: the whole split), against an even spread over the
 // visible tokens. The weight is measured inside the attention kernel (ForwardOptions::statistics):
 // no attention matrix is kept.
-#include <attn/store.hpp>
 #include <attn/analysis/head_scores.hpp>
+#include <attn/store.hpp>
 
 #include <iostream>
 

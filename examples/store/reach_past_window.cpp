@@ -2,8 +2,8 @@
 // back (what a four-token window can't see) and on the markers <s> and <sep>, over the
 // first 300 validation products (--products all: the whole split), against an even spread.
 // Measured inside the attention kernel (ForwardOptions::statistics): no attention matrix is kept.
-#include <attn/store.hpp>
 #include <attn/analysis/head_scores.hpp>
+#include <attn/store.hpp>
 
 #include <algorithm>
 #include <iostream>

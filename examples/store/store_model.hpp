@@ -2,8 +2,8 @@
 // What the store-model examples share: finding the shipped model, reading the corpus
 // splits, labelling positions as the chapter does, and small argument helpers.
 
-#include <attn/store.hpp>
 #include <attn/model/model.hpp>
+#include <attn/store.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -136,7 +136,8 @@ std::vector<int> text_ids(const Model& model, const std::optional<std::string>& 
             "--name and --description are the store model's product texts; this model's "
             "tokenizer is " +
             std::string(model.tokenizer().kind_name()) + ": give --text or --ids");
-    return as_prompt ? attn::store::prompt_ids(model, *name, description) : attn::store::product_ids(model, *name, description);
+    return as_prompt ? attn::store::prompt_ids(model, *name, description)
+                     : attn::store::product_ids(model, *name, description);
 }
 
 /// Whether stderr is a terminal, for progress lines.

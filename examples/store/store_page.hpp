@@ -25,7 +25,7 @@ inline void write_page(const std::filesystem::path& file, const attn::Model<floa
         const bool product = separator < ids.size();  // a store product text: its markers and parts
         const bool marker = product && (i == 0 || i == separator || ids[i] == tokenizer.end_id());
         // the chapter's reading: the name emphasised, since the description copies from it
-        options.styles.push_back(marker                                   ? attn::TokenStyle::marker
+        options.styles.push_back(marker                                    ? attn::TokenStyle::marker
                                  : separator < ids.size() && i < separator ? attn::TokenStyle::emphasis
                                                                            : attn::TokenStyle::plain);
     }

@@ -3,8 +3,8 @@
 // tokens on both axes (rows: the attending position, columns: the attended one) and a
 // colour scale from 0 to 1. Plain SVG 1.1, readable in any browser.
 
-#include <attn/view/markup.hpp>
 #include <attn/model/model.hpp>
+#include <attn/view/markup.hpp>
 
 #include <algorithm>
 #include <cstdio>

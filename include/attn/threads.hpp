@@ -239,7 +239,7 @@ private:
 /// Results are the same bits for every choice.
 class Threads {
 public:
-    Threads(int count = 1) : count_(count) {}         // NOLINT: implicit by design
+    Threads(int count = 1) : count_(count) {}            // NOLINT: implicit by design
     Threads(Workers& kept) : kept_(&kept), count_(0) {}  // NOLINT: implicit by design
 
     /// The caller's kept threads, or null.

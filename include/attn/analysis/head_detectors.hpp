@@ -18,9 +18,9 @@
 
 #include <vector>
 
-#include "attn/error.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
+#include "attn/error.hpp"
 #include "attn/model/types.hpp"
 
 namespace attn {

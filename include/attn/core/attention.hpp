@@ -26,9 +26,9 @@
 #include "attn/core/scoring.hpp"
 #include "attn/core/softmax.hpp"
 #include "attn/core/types.hpp"
-#include "attn/threads.hpp"
 #include "attn/detail/causal_kernel.hpp"
 #include "attn/detail/check.hpp"
+#include "attn/threads.hpp"
 
 namespace attn {
 
@@ -104,9 +104,9 @@ Vector<T> log_sum_exp_rows(const Matrix<T>& scores) {
 /// The plain path: every step of the chapter in turn, on the full (queries × keys) scores.
 template <class DQ, class DK, class DV>
 AttentionResult<typename DQ::Scalar> plain_attention(const Eigen::MatrixBase<DQ>& queries,
-                                                   const Eigen::MatrixBase<DK>& keys,
-                                                   const Eigen::MatrixBase<DV>& values,
-                                                   const AttentionOptions<typename DQ::Scalar>& options) {
+                                                     const Eigen::MatrixBase<DK>& keys,
+                                                     const Eigen::MatrixBase<DV>& values,
+                                                     const AttentionOptions<typename DQ::Scalar>& options) {
     using T = typename DQ::Scalar;
     static_assert(std::is_same_v<T, typename DV::Scalar>, "attention: queries and values scalar types differ");
     detail::check_not_empty("attention", "values", values);
@@ -280,8 +280,8 @@ void attention_into(const Eigen::MatrixBase<DQ>& queries, const Eigen::MatrixBas
 /// (1 × queries), statistics.
 template <class DQ, class DK, class DV>
 AttentionResult<typename DQ::Scalar> attention(const Eigen::MatrixBase<DQ>& queries, const Eigen::MatrixBase<DK>& keys,
-                                             const Eigen::MatrixBase<DV>& values,
-                                             const AttentionOptions<typename DQ::Scalar>& options = {}) {
+                                               const Eigen::MatrixBase<DV>& values,
+                                               const AttentionOptions<typename DQ::Scalar>& options = {}) {
     AttentionResult<typename DQ::Scalar> result;
     attention_into(queries, keys, values, options, result);
     result.workspace = {};  // the numbers, not the call's memory
@@ -444,7 +444,7 @@ HeadsResult<T> attention_statistics(const HeadStack<T>& queries, const HeadStack
 /// key/value head h / (heads / kv heads); 1 is multi-query attention).
 template <class T>
 HeadsResult<T> attend_heads(const HeadStack<T>& queries, const HeadStack<T>& keys, const HeadStack<T>& values,
-                               const AttentionOptions<T>& options = {}) {
+                            const AttentionOptions<T>& options = {}) {
     HeadsResult<T> result;
     attend_heads_into(queries, keys, values, options, result);
     result.workspace = {};  // the numbers, not the call's memory
@@ -555,7 +555,7 @@ void attend_cache_into(const HeadStack<T>& queries, const KeyValueCache<T>& cach
 /// positions → outputs query heads × (n × value size), and what options ask for.
 template <class T>
 HeadsResult<T> attend_cache(const HeadStack<T>& queries, const KeyValueCache<T>& cache,
-                               const AttentionOptions<T>& options = {}) {
+                            const AttentionOptions<T>& options = {}) {
     HeadsResult<T> result;
     attend_cache_into(queries, cache, options, result);
     result.workspace = {};  // the numbers, not the call's memory
@@ -588,8 +588,8 @@ template <class T>
 struct MultiHeadResult {
     Matrix<T> output;
     AttentionWeights<T> weights;
-    Matrix<T> log_sum_exp;         ///< (heads × positions), if keep_log_sum_exp
-    HeadStatistics<T> statistics;  ///< if options.statistics
+    Matrix<T> log_sum_exp;            ///< (heads × positions), if keep_log_sum_exp
+    HeadStatistics<T> statistics;     ///< if options.statistics
     AttentionWorkspace<T> workspace;  ///< multi_head_attention_into's memory for the next call
 };
 
@@ -598,8 +598,8 @@ struct MultiHeadResult {
 /// result.weights (heads × (positions × positions)) must be empty (then they are allocated) or
 /// of those shapes (shape_error otherwise); log_sum_exp and statistics are resized. The
 /// intermediates (projections, heads, merged outputs) live in result.workspace, so that a
-/// repeated call of the same shape, with one thread or kept Workers, allocates nothing (Eigen's products take their blocks from the stack up to
-/// EIGEN_STACK_ALLOCATION_LIMIT, 128 kB by default, and from the heap beyond).
+/// repeated call of the same shape, with one thread or kept Workers, allocates nothing (Eigen's products take their
+/// blocks from the stack up to EIGEN_STACK_ALLOCATION_LIMIT, 128 kB by default, and from the heap beyond).
 template <class D>
 void multi_head_attention_into(const Eigen::MatrixBase<D>& x,
                                const AttentionProjections<typename D::Scalar>& projections, HeadCount head_count,

@@ -43,10 +43,10 @@
 #include <utility>
 #include <vector>
 
-#include "attn/error.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/detail/ziggurat_tables.hpp"
+#include "attn/error.hpp"
 
 namespace attn::numpy {
 

@@ -59,8 +59,7 @@ struct QkvResult {
 /// The three projections of x. x: (positions × in); w_query, w_key: (in × width); w_value: (in × value width).
 template <class DX, class DQ, class DK, class DV>
 QkvResult<typename DX::Scalar> project_qkv(const Eigen::MatrixBase<DX>& x, const Eigen::MatrixBase<DQ>& w_query,
-                                               const Eigen::MatrixBase<DK>& w_key,
-                                               const Eigen::MatrixBase<DV>& w_value) {
+                                           const Eigen::MatrixBase<DK>& w_key, const Eigen::MatrixBase<DV>& w_value) {
     if (w_query.cols() != w_key.cols())
         throw shape_error(detail::message("project_qkv: w_query has ", w_query.cols(), " columns but w_key has ",
                                           w_key.cols(), " (queries and keys must have the same width)"));

@@ -23,10 +23,10 @@
 #include <numeric>
 #include <vector>
 
-#include "attn/error.hpp"
 #include "attn/core/numpy_random.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
+#include "attn/error.hpp"
 
 namespace attn {
 

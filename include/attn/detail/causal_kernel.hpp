@@ -40,13 +40,13 @@
 #include <type_traits>
 #include <vector>
 
-#include "attn/error.hpp"
 #include "attn/core/head_statistics.hpp"
 #include "attn/core/rope.hpp"
 #include "attn/core/types.hpp"
-#include "attn/threads.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/detail/tiles.hpp"
+#include "attn/error.hpp"
+#include "attn/threads.hpp"
 
 // gcc 12's AVX-512 intrinsics initialise a dummy operand from itself (GCC bug 105593, fixed
 // in gcc 13), which -Wall reports wherever they are inlined with -march=native.

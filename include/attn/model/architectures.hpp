@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "attn/error.hpp"
 #include "attn/core/rope.hpp"
 #include "attn/detail/check.hpp"
+#include "attn/error.hpp"
 #include "attn/model/types.hpp"
 
 namespace attn {

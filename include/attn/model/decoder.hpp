@@ -10,9 +10,9 @@
 //
 // Each call runs the fast forward (model/forward.hpp) on its new positions only, reading the
 // earlier ones' keys and values from the caches; the rows it returns are Model::forward's rows
-// for the whole text to rounding (tests/test_decoder.cpp). A Decoder is one text's state; the Model stays immutable, so any number of
-// Decoders can run on one Model at once, from different threads. Memory: layers × capacity ×
-// 2 H_kv·d numbers, the capacity being the model's context unless the decoder is given less.
+// for the whole text to rounding (tests/test_decoder.cpp). A Decoder is one text's state; the Model stays immutable, so
+// any number of Decoders can run on one Model at once, from different threads. Memory: layers × capacity × 2 H_kv·d
+// numbers, the capacity being the model's context unless the decoder is given less.
 
 #include <Eigen/Core>
 
@@ -20,11 +20,10 @@
 
 #include "attn/core/kv_cache.hpp"
 #include "attn/core/types.hpp"
-#include "attn/threads.hpp"
 #include "attn/detail/check.hpp"
-#include "attn/threads.hpp"
 #include "attn/model/model.hpp"
 #include "attn/model/types.hpp"
+#include "attn/threads.hpp"
 
 namespace attn {
 
@@ -62,8 +61,7 @@ public:
     /// model's whole context; a model with a long context may want less, since the caches take
     /// layers × capacity × 2 H_kv·d numbers at once). ablate: heads whose output is zeroed at
     /// every position (as ForwardOptions::ablate). The model must outlive the decoder.
-    explicit Decoder(const Model<T>& model, std::vector<HeadId> ablate = {}, Index capacity = 0)
-        : model_(&model) {
+    explicit Decoder(const Model<T>& model, std::vector<HeadId> ablate = {}, Index capacity = 0) : model_(&model) {
         const ModelSettings& s = model.settings();
         detail::silenced_heads("Decoder", s, ablate);  // checks them now, not at the first append
         forward_.ablate = std::move(ablate);

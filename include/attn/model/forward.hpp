@@ -25,12 +25,11 @@
 #include "attn/core/kv_cache.hpp"
 #include "attn/core/norm.hpp"
 #include "attn/core/types.hpp"
-#include "attn/threads.hpp"
 #include "attn/detail/causal_kernel.hpp"
-#include "attn/threads.hpp"
 #include "attn/detail/tiles.hpp"
 #include "attn/model/activations.hpp"
 #include "attn/model/types.hpp"
+#include "attn/threads.hpp"
 
 namespace attn {
 
@@ -611,7 +610,7 @@ private:
     const Resume<T>* const resume_;                   // where a resumed pass starts, or null
     const std::size_t first_layer_;                   // the first layer the pass runs
     const bool look_up_first_layer_;                  // layer 0's q, k, v by token (its input is unchanged)
-    ForwardMemory<T>& memory_;                     // the result's: the buffers below, kernels' memory
+    ForwardMemory<T>& memory_;                        // the result's: the buffers below, kernels' memory
     const std::vector<std::vector<bool>>& silenced_;  // (layers × heads): ablated heads
     Matrix<T>& x_;                                    // (n × C) the residual stream
     Matrix<T>& normed_;                               // (n × C) layer_norm(x)

@@ -14,11 +14,11 @@
 
 #include "attn/core/sampling.hpp"
 #include "attn/core/types.hpp"
-#include "attn/threads.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/model/decoder.hpp"
 #include "attn/model/model.hpp"
 #include "attn/model/types.hpp"
+#include "attn/threads.hpp"
 
 namespace attn {
 
@@ -88,7 +88,8 @@ std::vector<AttentionWeights<T>> last_attention_row(const std::vector<AttentionW
 /// model, prompt and options write the same ids (on every machine in double; in float, where
 /// the same instructions run). Throws argument_error for a bad prompt or options.
 template <class T>
-GenerationResult<T> generate(const Model<T>& model, const std::vector<int>& prompt, const GenerationOptions& options = {}) {
+GenerationResult<T> generate(const Model<T>& model, const std::vector<int>& prompt,
+                             const GenerationOptions& options = {}) {
     const ModelSettings& s = model.settings();
     detail::check_token_ids("generate", s, prompt);
     if (options.max_tokens < 0)

@@ -20,15 +20,15 @@
 #include <utility>
 #include <vector>
 
-#include "attn/error.hpp"
 #include "attn/core/norm.hpp"
 #include "attn/core/softmax.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
-#include "attn/threads.hpp"
+#include "attn/error.hpp"
 #include "attn/model/activations.hpp"
 #include "attn/model/model.hpp"
 #include "attn/model/types.hpp"
+#include "attn/threads.hpp"
 
 namespace attn {
 
@@ -311,7 +311,7 @@ private:
 /// what the patch cannot change is not computed again.
 template <class T>
 PatchingResult<T> patch_heads(const Model<T>& model, const std::vector<int>& clean, const std::vector<int>& corrupted,
-                        const LogitMetric& metric, const ForwardOptions& options = {}) {
+                              const LogitMetric& metric, const ForwardOptions& options = {}) {
     const ModelSettings& s = model.settings();
     const detail::PatchingRuns<T> runs("patch_heads", model, clean, corrupted, metric, options,
                                        {Point::z, Point::resid_pre});
@@ -330,8 +330,9 @@ PatchingResult<T> patch_heads(const Model<T>& model, const std::vector<int>& cle
 /// entering the layer (hook_resid_pre) taken from the clean run; each patched run starts at
 /// that layer. Positions after the metric's cannot change it and score 0.
 template <class T>
-PatchingResult<T> patch_residual(const Model<T>& model, const std::vector<int>& clean, const std::vector<int>& corrupted,
-                           const LogitMetric& metric, const ForwardOptions& options = {}) {
+PatchingResult<T> patch_residual(const Model<T>& model, const std::vector<int>& clean,
+                                 const std::vector<int>& corrupted, const LogitMetric& metric,
+                                 const ForwardOptions& options = {}) {
     const ModelSettings& s = model.settings();
     const detail::PatchingRuns<T> runs("patch_residual", model, clean, corrupted, metric, options, {Point::resid_pre});
     PatchingResult<T> out = runs.result(s.layers, Index(clean.size()));

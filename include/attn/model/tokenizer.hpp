@@ -62,11 +62,11 @@
 #include <utility>
 #include <vector>
 
-#include "attn/error.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/detail/hf_tokenizer.hpp"
 #include "attn/detail/tokenizer_json.hpp"
 #include "attn/detail/utf8.hpp"
+#include "attn/error.hpp"
 
 namespace attn {
 

@@ -15,8 +15,8 @@
 #include "attn/core/head_statistics.hpp"
 #include "attn/core/rope.hpp"
 #include "attn/core/types.hpp"
-#include "attn/threads.hpp"
 #include "attn/detail/check.hpp"
+#include "attn/threads.hpp"
 
 namespace attn {
 

@@ -43,13 +43,13 @@
 #include <string_view>
 #include <vector>
 
-#include "attn/error.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
-#include "attn/view/markup.hpp"
 #include "attn/detail/utf8.hpp"
+#include "attn/error.hpp"
 #include "attn/model/types.hpp"
 #include "attn/view/detail/page_assets.hpp"
+#include "attn/view/markup.hpp"
 
 namespace attn {
 
