@@ -39,7 +39,9 @@ public:
 bool is_identifier_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool is_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
 
 std::string trim(const std::string& text) {
     std::size_t begin = 0, end = text.size();
@@ -57,8 +59,7 @@ std::string normalise_space(const std::string& text) {
             pending_space = true;
             continue;
         }
-        if (pending_space && !out.empty() && out.back() != '(' && out.back() != '[' && c != ')' && c != ']')
-            out += ' ';
+        if (pending_space && !out.empty() && out.back() != '(' && out.back() != '[' && c != ')' && c != ']') out += ' ';
         pending_space = false;
         out += c;
     }
@@ -113,8 +114,7 @@ struct Source {
     std::vector<std::string> top_comment;       // the first // comment block, before any code
 
     int line_of(std::size_t offset) const {
-        return static_cast<int>(std::upper_bound(line_starts.begin(), line_starts.end(), offset) -
-                                line_starts.begin());
+        return static_cast<int>(std::upper_bound(line_starts.begin(), line_starts.end(), offset) - line_starts.begin());
     }
     [[noreturn]] void fail(std::size_t offset, const std::string& why) const {
         throw ParseError(path + ":" + std::to_string(line_of(offset)) + ": cannot parse: " + why);
@@ -165,7 +165,9 @@ Source read_source(const fs::path& file, const std::string& shown) {
                        only_space_before(t, i)) {
                 s.doc_lines[line] = trim(body.substr(3));
             } else if (!seen_code && !top_comment_done && only_space_before(t, i)) {
-                s.top_comment.push_back(trim(body.substr(2)));
+                std::string line = body.substr(2);
+                if (!line.empty() && line[0] == ' ') line.erase(0, 1);
+                s.top_comment.push_back(line);
             }
             blank(s.code, i, end);
             blank(s.masked, i, end);
@@ -193,8 +195,9 @@ Source read_source(const fs::path& file, const std::string& shown) {
             continue;
         }
         if (c == '\n' && !s.top_comment.empty() && i + 1 < t.size() && t[i + 1] == '\n') top_comment_done = true;
-        if (c == '"' && i > 0 && t[i - 1] == 'R' && (i < 2 || !is_identifier_char(t[i - 2]) || t[i - 2] == '8' ||
-                                                     t[i - 2] == 'u' || t[i - 2] == 'U' || t[i - 2] == 'L')) {
+        if (c == '"' && i > 0 && t[i - 1] == 'R' &&
+            (i < 2 || !is_identifier_char(t[i - 2]) || t[i - 2] == '8' || t[i - 2] == 'u' || t[i - 2] == 'U' ||
+             t[i - 2] == 'L')) {
             const std::size_t open = t.find('(', i);
             if (open == std::string::npos) s.fail(i, "a raw string literal has no (");
             const std::string close = ")" + t.substr(i + 1, open - i - 1) + "\"";
@@ -216,8 +219,9 @@ Source read_source(const fs::path& file, const std::string& shown) {
         if (c == '"' || c == '\'') {
             std::size_t end = i + 1;
             while (end < t.size() && t[end] != c) {
-                if (t[end] == '\n') s.fail(i, std::string("a ") + (c == '"' ? "string" : "character") +
-                                                  " literal is not closed on its line");
+                if (t[end] == '\n')
+                    s.fail(i, std::string("a ") + (c == '"' ? "string" : "character") +
+                                  " literal is not closed on its line");
                 end += t[end] == '\\' ? 2 : 1;
             }
             if (end >= t.size()) s.fail(i, "a literal is never closed");
@@ -242,21 +246,31 @@ struct Entity {
     std::vector<Entity> members;  // public members of a type, enumerators of an enum
 };
 
-/// The first sentence of a header's top comment.
+/// The first sentence of a header's top comment: up to the first full stop outside
+/// parentheses, or to a line that ends with a colon (a table or a formula follows).
 std::string first_sentence(const std::vector<std::string>& lines) {
     std::string text;
+    int depth = 0;
     for (const std::string& line : lines) {
-        if (line.empty()) break;
-        text += (text.empty() ? "" : " ") + line;
-    }
-    for (std::size_t at = text.find('.'); at != std::string::npos; at = text.find('.', at + 1)) {
-        if (at + 1 < text.size() && text[at + 1] != ' ') continue;
-        const std::string before = text.substr(0, at + 1);
-        const auto ends_with = [&](const std::string& tail) {
-            return before.size() >= tail.size() && before.compare(before.size() - tail.size(), tail.size(), tail) == 0;
-        };
-        if (ends_with("e.g.") || ends_with("i.e.") || ends_with("etc.") || ends_with("vs.")) continue;
-        return before;
+        if (trim(line).empty() || line.compare(0, 2, "  ") == 0) break;  // a paragraph's end, an indented block
+        const std::string words = trim(line);
+        for (std::size_t at = 0; at < words.size(); ++at) {
+            const char c = words[at];
+            if (c == '(') ++depth;
+            if (c == ')') --depth;
+            if (c != '.' || depth != 0 || (at + 1 < words.size() && words[at + 1] != ' ')) continue;
+            const std::string before = (text.empty() ? "" : text + " ") + words.substr(0, at + 1);
+            const auto ends_with = [&](const std::string& tail) {
+                return before.size() >= tail.size() &&
+                       before.compare(before.size() - tail.size(), tail.size(), tail) == 0 &&
+                       (before.size() == tail.size() || !is_identifier_char(before[before.size() - tail.size() - 1]));
+            };
+            if (ends_with("e.g.") || ends_with("i.e.") || ends_with("etc.") || ends_with("vs.") || ends_with("al."))
+                continue;
+            return before;
+        }
+        text += (text.empty() ? "" : " ") + words;
+        if (!text.empty() && text.back() == ':') break;
     }
     return text;
 }
@@ -307,6 +321,7 @@ private:
 
     std::vector<std::string> doc_above(std::size_t start) const {
         std::vector<std::string> doc;
+        if (!only_space_before(s_.code, start)) return doc;  // not the first declaration on its line
         for (int line = s_.line_of(start) - 1; s_.doc_lines.count(line); --line) doc.push_back(s_.doc_lines.at(line));
         std::reverse(doc.begin(), doc.end());
         return doc;
@@ -426,11 +441,13 @@ private:
             if (head[i] == '(' || head[i] == '[') ++depth;
             if ((head[i] == ')' || head[i] == ']') && --depth == 0) break;
         }
+        const std::size_t after = ++i;
         for (int depth = 0; i < head.size(); ++i) {
             const char c = head[i];
             if (c == '(' || c == '[') ++depth;
             if (c == ')' || c == ']') --depth;
-            if (depth == 0 && c == ':' && (i + 1 >= head.size() || head[i + 1] != ':') && head[i - 1] != ':')
+            if (depth == 0 && c == ':' && (i + 1 >= head.size() || head[i + 1] != ':') &&
+                (i == after || head[i - 1] != ':'))
                 return s_.code.substr(start, i);
         }
         return s_.code.substr(start, end - start);
@@ -540,15 +557,15 @@ private:
 
             const std::string head = m_.substr(start, i - start);
             const std::vector<std::string> words = identifiers(head);
-            if (!words.empty() && (words[0] == "namespace" || (words[0] == "inline" && words.size() > 1 &&
-                                                               words[1] == "namespace"))) {
+            if (!words.empty() &&
+                (words[0] == "namespace" || (words[0] == "inline" && words.size() > 1 && words[1] == "namespace"))) {
                 Scope inner;
                 inner.namespaces = scope.namespaces;
                 for (std::size_t w = words[0] == "inline" ? 2 : 1; w < words.size(); ++w)
                     inner.namespaces.push_back(words[w]);
                 const bool in_attn = !inner.namespaces.empty() && inner.namespaces[0] == "attn";
-                const bool in_detail = std::find(inner.namespaces.begin(), inner.namespaces.end(), "detail") !=
-                                       inner.namespaces.end();
+                const bool in_detail =
+                    std::find(inner.namespaces.begin(), inner.namespaces.end(), "detail") != inner.namespaces.end();
                 inner.listed = in_attn && !in_detail;
                 for (std::size_t n = 1; n < inner.namespaces.size(); ++n) inner.prefix += inner.namespaces[n] + "::";
                 pos = i + 1;
@@ -565,8 +582,8 @@ private:
                 return;
             }
             if (is_function_head(bare) || (friend_decl && is_function_head(bare.substr(6)))) {
-                if (in_initialiser_list(start, i) && (is_identifier_char(previous_char(i, start)) ||
-                                                      previous_char(i, start) == '>')) {
+                if (in_initialiser_list(start, i) &&
+                    (is_identifier_char(previous_char(i, start)) || previous_char(i, start) == '>')) {
                     i = skip_braces(i) - 1;  // a member's brace initialiser
                     continue;
                 }
@@ -678,7 +695,7 @@ private:
         const bool ends_with_semicolon = body_begin == std::string::npos;
         if (ends_with_semicolon && is_type_head(first) && bare.find('{') == std::string::npos &&
             bare.find('=') == std::string::npos)
-            return;  // a forward declaration
+            return;                                                  // a forward declaration
         if (template_prefix.empty() && first == "template") return;  // an explicit instantiation
 
         Entity entity;
@@ -731,6 +748,20 @@ private:
 
 void write_members(std::ostream& out, const std::vector<Entity>& members, int indent);
 
+/// Comment text as Markdown prose: a < that would open an HTML tag (<s>, <sep>) is escaped,
+/// except in `code`.
+std::string prose(const std::string& text) {
+    std::string out;
+    bool in_code = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char next = i + 1 < text.size() ? text[i + 1] : '\0';
+        const bool tag = (next >= 'a' && next <= 'z') || (next >= 'A' && next <= 'Z') || next == '/' || next == '!';
+        if (text[i] == '`') in_code = !in_code;
+        out += text[i] == '<' && tag && !in_code ? std::string("&lt;") : std::string(1, text[i]);
+    }
+    return out;
+}
+
 /// The listing of every public header under `root` (or of the one header `root`).
 std::string listing(const fs::path& root) {
     std::vector<std::pair<std::string, fs::path>> headers;
@@ -764,7 +795,7 @@ std::string listing(const fs::path& root) {
         declarations += entities.size();
         out << "\n## " << shown << "\n";
         const std::string sentence = first_sentence(source.top_comment);
-        if (!sentence.empty()) out << "\n" << sentence << "\n";
+        if (!sentence.empty()) out << "\n" << prose(sentence) << "\n";
         if (entities.empty()) {
             std::vector<std::string> includes;
             std::istringstream lines(source.text);
@@ -772,7 +803,10 @@ std::string listing(const fs::path& root) {
                 const std::size_t open = line.find("#include \"");
                 if (open == std::string::npos) continue;
                 const std::size_t close = line.find('"', open + 10);
-                if (close != std::string::npos) includes.push_back("`" + line.substr(open + 10, close - open - 10) + "`");
+                const std::string included = "`" + line.substr(open + 10, close - open - 10) + "`";
+                if (close != std::string::npos && included.find("/detail/") == std::string::npos &&
+                    std::find(includes.begin(), includes.end(), included) == includes.end())
+                    includes.push_back(included);
             }
             out << "\nNo declarations of its own";
             for (std::size_t i = 0; i < includes.size(); ++i) out << (i == 0 ? "; includes " : ", ") << includes[i];
@@ -800,7 +834,7 @@ std::string listing(const fs::path& root) {
                 out << "\n```cpp\n" << e->signature << "\n```\n";
                 if (!e->doc.empty()) {
                     out << "\n";
-                    for (const std::string& line : e->doc) out << line << "\n";
+                    for (const std::string& line : e->doc) out << prose(line) << "\n";
                 }
                 if (e->errors) {
                     out << "\nerrors:";
@@ -824,7 +858,7 @@ void write_members(std::ostream& out, const std::vector<Entity>& members, int in
         out << std::string(static_cast<std::size_t>(indent) * 2, ' ') << "- `" << m.signature << "`";
         std::string doc;
         for (const std::string& line : m.doc) doc += (doc.empty() || line.empty() ? "" : " ") + line;
-        if (!doc.empty()) out << ": " << doc;
+        if (!doc.empty()) out << ": " << prose(doc);
         if (m.errors) {
             out << " (errors:";
             for (unsigned i = 0, n = 0; i < 5; ++i)
