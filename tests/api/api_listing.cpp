@@ -528,7 +528,10 @@ private:
         std::vector<std::size_t> opened;
         std::size_t body_begin = std::string::npos, body_end = std::string::npos;
         for (std::size_t i = start;; ++i) {
-            if (i >= m_.size()) s_.fail(start, "the declaration here never ends (no ; or {)");
+            if (i >= m_.size()) {
+                if (depth > 0) s_.fail(opened.back(), "unbalanced parentheses: this ( or [ is never closed");
+                s_.fail(start, "the declaration here never ends (no ; or {)");
+            }
             const char c = m_[i];
             if (c == '(' || c == '[') {
                 ++depth;
@@ -786,8 +789,8 @@ std::string listing(const fs::path& root) {
     out << "# attn API\n\n"
         << "Every public declaration of the headers (namespace `attn` outside `detail`), one section per header.\n"
         << "Generated from the headers by tests/api/api_listing.cpp; the `api_listing` test fails when they\n"
-        << "disagree. Do not edit: regenerate it from the repository's root with\n"
-        << "`" << kRegenerate << "`.\n";
+        << "disagree (and prints the command for its build directory). Do not edit: regenerate it from the\n"
+        << "repository's root with `" << kRegenerate << "`.\n";
     std::size_t declarations = 0;
     for (const auto& [shown, file] : headers) {
         const Source source = read_source(file, shown);
