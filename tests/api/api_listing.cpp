@@ -289,7 +289,6 @@ public:
 private:
     struct Scope {
         bool is_class = false;
-        bool is_enum = false;
         bool listed = false;  // inside namespace attn, outside detail (for a class: the class is listed)
         bool public_access = true;
         std::string prefix;  // qualification relative to attn, "store::"
@@ -526,7 +525,6 @@ private:
         const std::size_t start = pos;
         int depth = 0;  // parentheses and brackets
         std::vector<std::size_t> opened;
-        std::size_t body_begin = std::string::npos, body_end = std::string::npos;
         for (std::size_t i = start;; ++i) {
             if (i >= m_.size()) {
                 if (depth > 0) s_.fail(opened.back(), "unbalanced parentheses: this ( or [ is never closed");
@@ -576,8 +574,7 @@ private:
                 for (Entity& e : inner.entities) scope.entities.push_back(std::move(e));
                 return;
             }
-            std::string template_prefix;
-            const std::string bare = strip_template_prefix(head, &template_prefix);
+            const std::string bare = strip_template_prefix(head, nullptr);
             const std::vector<std::string> bare_words = identifiers(bare);
             const bool friend_decl = !bare_words.empty() && bare_words[0] == "friend";
             if (!bare_words.empty() && is_type_head(bare_words[0]) && bare.find('=') == std::string::npos) {
@@ -590,9 +587,8 @@ private:
                     i = skip_braces(i) - 1;  // a member's brace initialiser
                     continue;
                 }
-                body_begin = i;
-                body_end = skip_braces(i);
-                declaration_ends(scope, start, i, body_begin, body_end);
+                const std::size_t body_end = skip_braces(i);
+                declaration_ends(scope, start, i, i, body_end);
                 pos = body_end;
                 return;
             }
@@ -610,20 +606,18 @@ private:
         type.name = scope.prefix + type_name(strip_template_prefix(head, nullptr));
         type.signature = signature_of(s_.code.substr(start, brace - start));
         type.doc = doc_above(start);
-        std::size_t end = skip_braces(brace);
+        const std::size_t end = skip_braces(brace);
         type.errors = errors_named(join(type.doc)) | errors_thrown(brace, end);
         Scope inner;
         inner.is_class = !is_enum;
-        inner.is_enum = is_enum;
         inner.listed = scope.listed && (!scope.is_class || scope.public_access);
         inner.public_access = words[0] != "class";
-        inner.namespaces = scope.namespaces;
-        inner.prefix = "";
         if (is_enum) {
             parse_enumerators(brace, end, inner);
         } else {
             pos = brace + 1;
             parse_scope(pos, inner, brace);
+            if (pos != end) s_.fail(brace, "this type's body ends elsewhere than its braces say");
         }
         type.members = std::move(inner.entities);
         if (scope.is_class) {
