@@ -261,7 +261,7 @@ TEST_CASE_TEMPLATE("run_with_hooks: every activation equals PyTorch's hooks", T,
             if (std::find(omitted.begin(), omitted.end(), name) != omitted.end()) continue;
             CAPTURE(name);
             // The store goldens predate the projections' points (hook_q, k, v, rot_q, rot_k);
-            // the Hugging Face goldens check them (test_checkpoints.cpp).
+            // the Hugging Face goldens check them (test_architectures.cpp).
             if (!g.tensors.contains(key + "." + name)) {
                 const bool projection =
                     name.find(".attn.hook_q") != std::string::npos || name.find(".attn.hook_k") != std::string::npos ||
