@@ -1,5 +1,5 @@
 // The shipped store model (models/store/) against the golden outputs of
-// tools/reference.py, an independent float64 PyTorch forward pass over the exported files.
+// tools/references/reference.py, an independent float64 PyTorch forward pass over the exported files.
 #include <doctest/doctest.h>
 #include <attn/model/model.hpp>
 
@@ -14,7 +14,7 @@ const std::filesystem::path golden_dir = std::filesystem::path(ATTN_TEST_DATA_DI
 
 nlohmann::json golden_products() {
     std::ifstream in(golden_dir / "golden.json");
-    REQUIRE_MESSAGE(in.good(), "missing tests/data/store/golden.json (tools/reference.py writes it)");
+    REQUIRE_MESSAGE(in.good(), "missing tests/data/store/golden.json (tools/references/reference.py writes it)");
     return nlohmann::json::parse(in);
 }
 

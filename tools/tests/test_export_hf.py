@@ -20,9 +20,9 @@ TOOLS = Path(__file__).resolve().parents[1]
 ROOT = TOOLS.parent
 sys.path.insert(0, str(TOOLS))
 
-import export_hf  # noqa: E402
-from llama_model import LlamaSettings, LlamaStoreModel, from_state_dict  # noqa: E402
-from tokenizer import Tokenizer, read_products  # noqa: E402
+from training import export_hf  # noqa: E402
+from common.llama_model import LlamaSettings, LlamaStoreModel, from_state_dict  # noqa: E402
+from common.tokenizer import Tokenizer, read_products  # noqa: E402
 
 MODEL = ROOT / "models" / "store-llama"
 STORE = ROOT / "models" / "store"

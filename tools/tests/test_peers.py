@@ -1,4 +1,4 @@
-"""tools/peers: the rotary permutation, safetensors I/O, the PyTorch peer, and (when llama.cpp's
+"""tools/benchmarks/peers: the rotary permutation, safetensors I/O, the PyTorch peer, and (when llama.cpp's
 tree is installed) the GGUF conversion."""
 
 import json
@@ -12,13 +12,12 @@ import pytest
 import torch
 
 TOOLS = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(TOOLS / "peers"))
 sys.path.insert(0, str(TOOLS))
-import bench_llamacpp  # noqa: E402
-import hf_random  # noqa: E402
-import hf_to_gguf  # noqa: E402
-import safetensors_io  # noqa: E402
-import torch_peer  # noqa: E402
+from benchmarks import bench_llamacpp  # noqa: E402
+from benchmarks.peers import hf_random  # noqa: E402
+from benchmarks.peers import hf_to_gguf  # noqa: E402
+from benchmarks.peers import safetensors_io  # noqa: E402
+from benchmarks.peers import torch_peer  # noqa: E402
 
 TINY_LLAMA = {"hidden_size": 8, "intermediate_size": 6, "num_hidden_layers": 2, "num_attention_heads": 2,
               "num_key_value_heads": 1, "head_dim": 4, "vocab_size": 11, "max_position_embeddings": 16,

@@ -35,7 +35,7 @@ struct GenerationOptions {
     Workers* workers = nullptr;  ///< kept threads instead (best for the steps: none started per token)
 };
 
-/// Why generation stopped; when two hold at once, the first listed here (as tools/generate.py).
+/// Why generation stopped; when two hold at once, the first listed here (as tools/references/generate.py).
 enum class StopReason {
     end,         ///< it wrote </s>
     context,     ///< the text filled the model's context
