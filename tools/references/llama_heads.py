@@ -30,7 +30,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role packages
 
 from training.export_hf import read_exported, settings_of  # noqa: E402
-from common.llama_model import from_state_dict  # noqa: E402
+from common.model import from_state_dict  # noqa: E402
 from common.tokenizer import Tokenizer, read_products  # noqa: E402
 
 EXEMPLAR = "double chaise patio furniture cover"

@@ -42,7 +42,7 @@ START_ID, END_ID = 0, 2  # <s>, </s> of the store tokenizer
 
 
 def llama_config(settings: dict) -> dict:
-    """config.json's content for the training settings (tools/llama_model.py LlamaSettings)."""
+    """config.json's content for the training settings (tools/common/model.py LlamaSettings)."""
     config = {
         "architectures": ["LlamaForCausalLM"],
         "attention_bias": False,
@@ -195,7 +195,7 @@ def read_exported(folder) -> "tuple[dict, dict]":
 
 
 def settings_of(config: dict) -> dict:
-    """The LlamaSettings fields (tools/llama_model.py) of a config.json."""
+    """The LlamaSettings fields (tools/common/model.py) of a config.json."""
     return {k: config[k] for k in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
                                    "num_attention_heads", "num_key_value_heads", "head_dim",
                                    "max_position_embeddings", "rms_norm_eps", "rope_theta")}

@@ -8,8 +8,8 @@
 
 Step 1 learns the BPE tokenizer from train.tsv (vocabulary.txt, merges.txt in
 --out) unless --resume finds them already there or --tokenizer names a folder
-holding them. --architecture picks the model: `store` (tools/common/model.py, the
-default) or `llama` (tools/llama_model.py, Hugging Face LlamaForCausalLM names). Step 2 trains the model:
+holding them. --architecture picks the model of tools/common/model.py: `store` (StoreModel,
+the default) or `llama` (LlamaStoreModel, Hugging Face LlamaForCausalLM names). Step 2 trains the model:
 next-token cross-entropy over every position of `<s> name <sep> description </s>`
 (padding ignored), AdamW, linear warm-up then cosine decay, a fixed number of
 products per batch, padded to the batch's longest. The data order is a pure
@@ -43,7 +43,7 @@ import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role packages
 
-from common.llama_model import LlamaSettings, LlamaStoreModel  # noqa: E402
+from common.model import LlamaSettings, LlamaStoreModel  # noqa: E402
 from common.model import Settings, StoreModel  # noqa: E402
 from common.tokenizer import Tokenizer, read_products  # noqa: E402
 
@@ -181,7 +181,7 @@ def main(argv=None):
     p.add_argument("--out", default="models/store", help="tokenizer files, loss.csv, loss.png")
     p.add_argument("--checkpoints", default="/work/ckpt")
     p.add_argument("--architecture", choices=("store", "llama"), default="store",
-                   help="store: tools/common/model.py; llama: tools/llama_model.py")
+                   help="store: StoreModel; llama: LlamaStoreModel (both tools/common/model.py)")
     p.add_argument("--intermediate-size", type=int, default=384,
                    help="SwiGLU width of the llama architecture")
     p.add_argument("--tokenizer", default=None,
