@@ -20,7 +20,6 @@ peers; unset both in this command only (as above).
 import argparse
 import json
 import math
-import os
 import statistics
 import subprocess
 import sys
@@ -32,7 +31,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role packages
 from common.model import from_exported  # noqa: E402
-from references.reference import read_safetensors  # noqa: E402
+from common.safetensors_io import read_safetensors  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 POSITIONS = [16, 32, 64, 128, 160]

@@ -40,7 +40,8 @@ import torch.nn as nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role packages
 
 from common.model import StoreModel, apply_rope, from_exported  # noqa: E402
-from references.reference import EXEMPLAR, read_safetensors  # noqa: E402
+from common.safetensors_io import read_safetensors  # noqa: E402
+from references.reference import EXEMPLAR  # noqa: E402
 from common.tokenizer import Tokenizer, read_products  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role packages
+from common import safetensors_io  # noqa: E402
 from references import hf_checkpoints  # noqa: E402  (writes the test checkpoints and golden.safetensors)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,75 +43,15 @@ class CheckpointError(ValueError):
 
 # ---------------------------------------------------------------- safetensors reading
 
-_FLOAT_TYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2"}
-_INT_TYPES = {"I64": "<i8", "I32": "<i4", "I16": "<i2", "I8": "i1", "U8": "u1", "BOOL": "u1"}
-_SIZES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
-MAX_HEADER = 100 * 1024 * 1024
-
 
 def read_safetensors(path):
     """Every tensor of a safetensors file as a NumPy array: floats as float64 (exact), integers as
     int64. Returns (tensors, metadata). Refuses anything but one well-formed file whose tensors
     tile its data section exactly: no gaps, overlaps, trailing bytes or unknown dtypes."""
-    path = Path(path)
-    data = path.read_bytes()
-    if len(data) < 8:
-        raise CheckpointError(f"{path}: {len(data)} bytes, too short for the 8-byte header length")
-    (header_length,) = struct.unpack("<Q", data[:8])
-    if header_length > min(MAX_HEADER, len(data) - 8):
-        raise CheckpointError(f"{path}: header length {header_length} exceeds the file ({len(data)} bytes) "
-                              f"or the {MAX_HEADER} byte limit")
     try:
-        header = json.loads(data[8:8 + header_length].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise CheckpointError(f"{path}: header is not JSON ({error})") from None
-    if not isinstance(header, dict):
-        raise CheckpointError(f"{path}: header is not a JSON object")
-    metadata = header.pop("__metadata__", {})
-    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
-        raise CheckpointError(f"{path}: __metadata__ must map strings to strings")
-    body = data[8 + header_length:]
-    spans = []
-    tensors = {}
-    for name, entry in header.items():
-        where = f"{path}: tensor {name!r}"
-        if not isinstance(entry, dict) or set(entry) != {"dtype", "shape", "data_offsets"}:
-            raise CheckpointError(f"{where}: entry must have exactly dtype, shape, data_offsets: {entry!r}")
-        dtype, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
-        if dtype not in _SIZES:
-            raise CheckpointError(f"{where}: unknown dtype {dtype!r}")
-        if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
-                                                  for d in shape):
-            raise CheckpointError(f"{where}: bad shape {shape!r}")
-        if (not isinstance(offsets, list) or len(offsets) != 2
-                or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
-                or not 0 <= offsets[0] <= offsets[1] <= len(body)):
-            raise CheckpointError(f"{where}: data_offsets {offsets!r} outside the {len(body)}-byte data section")
-        expected = math.prod(shape) * _SIZES[dtype]
-        if offsets[1] - offsets[0] != expected:
-            raise CheckpointError(f"{where}: {offsets[1] - offsets[0]} bytes for {dtype} {shape} ({expected} bytes)")
-        spans.append((offsets[0], offsets[1], name))
-        raw = body[offsets[0]:offsets[1]]
-        if dtype == "BF16":
-            # bfloat16 is the top half of a float32: widening is exact.
-            bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
-            values = bits.view(np.float32).astype(np.float64)
-        elif dtype in _FLOAT_TYPES:
-            values = np.frombuffer(raw, dtype=_FLOAT_TYPES[dtype]).astype(np.float64)
-        else:
-            values = np.frombuffer(raw, dtype=_INT_TYPES[dtype]).astype(np.int64)
-            if dtype == "BOOL" and np.any(values > 1):
-                raise CheckpointError(f"{where}: BOOL bytes other than 0 and 1")
-        tensors[name] = values.reshape(shape)
-    position = 0
-    for start, end, name in sorted(spans):
-        if start != position:
-            raise CheckpointError(f"{path}: tensor {name!r} starts at {start}, not at {position} "
-                                  f"({'overlap' if start < position else 'gap'})")
-        position = end
-    if position != len(body):
-        raise CheckpointError(f"{path}: {len(body) - position} bytes after the last tensor")
-    return tensors, metadata
+        return safetensors_io.read_float64(path)
+    except safetensors_io.SafetensorsError as error:
+        raise CheckpointError(str(error)) from None
 
 
 def read_config(directory):

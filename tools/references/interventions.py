@@ -634,8 +634,7 @@ def print_copy_average(average):
 
 
 def main(argv=None):
-    from training.export import write_safetensors
-    from references.reference import read_safetensors
+    from common.safetensors_io import read_safetensors, write_safetensors
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--model", default="models/store")

@@ -44,7 +44,7 @@ def load(folder: Path):
         model = from_state_dict(settings_of(config), {k: v.double() for k, v in tensors.items()})
         return model, config["num_attention_heads"]
     from common.model import from_exported
-    from references.reference import read_safetensors  # the store model's own strict reader
+    from common.safetensors_io import read_safetensors
 
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     arrays, _ = read_safetensors(folder / manifest["weights"])

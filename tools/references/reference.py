@@ -4,7 +4,7 @@
                                [--check-against /work/ckpt/final.pt]
 
 Loads ONLY the exported files (manifest.json, model.safetensors through the strict
-reader below, vocabulary.txt/merges.txt through tools/common/tokenizer.py) and runs the
+reader of tools/common/safetensors_io.py, vocabulary.txt/merges.txt through tools/common/tokenizer.py) and runs the
 forward pass written out step by step in float64, in the file's (in x out)
 layout. Writes to --out:
 
@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import struct
 import sys
 from collections import OrderedDict
 from pathlib import Path
@@ -33,47 +32,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role packages
 
+from common.safetensors_io import read_safetensors, write_safetensors  # noqa: E402
 from common.tokenizer import Tokenizer, read_products  # noqa: E402
 
-DTYPES = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8"), "I64": np.dtype("<i8"),
-          "I32": np.dtype("<i4")}
-
 EXEMPLAR = "double chaise patio furniture cover"
-
-
-# ----------------------------------------------------------------------------
-# strict safetensors reader
-
-
-def read_safetensors(path):
-    """-> (OrderedDict name -> numpy array, metadata dict). Checks every offset."""
-    raw = Path(path).read_bytes()
-    if len(raw) < 8:
-        raise ValueError(f"{path}: shorter than the 8-byte header length")
-    (n,) = struct.unpack("<Q", raw[:8])
-    if 8 + n > len(raw):
-        raise ValueError(f"{path}: header length {n} runs past the end ({len(raw)} bytes)")
-    header = json.loads(raw[8:8 + n].decode("utf-8"), object_pairs_hook=OrderedDict)
-    metadata = header.pop("__metadata__", {})
-    data = memoryview(raw)[8 + n:]
-    tensors = OrderedDict()
-    expected_begin = 0
-    for name, entry in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0]):
-        dtype = DTYPES.get(entry["dtype"])
-        if dtype is None:
-            raise ValueError(f"{path}: tensor {name}: unsupported dtype {entry['dtype']}")
-        shape = tuple(entry["shape"])
-        begin, end = entry["data_offsets"]
-        if begin != expected_begin:
-            raise ValueError(f"{path}: tensor {name}: begins at {begin}, expected {expected_begin}")
-        if end - begin != dtype.itemsize * math.prod(shape):
-            raise ValueError(f"{path}: tensor {name}: {end - begin} bytes for shape {shape}")
-        tensors[name] = np.frombuffer(data[begin:end], dtype=dtype).reshape(shape).copy()
-        expected_begin = end
-    if expected_begin != len(data):
-        raise ValueError(f"{path}: data section has {len(data)} bytes, tensors use {expected_begin}")
-    ordered = OrderedDict((name, tensors[name]) for name in header)  # header order
-    return ordered, metadata
 
 
 # ----------------------------------------------------------------------------
@@ -200,8 +162,6 @@ def choose_products(tokenizer, validation, train, longest, count=8):
 
 
 def main(argv=None):
-    from training.export import write_safetensors
-
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--model", default="models/store")
     p.add_argument("--data", default="models/store", help="folder with validation.tsv, train.tsv")

@@ -2,8 +2,8 @@
 
     python3 tools/training/export.py [--checkpoint /work/ckpt/final.pt] [--out models/store]
 
-The safetensors file is written by the small writer below (no safetensors package
-here): 8-byte little-endian header length N, N bytes of JSON (padded with spaces
+The safetensors file is written by tools/common/safetensors_io.py (no safetensors
+package here): 8-byte little-endian header length N, N bytes of JSON (padded with spaces
 to a multiple of 8), then the raw little-endian data of each tensor, contiguous,
 in header order, offsets relative to the start of the data section.
 
@@ -15,39 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import struct
 import sys
 from collections import OrderedDict
 from pathlib import Path
 
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role packages
 
-DTYPES = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8"), "I64": np.dtype("<i8"),
-          "I32": np.dtype("<i4")}
-
-
-def write_safetensors(path, tensors, metadata=None):
-    """tensors: ordered mapping name -> (dtype name, numpy array). Returns bytes written."""
-    header = OrderedDict()
-    blobs = []
-    offset = 0
-    for name, (dtype, array) in tensors.items():
-        data = np.ascontiguousarray(np.asarray(array, dtype=DTYPES[dtype])).tobytes()
-        header[name] = {"dtype": dtype, "shape": [int(d) for d in np.shape(array)],
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    if metadata:
-        header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
-    text = json.dumps(header, separators=(",", ":"), ensure_ascii=True).encode("ascii")
-    text += b" " * (-len(text) % 8)
-    path = Path(path)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for blob in blobs:
-            f.write(blob)
-    return 8 + len(text) + offset
+from common.safetensors_io import write_safetensors  # noqa: E402
 
 
 def layout(state):

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role packages
+from common.safetensors_io import read_safetensors  # noqa: E402
 from training.export import training_markdown  # noqa: E402  (the store model's training table)
 
 # The LlamaConfig keys that transformers' save_pretrained writes for this model (the
@@ -170,27 +171,21 @@ def read_vocabulary(folder: Path):
 
 
 def read_exported(folder) -> "tuple[dict, dict]":
-    """(config, {name: torch tensor}) of an exported folder, for analyses in Python.
+    """(config, {name: torch tensor}) of an exported folder, for analyses in Python; F32 only.
 
-    A plain reader (float tensors as stored, F32); tools/tests/test_export_hf.py holds
-    the strict one that checks the file's layout.
+    tools/tests/test_export_hf.py holds a second strict reader of its own, written from the
+    format independently of this one.
     """
     import torch
 
     folder = Path(folder)
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    blob = (folder / "model.safetensors").read_bytes()
-    (size,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + size])
-    header.pop("__metadata__", None)
-    data = blob[8 + size:]
+    arrays, _ = read_safetensors(folder / "model.safetensors")
     tensors = {}
-    for name, info in header.items():
-        if info["dtype"] != "F32":
-            raise ValueError(f"{folder / 'model.safetensors'}: tensor {name} is {info['dtype']}, "
-                             "this reader takes F32")
-        begin, end = info["data_offsets"]
-        tensors[name] = torch.from_numpy(np.frombuffer(data[begin:end], dtype="<f4").reshape(info["shape"]).copy())
+    for name, array in arrays.items():
+        if array.dtype != np.dtype("<f4"):
+            raise ValueError(f"{folder / 'model.safetensors'}: tensor {name} is {array.dtype}, this reader takes F32")
+        tensors[name] = torch.from_numpy(array)
     return config, tensors
 
 

@@ -50,7 +50,7 @@ import torch.nn.functional as F  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role packages
 
 from common.model import Settings, StoreModel  # noqa: E402
-from references.reference import read_safetensors  # noqa: E402
+from common.safetensors_io import read_safetensors  # noqa: E402
 from common.tokenizer import END_OF_WORD, Tokenizer, pretokenize, normalize, read_products  # noqa: E402
 
 EXEMPLAR_NAME = "double chaise patio furniture cover"

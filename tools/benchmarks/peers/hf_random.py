@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tools/: the role packages
-from benchmarks.peers import safetensors_io  # noqa: E402
+from common import safetensors_io  # noqa: E402
 
 CONFIGS = {
     "gpt2-small": {
@@ -92,7 +92,7 @@ def write_checkpoint(shape, dtype, out, seed=0, overrides=None):
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    safetensors_io.write(out / "model.safetensors", shapes, dtype, make, metadata={"format": "pt"})
+    safetensors_io.write_streamed(out / "model.safetensors", shapes, dtype, make, metadata={"format": "pt"})
     (out / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     return out
 

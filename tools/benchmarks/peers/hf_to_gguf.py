@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tools/: the role packages
-from benchmarks.peers import safetensors_io  # noqa: E402
+from common import safetensors_io  # noqa: E402
 
 CONV1D_SUFFIXES = (".attn.c_attn.weight", ".attn.c_proj.weight", ".mlp.c_fc.weight", ".mlp.c_proj.weight")
 TYPES = ("F32", "F16", "BF16")

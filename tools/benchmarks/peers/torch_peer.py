@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tools/: the role packages
-from benchmarks.peers import safetensors_io  # noqa: E402
+from common import safetensors_io  # noqa: E402
 
 
 class Cache:
