@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Sight at speed (issue #15): attn's statistics, rows on demand and reused-storage weights
+"""Sight at speed: attn's statistics, rows on demand and reused-storage weights
 against its streaming kernel, the machine's FMA peak and the peers, in one go.
 
     cmake --workflow --preset bench

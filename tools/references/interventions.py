@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role
 from training.quality import EXEMPLAR_NAME, PREFIX_WORDS, alternatives_from, load_exported, match_positions  # noqa: E402,E501
 from common.tokenizer import END_OF_WORD, read_products  # noqa: E402
 
-# The exemplar as issue #14 fixes it: the description cut after "… patio furniture cover.",
+# The exemplar, fixed: the description cut after "… patio furniture cover.",
 # the corrupted name ends in "set" (same length, differs at position 6 only).
 EXEMPLAR_DESCRIPTION = ("protect your outdoor patio furniture from harsh elements with this "
                         "outdoor patio furniture cover.")

@@ -39,7 +39,7 @@ def exemplar(loaded):
     return clean, corrupted, logits, cache
 
 
-def test_exemplar_ids_are_the_issues(loaded, exemplar):
+def test_exemplar_ids_are_the_specified_ones(loaded, exemplar):
     _, tokenizer, _ = loaded
     clean, corrupted, _, _ = exemplar
     assert len(clean) == len(corrupted) == 26

@@ -175,7 +175,7 @@ def build_model(architecture, vocabulary_size, longest, intermediate_size):
     return settings, model, model.embedding.weight
 
 
-def main(argv=None):
+def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", default="models/store", help="folder with train.tsv, validation.tsv")
     p.add_argument("--out", default="models/store", help="tokenizer files, loss.csv, loss.png")
@@ -206,21 +206,12 @@ def main(argv=None):
     p.add_argument("--resume", action="store_true")
     p.add_argument("--measure", type=float, default=0.0,
                    help="only measure seconds/step for this many seconds and exit")
-    args = p.parse_args(argv)
+    return p.parse_args(argv)
 
-    torch.set_num_threads(args.threads)
-    if args.architecture == "llama":
-        PLOT_TITLE[0] = "store corpus, Llama architecture: next-token loss"
-    torch.manual_seed(args.seed)
-    data, out, ckpt_dir = Path(args.data), Path(args.out), Path(args.checkpoints)
-    out.mkdir(parents=True, exist_ok=True)
-    checkpoint_path = ckpt_dir / "store.pt"
 
-    train_products = read_products(data / "train.tsv")
-    validation_products = read_products(data / "validation.tsv")
-    log(f"corpus: {len(train_products)} training, {len(validation_products)} validation products")
-
-    # -- step 1: tokenizer ------------------------------------------------------
+def tokenizer_for(args, out, train_products):
+    """Step 1: the tokenizer given by --tokenizer, the one already in --out (when resuming or
+    measuring), or one learned from the training split and saved to --out."""
     have_tokenizer = (out / "vocabulary.txt").exists() and (out / "merges.txt").exists()
     if args.tokenizer:
         tokenizer = Tokenizer.load(args.tokenizer)
@@ -235,150 +226,213 @@ def main(argv=None):
         tokenizer.save(out)
         log(f"tokenizer trained: vocabulary {len(tokenizer)}, merges {len(tokenizer.merges)}, "
             f"{time.time() - started:.1f} s")
+    return tokenizer
 
+
+class Batches:
+    """The training batches by step: epoch_batches of the step's epoch (one epoch cached)."""
+
+    def __init__(self, sequences, batch_size, seed):
+        self.sequences, self.batch_size, self.seed = sequences, batch_size, seed
+        self.lengths = [len(s) for s in sequences]
+        self.per_epoch = len(sequences) // batch_size
+        self.cache = {}
+
+    def __call__(self, step):
+        epoch, index = divmod(step, self.per_epoch)
+        if epoch not in self.cache:
+            self.cache.clear()
+            self.cache[epoch] = epoch_batches(self.lengths, self.batch_size, self.seed, epoch)
+        batches = self.cache[epoch]
+        return make_batch(self.sequences, batches[index % len(batches)])
+
+
+def measure(args, model, optimizer, batch_for, eval_seqs):
+    """--measure: seconds per step over about args.measure seconds, and one evaluation's time."""
+    begin, steps = time.time(), 0
+    while time.time() - begin < args.measure:
+        inputs, targets = batch_for(steps)
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(steps, 1000, args.lr, args.warmup)
+        loss = loss_of(model, inputs, targets)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        steps += 1
+    per_step = (time.time() - begin) / steps
+    log(f"measure: {steps} steps in {time.time() - begin:.1f} s = {per_step:.3f} s/step "
+        f"at batch {args.batch_size}; {batch_for.per_epoch} steps/epoch; loss {float(loss):.3f}")
+    eval_start = time.time()
+    evaluate(model, eval_seqs)
+    log(f"one evaluation of {len(eval_seqs)} products: {time.time() - eval_start:.1f} s")
+
+
+class Training:
+    """Step 2: the optimisation loop's state (step, loss rows, training seconds, tokens seen),
+    resumable from and saved to the checkpoint --checkpoints/store.pt."""
+
+    def __init__(self, args, model, optimizer, tokenizer, settings):
+        self.args, self.model, self.optimizer = args, model, optimizer
+        self.tokenizer, self.settings = tokenizer, settings
+        self.checkpoint_path = Path(args.checkpoints) / "store.pt"
+        self.step, self.rows, self.elapsed, self.tokens_seen = 0, [], 0.0, 0
+
+    def resume(self):
+        args = self.args
+        if not self.checkpoint_path.exists():
+            log("no checkpoint: starting from scratch")
+            return
+        state = torch.load(self.checkpoint_path)
+        if state["vocabulary"] != self.tokenizer.vocabulary:
+            raise SystemExit("checkpoint was trained with another vocabulary")
+        if state.get("architecture", "store") != args.architecture:
+            raise SystemExit(f"checkpoint holds a {state.get('architecture', 'store')} model, "
+                             f"not {args.architecture}")
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.step, self.rows, self.elapsed = state["step"], state["rows"], state["elapsed"]
+        self.tokens_seen = state["tokens_seen"]
+        torch.set_rng_state(state["torch_rng"])
+        random.setstate(state["python_rng"])
+        log(f"resumed at step {self.step} ({self.elapsed:.0f} s trained)")
+
+    def checkpoint(self):
+        save_atomic({"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                     "step": self.step, "rows": self.rows, "elapsed": self.elapsed,
+                     "tokens_seen": self.tokens_seen, "torch_rng": torch.get_rng_state(),
+                     "python_rng": random.getstate(), "vocabulary": self.tokenizer.vocabulary,
+                     "settings": self.settings.to_dict(), "architecture": self.args.architecture,
+                     "args": vars(self.args)}, self.checkpoint_path)
+
+    def record(self, train_loss, validation, out):
+        self.rows.append((self.step, self.elapsed, train_loss, validation))
+        write_loss_csv(self.rows, out / "loss.csv")
+
+    def optimise(self, inputs, targets, lr):
+        """One AdamW step at learning rate lr; returns the batch's loss."""
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        loss = loss_of(self.model, inputs, targets)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.args.clip)
+        self.optimizer.step()
+        self.step += 1
+        self.tokens_seen += int((targets != IGNORE).sum())
+        return float(loss)
+
+    def run(self, batch_for, eval_seqs, out):
+        """Trains to --steps (or --max-minutes), evaluating every --eval-every steps and
+        checkpointing every --checkpoint-minutes, then checkpoints once more."""
+        args = self.args
+        run_start = time.time()
+        base_elapsed = self.elapsed
+        last_checkpoint = time.time()
+        running, running_count = 0.0, 0
+        self.model.train()
+        while self.step < args.steps:
+            inputs, targets = batch_for(self.step)
+            lr = learning_rate(self.step, args.steps, args.lr, args.warmup)
+            running += self.optimise(inputs, targets, lr)
+            running_count += 1
+            self.elapsed = base_elapsed + time.time() - run_start
+            if self.step % args.eval_every == 0 or self.step == args.steps:
+                validation = evaluate(self.model, eval_seqs)
+                train_loss = running / running_count
+                running, running_count = 0.0, 0
+                self.record(train_loss, validation, out)
+                log(f"step {self.step}/{args.steps}  lr {lr:.2e}  train {train_loss:.4f}  "
+                    f"validation {validation:.4f}  {self.elapsed:.0f} s  {self.tokens_seen} tokens")
+            if args.max_minutes and self.elapsed > args.max_minutes * 60 and self.step < args.steps:
+                validation = evaluate(self.model, eval_seqs)
+                if running_count:
+                    self.record(running / running_count, validation, out)
+                log(f"time limit of {args.max_minutes} minutes reached at step {self.step}: stopping")
+                break
+            if time.time() - last_checkpoint > args.checkpoint_minutes * 60:
+                self.checkpoint()
+                plot(out)
+                last_checkpoint = time.time()
+                log(f"checkpoint at step {self.step}")
+        self.checkpoint()
+
+    def finish(self, data, out, train_products, validation_products, validation_seqs):
+        """The final numbers over the whole validation split, final.pt, loss.csv and the plot."""
+        args = self.args
+        final_validation = evaluate(self.model, validation_seqs)
+        final_train = self.rows[-1][2] if self.rows else float("nan")
+        summary = {
+            "architecture": args.architecture,
+            "corpus": str(data),
+            "training_products": len(train_products),
+            "validation_products": len(validation_products),
+            "seed": args.seed,
+            "steps": self.step,
+            "planned_steps": args.steps,
+            "batch_size": args.batch_size,
+            "learning_rate": args.lr,
+            "warmup": args.warmup,
+            "weight_decay": args.weight_decay,
+            "tokens_seen": self.tokens_seen,
+            "final_train_loss": round(final_train, 5),
+            "final_validation_loss": round(final_validation, 5),
+            "wall_seconds": round(self.elapsed, 1),
+            "threads": args.threads,
+            "torch_version": torch.__version__,
+        }
+        save_atomic({"model": self.model.state_dict(), "settings": self.settings.to_dict(),
+                     "architecture": args.architecture,
+                     "vocabulary": self.tokenizer.vocabulary, "summary": summary},
+                    Path(args.checkpoints) / "final.pt")
+        write_loss_csv(self.rows, out / "loss.csv")
+        plot(out)
+        log(f"done: {summary}")
+
+
+def encode(tokenizer, train_products, validation_products, longest):
+    """(training sequences, validation sequences), each product's ids cut to `longest`."""
     started = time.time()
-    train_seqs = encode_split(tokenizer, train_products, args.longest)
-    validation_seqs = encode_split(tokenizer, validation_products, args.longest)
+    train_seqs = encode_split(tokenizer, train_products, longest)
+    validation_seqs = encode_split(tokenizer, validation_products, longest)
     lengths = [len(s) for s in train_seqs]
     train_tokens = sum(l - 1 for l in lengths)
     log(f"encoded in {time.time() - started:.1f} s: {train_tokens} training targets, "
         f"mean length {sum(lengths) / len(lengths):.1f}, "
-        f"{sum(l == args.longest for l in lengths)} truncated; "
+        f"{sum(l == longest for l in lengths)} truncated; "
         f"unknown ids in validation: {sum(s.count(tokenizer.unknown) for s in validation_seqs)}")
+    return train_seqs, validation_seqs
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    if args.architecture == "llama":
+        PLOT_TITLE[0] = "store corpus, Llama architecture: next-token loss"
+    torch.manual_seed(args.seed)
+    data, out = Path(args.data), Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    train_products = read_products(data / "train.tsv")
+    validation_products = read_products(data / "validation.tsv")
+    log(f"corpus: {len(train_products)} training, {len(validation_products)} validation products")
+    tokenizer = tokenizer_for(args, out, train_products)
+    train_seqs, validation_seqs = encode(tokenizer, train_products, validation_products, args.longest)
     eval_seqs = validation_seqs[:args.eval_products]
 
     settings, model, embedding = build_model(args.architecture, len(tokenizer), args.longest,
                                              args.intermediate_size)
     optimizer = make_optimizer(model, args.lr, args.weight_decay, embedding)
     log(f"model: {args.architecture}, {sum(p.numel() for p in model.parameters())} parameters")
-
-    batches_cache = {}
-
-    def batch_for(step):
-        per_epoch = len(train_seqs) // args.batch_size
-        epoch, index = divmod(step, per_epoch)
-        if epoch not in batches_cache:
-            batches_cache.clear()
-            batches_cache[epoch] = epoch_batches(lengths, args.batch_size, args.seed, epoch)
-        batches = batches_cache[epoch]
-        return make_batch(train_seqs, batches[index % len(batches)])
-
+    batch_for = Batches(train_seqs, args.batch_size, args.seed)
     if args.measure:
-        begin, steps = time.time(), 0
-        while time.time() - begin < args.measure:
-            inputs, targets = batch_for(steps)
-            for group in optimizer.param_groups:
-                group["lr"] = learning_rate(steps, 1000, args.lr, args.warmup)
-            loss = loss_of(model, inputs, targets)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            steps += 1
-        per_step = (time.time() - begin) / steps
-        per_epoch = len(train_seqs) // args.batch_size
-        log(f"measure: {steps} steps in {time.time() - begin:.1f} s = {per_step:.3f} s/step "
-            f"at batch {args.batch_size}; {per_epoch} steps/epoch; loss {float(loss):.3f}")
-        eval_start = time.time()
-        evaluate(model, eval_seqs)
-        log(f"one evaluation of {len(eval_seqs)} products: {time.time() - eval_start:.1f} s")
+        measure(args, model, optimizer, batch_for, eval_seqs)
         return 0
 
-    step, rows, elapsed, tokens_seen = 0, [], 0.0, 0
-    if args.resume and checkpoint_path.exists():
-        state = torch.load(checkpoint_path)
-        if state["vocabulary"] != tokenizer.vocabulary:
-            raise SystemExit("checkpoint was trained with another vocabulary")
-        if state.get("architecture", "store") != args.architecture:
-            raise SystemExit(f"checkpoint holds a {state.get('architecture', 'store')} model, "
-                             f"not {args.architecture}")
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        step, rows, elapsed = state["step"], state["rows"], state["elapsed"]
-        tokens_seen = state["tokens_seen"]
-        torch.set_rng_state(state["torch_rng"])
-        random.setstate(state["python_rng"])
-        log(f"resumed at step {step} ({elapsed:.0f} s trained)")
-    elif args.resume:
-        log("no checkpoint: starting from scratch")
-
-    def checkpoint():
-        save_atomic({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                     "step": step, "rows": rows, "elapsed": elapsed,
-                     "tokens_seen": tokens_seen, "torch_rng": torch.get_rng_state(),
-                     "python_rng": random.getstate(), "vocabulary": tokenizer.vocabulary,
-                     "settings": settings.to_dict(), "architecture": args.architecture,
-                     "args": vars(args)}, checkpoint_path)
-
-    session_start = time.time()
-    base_elapsed = elapsed
-    last_checkpoint = time.time()
-    running, running_count = 0.0, 0
-    model.train()
-    while step < args.steps:
-        inputs, targets = batch_for(step)
-        lr = learning_rate(step, args.steps, args.lr, args.warmup)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        loss = loss_of(model, inputs, targets)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
-        optimizer.step()
-        step += 1
-        tokens_seen += int((targets != IGNORE).sum())
-        running += float(loss)
-        running_count += 1
-        elapsed = base_elapsed + time.time() - session_start
-        if step % args.eval_every == 0 or step == args.steps:
-            validation = evaluate(model, eval_seqs)
-            train_loss = running / running_count
-            running, running_count = 0.0, 0
-            rows.append((step, elapsed, train_loss, validation))
-            write_loss_csv(rows, out / "loss.csv")
-            log(f"step {step}/{args.steps}  lr {lr:.2e}  train {train_loss:.4f}  "
-                f"validation {validation:.4f}  {elapsed:.0f} s  {tokens_seen} tokens")
-        if args.max_minutes and elapsed > args.max_minutes * 60 and step < args.steps:
-            validation = evaluate(model, eval_seqs)
-            if running_count:
-                rows.append((step, elapsed, running / running_count, validation))
-                write_loss_csv(rows, out / "loss.csv")
-            log(f"time limit of {args.max_minutes} minutes reached at step {step}: stopping")
-            break
-        if time.time() - last_checkpoint > args.checkpoint_minutes * 60:
-            checkpoint()
-            plot(out)
-            last_checkpoint = time.time()
-            log(f"checkpoint at step {step}")
-    checkpoint()
-
-    # -- final numbers -----------------------------------------------------------
-    final_validation = evaluate(model, validation_seqs)
-    final_train = rows[-1][2] if rows else float("nan")
-    summary = {
-        "architecture": args.architecture,
-        "corpus": str(data),
-        "training_products": len(train_products),
-        "validation_products": len(validation_products),
-        "seed": args.seed,
-        "steps": step,
-        "planned_steps": args.steps,
-        "batch_size": args.batch_size,
-        "learning_rate": args.lr,
-        "warmup": args.warmup,
-        "weight_decay": args.weight_decay,
-        "tokens_seen": tokens_seen,
-        "final_train_loss": round(final_train, 5),
-        "final_validation_loss": round(final_validation, 5),
-        "wall_seconds": round(elapsed, 1),
-        "threads": args.threads,
-        "torch_version": torch.__version__,
-    }
-    save_atomic({"model": model.state_dict(), "settings": settings.to_dict(),
-                 "architecture": args.architecture,
-                 "vocabulary": tokenizer.vocabulary, "summary": summary}, ckpt_dir / "final.pt")
-    write_loss_csv(rows, out / "loss.csv")
-    plot(out)
-    log(f"done: {summary}")
+    training = Training(args, model, optimizer, tokenizer, settings)
+    if args.resume:
+        training.resume()
+    training.run(batch_for, eval_seqs, out)
+    training.finish(data, out, train_products, validation_products, validation_seqs)
     return 0
 
 
