@@ -143,47 +143,34 @@ def alternatives_from(train_products):
     return follow
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model", default="models/store")
-    p.add_argument("--data", default="models/store")
-    p.add_argument("--readme", default="models/store/README.md")
-    p.add_argument("--threads", type=int, default=2)
-    args = p.parse_args(argv)
-    torch.set_num_threads(args.threads)
-
-    model, tok, manifest = load_exported(args.model)
-    longest = manifest["settings"]["longest"]
-    validation = read_products(Path(args.data) / "validation.tsv")
-    train = read_products(Path(args.data) / "train.tsv")
-    sequences = [tok.product_ids(n, d, longest) for n, d in validation]
-    logp = log_probs_batched(model, sequences)
-    results = OrderedDict()
-
-    # 1. validation loss
+def mean_loss(model, sequences, logp=None):
+    """(total next-token cross-entropy in nats, target count) over `sequences`."""
     total, count = 0.0, 0
-    for ids, lp in zip(sequences, logp):
+    for ids, lp in zip(sequences, logp if logp is not None else log_probs_batched(model, sequences)):
         targets = torch.tensor(ids[1:])
         total -= float(lp[:-1].gather(1, targets[:, None]).sum())
         count += len(ids) - 1
+    return total, count
+
+
+def measure_losses(model, tok, sequences, logp, train, longest, results):
+    """1. the validation loss, and the same measure on a fixed training-split sample, for the gap."""
+    total, count = mean_loss(model, sequences, logp)
     results["validation_loss"] = round(total / count, 5)
     results["validation_tokens"] = count
     print(f"validation loss: {total / count:.4f} nats/token over {count} targets "
-          f"({len(validation)} products)")
-    # the same measure on a fixed sample of the training split, for the gap
-    sample = random.Random(0).sample(range(len(train)), min(len(train), len(validation)))
-    train_seqs = [tok.product_ids(*train[i], longest) for i in sample]
-    total_t, count_t = 0.0, 0
-    for ids, lp in zip(train_seqs, log_probs_batched(model, train_seqs)):
-        targets = torch.tensor(ids[1:])
-        total_t -= float(lp[:-1].gather(1, targets[:, None]).sum())
-        count_t += len(ids) - 1
+          f"({len(sequences)} products)")
+    sample = random.Random(0).sample(range(len(train)), min(len(train), len(sequences)))
+    total_t, count_t = mean_loss(model, [tok.product_ids(*train[i], longest) for i in sample])
     results["train_sample_loss"] = round(total_t / count_t, 5)
     results["train_sample_products"] = len(sample)
     print(f"training-split sample loss: {total_t / count_t:.4f} nats/token "
           f"({len(sample)} products)")
 
-    # 2. the exemplar
+
+def measure_exemplar(model, tok, validation, longest, results):
+    """2. P(cover) and P(set) after the description's second "furniture", for the exemplar's
+    name, the name without its last word, and the name ending in "set"."""
     exemplar = [d for n, d in validation if n == EXEMPLAR_NAME]
     if not exemplar:
         raise SystemExit(f"no validation product named {EXEMPLAR_NAME!r}")
@@ -209,73 +196,94 @@ def main(argv=None):
     results["exemplar_pass"] = bool(rows[0]["p_cover"] >= 0.9 and rows[1]["p_cover"] < 0.1
                                     and rows[2]["p_cover"] < 0.1)
 
-    # 3. copying and the counterfactual
-    follow = alternatives_from(train)
-    matches = copies = copied_right = predicted_name_next = 0
-    # variant -> list of (modified ids, t, alternative id, original id)
-    variants = OrderedDict((v, []) for v in ("prefix2", "prefix1", "previous_word"))
-    skipped = Counter()
-    for ids, lp in zip(sequences, logp):
+
+def prefix_keys(tok, ids, name, t, j, sep):
+    """The keys under which the catalogue's alternatives to name[j + 1] are looked up: the
+    repeated run widened to whole words (two or more words, or one or more), and the previous
+    word alone."""
+    run = 0
+    while run <= j and t - run > sep and ids[t - run] == name[j - run]:
+        run += 1
+    first = j - run + 1
+    while first > 0 and not tok.token(name[first - 1]).endswith(END_OF_WORD):
+        first -= 1
+    prefix = tuple(tok.decode(name[first:j + 1]).split(" "))[-PREFIX_WORDS:]
+    k = j  # the whole previous word
+    while k > 0 and not tok.token(name[k - 1]).endswith(END_OF_WORD):
+        k -= 1
+    previous = (tok.decode(name[k:j + 1]),)
+    return {"prefix2": prefix if len(prefix) >= 2 else None, "prefix1": prefix, "previous_word": previous}
+
+
+class CopyCounts:
+    """The copy positions of the validation split and, per variant of the counterfactual, the
+    changed texts: (modified ids up to t, t, alternative id, original id)."""
+
+    def __init__(self):
+        self.matches = self.copies = self.copied_right = self.predicted_name_next = 0
+        self.variants = OrderedDict((v, []) for v in ("prefix2", "prefix1", "previous_word"))
+        self.skipped = Counter()
+
+    def add_product(self, tok, ids, lp, follow):
         if tok.separator not in ids:  # name alone filled all `longest` ids
-            continue
+            return
         for t, j, sep in match_positions(ids, tok.separator):
             name = ids[1:sep]
             name_next = name[j + 1]
-            matches += 1
+            self.matches += 1
             top = int(lp[t].argmax())
-            predicted_name_next += top == name_next
+            self.predicted_name_next += top == name_next
             if t + 1 >= len(ids) or ids[t + 1] != name_next:
                 continue
-            copies += 1
-            copied_right += top == name_next
+            self.copies += 1
+            self.copied_right += top == name_next
             word = tok.token(name_next)
             if not (word.endswith(END_OF_WORD) and tok.token(name[j]).endswith(END_OF_WORD)):
-                for v in variants:
-                    skipped[v] += 1  # the name's next token is a piece of a word
+                for v in self.variants:
+                    self.skipped[v] += 1  # the name's next token is a piece of a word
                 continue
             original = word[:-len(END_OF_WORD)]
-            # the repeated run, widened to whole words: the prefix the catalogue continues
-            run = 0
-            while run <= j and t - run > sep and ids[t - run] == name[j - run]:
-                run += 1
-            first = j - run + 1
-            while first > 0 and not tok.token(name[first - 1]).endswith(END_OF_WORD):
-                first -= 1
-            prefix = tuple(tok.decode(name[first:j + 1]).split(" "))[-PREFIX_WORDS:]
-            k = j  # the whole previous word
-            while k > 0 and not tok.token(name[k - 1]).endswith(END_OF_WORD):
-                k -= 1
-            previous = (tok.decode(name[k:j + 1]),)
-            keys = {"prefix2": prefix if len(prefix) >= 2 else None,
-                    "prefix1": prefix, "previous_word": previous}
-            for v, key in keys.items():
+            for v, key in prefix_keys(tok, ids, name, t, j, sep).items():
                 options = [(-c, w) for w, c in follow.get(key, {}).items()
                            if w != original and (w + END_OF_WORD) in tok.ids] if key else []
                 if not options:
-                    skipped[v] += 1
+                    self.skipped[v] += 1
                     continue
                 alternative = tok.ids[min(options)[1] + END_OF_WORD]
                 changed = list(ids)
                 changed[1 + j + 1] = alternative  # the name only; the description is unchanged
-                variants[v].append((changed[:t + 1], t, alternative, name_next))
-    counterfactual = OrderedDict()
-    for v, cases in variants.items():
-        cf_logp = log_probs_batched(model, [c[0] for c in cases])
-        follows = stays = 0
-        for (changed, t, alternative, original), lp in zip(cases, cf_logp):
-            top = int(lp[t].argmax())
-            follows += top == alternative
-            stays += top == original
-        counterfactual[v] = OrderedDict([
-            ("positions", len(cases)), ("skipped", skipped[v]),
-            ("follows_name", round(follows / max(len(cases), 1), 4)),
-            ("keeps_original", round(stays / max(len(cases), 1), 4))])
+                self.variants[v].append((changed[:t + 1], t, alternative, name_next))
+
+    def counterfactual(self, model):
+        """variant -> how often the top-1 follows the changed name, or keeps the original word."""
+        counterfactual = OrderedDict()
+        for v, cases in self.variants.items():
+            cf_logp = log_probs_batched(model, [c[0] for c in cases])
+            follows = stays = 0
+            for (changed, t, alternative, original), lp in zip(cases, cf_logp):
+                top = int(lp[t].argmax())
+                follows += top == alternative
+                stays += top == original
+            counterfactual[v] = OrderedDict([
+                ("positions", len(cases)), ("skipped", self.skipped[v]),
+                ("follows_name", round(follows / max(len(cases), 1), 4)),
+                ("keeps_original", round(stays / max(len(cases), 1), 4))])
+        return counterfactual
+
+
+def measure_copying(model, tok, sequences, logp, train, results):
+    """3. copying at the copy positions, and the counterfactual with the name changed."""
+    follow = alternatives_from(train)
+    counts = CopyCounts()
+    for ids, lp in zip(sequences, logp):
+        counts.add_product(tok, ids, lp, follow)
+    counterfactual = counts.counterfactual(model)
     main_cf = counterfactual["prefix2"]
     results["copy"] = OrderedDict([
-        ("match_positions", matches),
-        ("top1_is_name_next_at_match_positions", round(predicted_name_next / max(matches, 1), 4)),
-        ("copy_positions", copies),
-        ("copy_top1_accuracy", round(copied_right / max(copies, 1), 4)),
+        ("match_positions", counts.matches),
+        ("top1_is_name_next_at_match_positions", round(counts.predicted_name_next / max(counts.matches, 1), 4)),
+        ("copy_positions", counts.copies),
+        ("copy_top1_accuracy", round(counts.copied_right / max(counts.copies, 1), 4)),
         ("counterfactual_positions", main_cf["positions"]),
         ("counterfactual_skipped", main_cf["skipped"]),
         ("counterfactual_follows_name", main_cf["follows_name"]),
@@ -283,7 +291,7 @@ def main(argv=None):
         ("counterfactual_variants", counterfactual),
     ])
     c = results["copy"]
-    print(f"copying: {copies} copy positions (of {matches} match positions): top-1 accuracy "
+    print(f"copying: {counts.copies} copy positions (of {counts.matches} match positions): top-1 accuracy "
           f"{c['copy_top1_accuracy']:.4f}; at all match positions top-1 is the name's next "
           f"token {c['top1_is_name_next_at_match_positions']:.4f}")
     for v, r in counterfactual.items():
@@ -297,22 +305,24 @@ def main(argv=None):
     ])
     print("bars:", dict(results["bars"]))
 
-    folder = Path(args.model)
+
+def write_results(folder, readme, results):
+    """quality.json, the manifest's training.quality, and the README's quality section."""
+    c = results["copy"]
     (folder / "quality.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     manifest_path = folder / "manifest.json"
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"), object_pairs_hook=OrderedDict)
     manifest["training"]["quality"] = OrderedDict([
         ("validation_loss", results["validation_loss"]),
         ("train_sample_loss", results["train_sample_loss"]),
-        ("exemplar_p_cover", [r["p_cover"] for r in rows]),
-        ("exemplar_p_set", [r["p_set"] for r in rows]),
+        ("exemplar_p_cover", [r["p_cover"] for r in results["exemplar"]]),
+        ("exemplar_p_set", [r["p_set"] for r in results["exemplar"]]),
         ("copy_top1_accuracy", c["copy_top1_accuracy"]),
-        ("copy_positions", copies),
+        ("copy_positions", c["copy_positions"]),
         ("counterfactual_follows_name", c["counterfactual_follows_name"]),
         ("counterfactual_positions", c["counterfactual_positions"]),
     ])
     manifest_path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    readme = Path(args.readme)
     if readme.exists():
         text = readme.read_text(encoding="utf-8")
         if BEGIN in text and END in text:
@@ -320,6 +330,28 @@ def main(argv=None):
             _, after = rest.split(END, 1)
             text = before + BEGIN + "\n" + quality_markdown(results) + END + after
             readme.write_text(text, encoding="utf-8")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model", default="models/store")
+    p.add_argument("--data", default="models/store")
+    p.add_argument("--readme", default="models/store/README.md")
+    p.add_argument("--threads", type=int, default=2)
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+
+    model, tok, manifest = load_exported(args.model)
+    longest = manifest["settings"]["longest"]
+    validation = read_products(Path(args.data) / "validation.tsv")
+    train = read_products(Path(args.data) / "train.tsv")
+    sequences = [tok.product_ids(n, d, longest) for n, d in validation]
+    logp = log_probs_batched(model, sequences)
+    results = OrderedDict()
+    measure_losses(model, tok, sequences, logp, train, longest, results)
+    measure_exemplar(model, tok, validation, longest, results)
+    measure_copying(model, tok, sequences, logp, train, results)
+    write_results(Path(args.model), Path(args.readme), results)
     return 0
 
 
