@@ -78,7 +78,7 @@ def load_average():
         return None
 
 
-def main():
+def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default=os.path.join(ROOT, "build", "bench"), help="benchmark build directory")
     parser.add_argument("--threads", type=int, default=2, help="threads for the headline table (1 or 2)")
@@ -91,36 +91,39 @@ def main():
     parser.add_argument("--replot", action="store_true", help="only redraw OUT/scaling.png from OUT's JSON files")
     parser.add_argument("--no-hugetlb", action="store_true",
                         help="do not set GLIBC_TUNABLES=glibc.malloc.hugetlb=1 for every run")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def malloc_environment(no_hugetlb):
     # Page faults are expensive on these VMs (~18 us per 4 KiB page: a fresh 64 MB buffer costs
     # ~0.3 s to touch). Every peer formulation and attn's weights/plain paths allocate
     # positions² buffers per call, so by default every command runs with glibc's malloc
     # asking for transparent huge pages, which removes that tax for everyone alike.
     env = dict(os.environ)
-    if not args.no_hugetlb:
+    if not no_hugetlb:
         env["GLIBC_TUNABLES"] = ":".join(filter(None, [env.get("GLIBC_TUNABLES"), "glibc.malloc.hugetlb=1"]))
-    os.makedirs(args.out, exist_ok=True)
-    if args.replot:
-        ours = load_runs(os.path.join(args.out, "attn_kernels.json"))[1]
-        long_runs = {}
-        for n in (8192, 16384):
-            path = os.path.join(args.out, f"long_{n}.json")
-            if os.path.exists(path):
-                long_runs.update(load_runs(path)[1])
-        peers = {"results": []}
-        for path, threads in ((os.path.join(args.out, "peers.json"), args.threads),
-                              (os.path.join(args.out, "peers_1thread.json"), 1)):
-            if os.path.exists(path):
-                with open(path) as f:
-                    peers["results"] += json.load(f)["results"]
-        plot(ours, long_runs, peers, args.threads, os.path.join(args.out, "scaling.png"))
-        return
-    binary = os.path.join(args.build, "bench", "attn_bench_kernels")
-    if not os.path.exists(binary):
-        sys.exit(f"{binary} not found: run `cmake --workflow --preset bench` first")
-    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-    load_before = load_average()
+    return env
 
+
+def replot(args):
+    """--replot: scaling.png again from the JSON files already in --out."""
+    ours = load_runs(os.path.join(args.out, "attn_kernels.json"))[1]
+    long_runs = {}
+    for n in (8192, 16384):
+        path = os.path.join(args.out, f"long_{n}.json")
+        if os.path.exists(path):
+            long_runs.update(load_runs(path)[1])
+    peers = {"results": []}
+    for path, threads in ((os.path.join(args.out, "peers.json"), args.threads),
+                          (os.path.join(args.out, "peers_1thread.json"), 1)):
+        if os.path.exists(path):
+            with open(path) as f:
+                peers["results"] += json.load(f)["results"]
+    plot(ours, long_runs, peers, args.threads, os.path.join(args.out, "scaling.png"))
+
+
+def run_ours(args, binary, env):
+    """attn's runs: (context, runs by name, fitted complexities, long runs, portable-build runs)."""
     # (1) our suite on the peer shapes, 4 heads x 64, and the GEMM reference, one process
     ours_json = os.path.join(args.out, "attn_kernels.json")
     run([binary, "--benchmark_filter=^(matrix_multiply/.*|heads/(stream|weights|plain)/d:64/threads:[12]/.*)$",
@@ -146,11 +149,15 @@ def main():
              f"--benchmark_repetitions={args.repetitions}", "--benchmark_report_aggregates_only=true",
              f"--benchmark_out={path}", "--benchmark_out_format=json"], env=env)
         portable = load_runs(path)[1]
+    return context, ours, fits, long_runs, portable
 
-    # (3) the peers, OpenBLAS left to pick its kernels
-    # The peers at the same thread count and, if that is more than one, at one thread too:
-    # "PyTorch best" is the fastest formulation at either (OpenMP's start-up makes PyTorch
-    # slower on 2 threads than on 1 at small sizes on these VMs).
+
+def run_peers(args, env):
+    """(3) the peers, OpenBLAS left to pick its kernels: their results at each thread count, merged.
+
+    The peers at the same thread count and, if that is more than one, at one thread too:
+    "PyTorch best" is the fastest formulation at either (OpenMP's start-up makes PyTorch
+    slower on 2 threads than on 1 at small sizes on these VMs)."""
     peer_env = {k: v for k, v in env.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
     peer_files = {args.threads: os.path.join(args.out, "peers.json")}
     if args.threads > 1:
@@ -170,18 +177,20 @@ def main():
             peers = data
         else:
             peers["results"] += data["results"]
-    load_after = load_average()
+    return peers
 
+
+def table_rows(positions, t, ours, peers, portable):
+    """(GEMM GFLOP/s by thread count, one row per peer shape: attn's times against the peers')."""
     def peer_best(library, n, weights):
         rows = [r for r in peers["results"]
                 if r["library"] == library and r["positions"] == n and r["weights"] == weights]
         return min(rows, key=lambda r: r["median_ms"]) if rows else None
 
-    t = args.threads
     gemm = {th: ours[f"matrix_multiply/threads:{th}/size:1024"]["GFLOP/s"] for th in (1, 2)
             if f"matrix_multiply/threads:{th}/size:1024" in ours}
     rows = []
-    for n in args.positions:
+    for n in positions:
         def our(path, threads=t):
             return ours.get(f"heads/{path}/d:64/threads:{threads}/positions:{n}")
         # the plain path on one thread: Eigen without OpenMP, as consumers build it
@@ -213,9 +222,14 @@ def main():
             row["portable_stream_ms"] = ms(p) if p else None
         rows.append(row)
 
-    def fmt(x, digits=2):
-        return "—" if x is None else (f"{x:,.{digits}f}" if x < 100 else f"{x:,.0f}")
+    return gemm, rows
 
+
+def fmt(x, digits=2):
+    return "—" if x is None else (f"{x:,.{digits}f}" if x < 100 else f"{x:,.0f}")
+
+
+def table_markdown(t, gemm, rows, peers, env, long_runs, fits, portable):
     lines = [
         f"4 heads × 64, causal, float32, {t} thread{'s' if t > 1 else ''}; medians. GEMM (Eigen, 1,024³ float, "
         f"same run): {fmt(gemm.get(1), 0)} GFLOP/s on 1 thread, {fmt(gemm.get(2), 0)} on 2.",
@@ -251,7 +265,28 @@ def main():
             + "; its GEMM: " + ", ".join(
             f"{th} thread(s) {portable[f'matrix_multiply/threads:{th}/size:1024']['GFLOP/s']:.0f} GFLOP/s"
             for th in (1, 2) if f"matrix_multiply/threads:{th}/size:1024" in portable))
-    table = "\n".join(lines)
+    return "\n".join(lines)
+
+
+def main():
+    args = parse_args()
+    env = malloc_environment(args.no_hugetlb)
+    os.makedirs(args.out, exist_ok=True)
+    if args.replot:
+        replot(args)
+        return
+    binary = os.path.join(args.build, "bench", "attn_bench_kernels")
+    if not os.path.exists(binary):
+        sys.exit(f"{binary} not found: run `cmake --workflow --preset bench` first")
+    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    load_before = load_average()
+    context, ours, fits, long_runs, portable = run_ours(args, binary, env)
+    peers = run_peers(args, env)
+    load_after = load_average()
+
+    t = args.threads
+    gemm, rows = table_rows(args.positions, t, ours, peers, portable)
+    table = table_markdown(t, gemm, rows, peers, env, long_runs, fits, portable)
     print(table)
     with open(os.path.join(args.out, "table.md"), "w") as f:
         f.write(table + "\n")
