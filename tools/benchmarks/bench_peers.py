@@ -212,7 +212,7 @@ def torch_formulations(torch, heads, size):
     return forms
 
 
-def main():
+def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--positions", type=int, nargs="+", default=[160, 512, 2048, 4096])
@@ -224,45 +224,31 @@ def main():
     parser.add_argument("--json", help="write the results here (default: stdout)")
     parser.add_argument("--statistics", action="store_true",
                         help="time head statistics by materialising the weights (PyTorch, NumPy) instead")
-    args = parser.parse_args()
+    return parser.parse_args()
 
-    try:
-        import threadpoolctl
-        threadpoolctl.threadpool_limits(args.threads)
-    except ImportError:
-        pass
-    import torch
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
 
-    F = torch.nn.functional
-    report = {
-        "threads": args.threads, "heads": args.heads, "size": args.size, "dtype": "float32",
-        "python": sys.version.split()[0], "numpy": np.__version__, "torch": torch.__version__,
-        "torch_threads": torch.get_num_threads(),
-        "torch_has_scaled_dot_product_attention": hasattr(F, "scaled_dot_product_attention"),
-        "machine": platform.processor() or platform.machine(), "blas": blas_info(), "results": [],
-    }
-    forms = torch_formulations(torch, args.heads, args.size)
-    rng = np.random.default_rng(0)
-    if args.statistics:
-        import resource
-        for n in args.positions:
-            q, k, v = (rng.standard_normal((args.heads, n, args.size)).astype(np.float32) for _ in range(3))
-            tq, tk, tv = (torch.from_numpy(t.copy()) for t in (q, k, v))
-            run = torch_statistics(torch, args.heads, args.size)(tq, tk, tv)
-            ms, runs = median_time(run, args.min_runs, args.min_seconds)
-            report["results"].append({"library": "pytorch", "formulation": "statistics from materialised weights "
-                                      "(baddbmm + additive mask, softmax, reductions; inference_mode)",
-                                      "positions": n, "statistics": True, "median_ms": ms, "runs": runs})
-            print(f"pytorch  {n:6d} statistics {ms:10.3f} ms", file=sys.stderr)
-            ms, runs = median_time(lambda: numpy_statistics(q, k, v), args.min_runs, args.min_seconds)
-            report["results"].append({"library": "numpy", "formulation": "statistics from the chapter's weights",
-                                      "positions": n, "statistics": True, "median_ms": ms, "runs": runs})
-            print(f"numpy    {n:6d} statistics {ms:10.3f} ms", file=sys.stderr)
-        report["maxrss_MB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-        write_report(report, args.json)
-        return
+def time_statistics(args, torch, rng, report):
+    """--statistics: head statistics from materialised weights, PyTorch and NumPy, per shape."""
+    import resource
+    for n in args.positions:
+        q, k, v = (rng.standard_normal((args.heads, n, args.size)).astype(np.float32) for _ in range(3))
+        tq, tk, tv = (torch.from_numpy(t.copy()) for t in (q, k, v))
+        run = torch_statistics(torch, args.heads, args.size)(tq, tk, tv)
+        ms, runs = median_time(run, args.min_runs, args.min_seconds)
+        report["results"].append({"library": "pytorch", "formulation": "statistics from materialised weights "
+                                  "(baddbmm + additive mask, softmax, reductions; inference_mode)",
+                                  "positions": n, "statistics": True, "median_ms": ms, "runs": runs})
+        print(f"pytorch  {n:6d} statistics {ms:10.3f} ms", file=sys.stderr)
+        ms, runs = median_time(lambda: numpy_statistics(q, k, v), args.min_runs, args.min_seconds)
+        report["results"].append({"library": "numpy", "formulation": "statistics from the chapter's weights",
+                                  "positions": n, "statistics": True, "median_ms": ms, "runs": runs})
+        print(f"numpy    {n:6d} statistics {ms:10.3f} ms", file=sys.stderr)
+    report["maxrss_MB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def time_attention(args, torch, forms, rng, report):
+    """Each PyTorch formulation (checked against the chapter's NumPy listing first) and the
+    listing itself, per shape, without and (unless --no-weights) with the weights returned."""
     for n in args.positions:
         q, k, v = (rng.standard_normal((args.heads, n, args.size)).astype(np.float32) for _ in range(3))
         tq, tk, tv = (torch.from_numpy(t.copy()) for t in (q, k, v))
@@ -286,6 +272,33 @@ def main():
                                       "exp, sum; float32)", "positions": n, "weights": keep, "median_ms": ms,
                                       "runs": runs})
             print(f"numpy    {n:6d} weights={keep!s:5} {ms:10.3f} ms", file=sys.stderr)
+
+
+def main():
+    args = parse_args()
+    try:
+        import threadpoolctl
+        threadpoolctl.threadpool_limits(args.threads)
+    except ImportError:
+        pass
+    import torch
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+
+    F = torch.nn.functional
+    report = {
+        "threads": args.threads, "heads": args.heads, "size": args.size, "dtype": "float32",
+        "python": sys.version.split()[0], "numpy": np.__version__, "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "torch_has_scaled_dot_product_attention": hasattr(F, "scaled_dot_product_attention"),
+        "machine": platform.processor() or platform.machine(), "blas": blas_info(), "results": [],
+    }
+    forms = torch_formulations(torch, args.heads, args.size)
+    rng = np.random.default_rng(0)
+    if args.statistics:
+        time_statistics(args, torch, rng, report)
+    else:
+        time_attention(args, torch, forms, rng, report)
     write_report(report, args.json)
 
 
