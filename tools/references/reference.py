@@ -161,6 +161,57 @@ def choose_products(tokenizer, validation, train, longest, count=8):
     return chosen
 
 
+def write_goldens(ref, chosen, out):
+    """golden.safetensors and golden.json for the chosen products; returns (the tensors written,
+    as (dtype, array) by name, and the file's size), after checking that the reader reads them back."""
+    tok, longest = ref.tokenizer, ref.settings["longest"]
+    tensors = OrderedDict()
+    records = []
+    for k, (split, name, description) in enumerate(chosen):
+        ids = tok.product_ids(name, description, longest)
+        logits, attention = ref.forward(ids)
+        key = f"p{k}"
+        tensors[key + ".ids"] = ("I64", np.array(ids, dtype=np.int64))
+        tensors[key + ".logits"] = ("F64", logits.numpy())
+        tensors[key + ".attention"] = ("F64", attention.numpy())
+        records.append(OrderedDict([("key", key), ("split", split), ("name", name),
+                                    ("description", description), ("ids", ids)]))
+        print(f"{key}: {split}, {len(ids)} ids, {name!r}")
+    size = write_safetensors(out / "golden.safetensors", tensors,
+                             metadata={"format": "attn-store-golden", "version": "1",
+                                       "model": "models/store/model.safetensors"})
+    (out / "golden.json").write_text(json.dumps(records, indent=1) + "\n", encoding="utf-8")
+
+    # the reader reads back what the writer wrote
+    back, _ = read_safetensors(out / "golden.safetensors")
+    for name, (_, array) in tensors.items():
+        assert np.array_equal(back[name], array), name
+    return tensors, size
+
+
+def check_against(checkpoint, tok, chosen, longest, tensors):
+    """--check-against: the training checkpoint in float64 must give the goldens' logits to 1e-10."""
+    from common.model import Settings, StoreModel
+    state = torch.load(checkpoint)
+    model = StoreModel(Settings(**state["settings"]))
+    model.load_state_dict(state["model"])
+    model.double().eval()
+    worst = 0.0
+    worst_attention = 0.0
+    with torch.no_grad():
+        for k, (_, name, description) in enumerate(chosen):
+            ids = tok.product_ids(name, description, longest)
+            logits, attention = model(torch.tensor(ids), keep_attention=True)
+            worst = max(worst, float((logits - torch.from_numpy(
+                tensors[f"p{k}.logits"][1])).abs().max()))
+            worst_attention = max(worst_attention, float((torch.stack(attention) - torch.from_numpy(
+                tensors[f"p{k}.attention"][1])).abs().max()))
+    print(f"reference vs training model (float64): max |logit difference| {worst:.3e}, "
+          f"max |attention difference| {worst_attention:.3e}")
+    if not worst <= 1e-10:
+        raise SystemExit("reference and training model disagree by more than 1e-10")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--model", default="models/store")
@@ -184,50 +235,11 @@ def main(argv=None):
             f.write(" ".join(map(str, tok.product_ids(name, description, longest))) + "\n")
 
     chosen = choose_products(tok, validation, train, longest)
-    tensors = OrderedDict()
-    records = []
-    for k, (split, name, description) in enumerate(chosen):
-        ids = tok.product_ids(name, description, longest)
-        logits, attention = ref.forward(ids)
-        key = f"p{k}"
-        tensors[key + ".ids"] = ("I64", np.array(ids, dtype=np.int64))
-        tensors[key + ".logits"] = ("F64", logits.numpy())
-        tensors[key + ".attention"] = ("F64", attention.numpy())
-        records.append(OrderedDict([("key", key), ("split", split), ("name", name),
-                                    ("description", description), ("ids", ids)]))
-        print(f"{key}: {split}, {len(ids)} ids, {name!r}")
-    size = write_safetensors(out / "golden.safetensors", tensors,
-                             metadata={"format": "attn-store-golden", "version": "1",
-                                       "model": "models/store/model.safetensors"})
-    (out / "golden.json").write_text(json.dumps(records, indent=1) + "\n", encoding="utf-8")
+    tensors, size = write_goldens(ref, chosen, out)
     print(f"wrote {out / 'golden.safetensors'} ({size / 1e6:.2f} MB), golden.json, "
           f"validation_ids.txt ({len(validation)} products)")
-
-    # the reader reads back what the writer wrote
-    back, _ = read_safetensors(out / "golden.safetensors")
-    for name, (_, array) in tensors.items():
-        assert np.array_equal(back[name], array), name
-
     if args.check_against:
-        from common.model import Settings, StoreModel
-        state = torch.load(args.check_against)
-        model = StoreModel(Settings(**state["settings"]))
-        model.load_state_dict(state["model"])
-        model.double().eval()
-        worst = 0.0
-        worst_attention = 0.0
-        with torch.no_grad():
-            for k, (_, name, description) in enumerate(chosen):
-                ids = tok.product_ids(name, description, longest)
-                logits, attention = model(torch.tensor(ids), keep_attention=True)
-                worst = max(worst, float((logits - torch.from_numpy(
-                    tensors[f"p{k}.logits"][1])).abs().max()))
-                worst_attention = max(worst_attention, float((torch.stack(attention) - torch.from_numpy(
-                    tensors[f"p{k}.attention"][1])).abs().max()))
-        print(f"reference vs training model (float64): max |logit difference| {worst:.3e}, "
-              f"max |attention difference| {worst_attention:.3e}")
-        if not worst <= 1e-10:
-            raise SystemExit("reference and training model disagree by more than 1e-10")
+        check_against(args.check_against, tok, chosen, longest, tensors)
     return 0
 
 
