@@ -49,7 +49,7 @@ import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role packages
 
-from common.model import Settings, StoreModel  # noqa: E402
+from common.model import from_exported  # noqa: E402
 from common.safetensors_io import read_safetensors  # noqa: E402
 from common.tokenizer import END_OF_WORD, Tokenizer, pretokenize, normalize, read_products  # noqa: E402
 
@@ -61,29 +61,11 @@ CF_LABELS = {"prefix2": "the repeated run, two or more whole words (main number)
 
 
 def load_exported(folder):
+    """-> (StoreModel in float32, eval mode, tokenizer, manifest) from an exported model folder."""
     folder = Path(folder)
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    s = manifest["settings"]
-    settings = Settings(vocabulary_size=s["vocabulary_size"], dimensions=s["dimensions"],
-                        layers=s["layers"], heads=s["heads"], head_size=s["head_size"],
-                        mlp_width=s["mlp_width"], longest=s["longest"],
-                        norm_epsilon=s["norm_epsilon"], rope_base=s["rope_base"])
     arrays, _ = read_safetensors(folder / manifest["weights"])
-    t = {k: torch.from_numpy(v) for k, v in arrays.items()}
-    state = {"embedding.weight": t["embedding"],
-             "final_norm.weight": t["final_norm.weight"], "final_norm.bias": t["final_norm.bias"]}
-    for i in range(settings.layers):
-        p = f"layers.{i}."
-        for part in ("attention_norm.weight", "attention_norm.bias", "mlp_norm.weight",
-                     "mlp_norm.bias", "mlp.up.bias", "mlp.down.bias"):
-            state[p + part] = t[p + part]
-        for part in ("query", "key", "value", "output"):
-            state[p + f"attention.{part}.weight"] = t[p + "attention." + part].T.contiguous()
-        state[p + "mlp.up.weight"] = t[p + "mlp.up.weight"].T.contiguous()
-        state[p + "mlp.down.weight"] = t[p + "mlp.down.weight"].T.contiguous()
-    model = StoreModel(settings)
-    model.load_state_dict(state)
-    model.eval()
+    model = from_exported(manifest["settings"], arrays)
     tokenizer = Tokenizer.load(folder, manifest["tokenizer"]["vocabulary"],
                                manifest["tokenizer"]["merges"])
     return model, tokenizer, manifest
