@@ -150,8 +150,9 @@ WRITE_TYPES = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8"), "I64": np.dtype("
 STREAMED_ITEMSIZE = {"F32": 4, "BF16": 2}
 
 
-def _header_bytes(header):
-    """The length prefix and the compact JSON header, padded with spaces so the data starts 8-aligned."""
+def header_bytes(header):
+    """The length prefix and the compact ASCII JSON header, padded with spaces so that the data
+    starts 8-aligned: byte for byte what the safetensors library writes for the same header."""
     text = json.dumps(header, separators=(",", ":"), ensure_ascii=True).encode("ascii")
     text += b" " * (-len(text) % 8)
     return struct.pack("<Q", len(text)) + text
@@ -171,7 +172,7 @@ def write_safetensors(path, tensors, metadata=None):
         offset += len(data)
     if metadata:
         header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
-    prefix = _header_bytes(header)
+    prefix = header_bytes(header)
     with open(path, "wb") as f:
         f.write(prefix)
         for blob in blobs:
@@ -193,7 +194,7 @@ def write_streamed(path, shapes, dtype, make_tensor, metadata=None):
     if metadata:
         header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
     with open(path, "wb") as out:
-        out.write(_header_bytes(header))
+        out.write(header_bytes(header))
         for name, shape in shapes.items():
             values = np.asarray(make_tensor(name, shape), dtype=np.float32)
             if values.shape != tuple(shape):

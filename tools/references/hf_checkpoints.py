@@ -21,12 +21,16 @@ Run with Debian's Python (/usr/bin/python3: python3-torch for bfloat16 rounding,
 import argparse
 import json
 import math
-import struct
+import sys
 import zlib
 from pathlib import Path
 
 import numpy as np
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role packages
+
+from common.safetensors_io import header_bytes  # noqa: E402
 
 ARCHITECTURES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM"}
 TORCH_DTYPE_NAMES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
@@ -381,9 +385,7 @@ def safetensors_header(specs, metadata=None):
         header[spec.name] = {"dtype": spec.dtype, "shape": list(spec.shape),
                              "data_offsets": [offset, offset + spec.nbytes]}
         offset += spec.nbytes
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-(8 + len(text)) % 8)
-    return struct.pack("<Q", len(text)) + text, ordered
+    return header_bytes(header), ordered
 
 
 def write_safetensors(path, specs, values_of):

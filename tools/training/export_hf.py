@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import struct
 import sys
 from collections import OrderedDict
 from pathlib import Path
@@ -32,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role packages
-from common.safetensors_io import read_safetensors  # noqa: E402
+from common.safetensors_io import header_bytes, read_safetensors  # noqa: E402
 from training.export import training_markdown  # noqa: E402  (the store model's training table)
 
 # The LlamaConfig keys that transformers' save_pretrained writes for this model (the
@@ -116,14 +115,12 @@ def write_safetensors(path, tensors, metadata):
                                     ("data_offsets", [offset, offset + len(blob)])])
         blobs.append(blob)
         offset += len(blob)
-    text = json.dumps(header, separators=(",", ":"), ensure_ascii=True).encode("ascii")
-    text += b" " * (-len(text) % 8)
+    prefix = header_bytes(header)
     with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
+        f.write(prefix)
         for blob in blobs:
             f.write(blob)
-    return 8 + len(text) + offset
+    return len(prefix) + offset
 
 
 def hf_tensors(state: dict, settings: dict) -> "OrderedDict[str, np.ndarray]":
