@@ -25,7 +25,9 @@ import os
 import subprocess
 import sys
 
-from bench_report import load_runs, ms
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tools/: the role packages
+
+from benchmarks.bench_report import load_runs, ms  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HUGE = "glibc.malloc.hugetlb=1"

@@ -11,7 +11,7 @@
 # python3-matplotlib), CHECKPOINTS (default /work/ckpt-llama, outside the repository;
 # holds store.pt while training and final.pt at the end), THREADS (default 1).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."  # the repository's root
 
 PYTHON=${PYTHON:-/usr/bin/python3}
 CHECKPOINTS=${CHECKPOINTS:-/work/ckpt-llama}

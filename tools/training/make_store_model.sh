@@ -5,13 +5,13 @@
 #   tools/training/make_store_model.sh            # everything, from scratch
 #   RESUME=1 tools/training/make_store_model.sh   # continue an interrupted training
 #   SKIP_CORPUS=1 tools/training/make_store_model.sh  # keep models/store/{train,validation}.tsv
-#                                        # (e.g. written from WANDS by tools/training/wands.py)
+#                                                     # (e.g. written from WANDS by tools/training/wands.py)
 #
 # Environment: PYTHON (default /usr/bin/python3: Debian's python3-torch,
 # python3-numpy, python3-matplotlib), CHECKPOINTS (default /work/ckpt, outside the
 # repository; holds store.pt while training and final.pt at the end).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."  # the repository's root
 
 PYTHON=${PYTHON:-/usr/bin/python3}
 CHECKPOINTS=${CHECKPOINTS:-/work/ckpt}
