@@ -31,7 +31,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role packages
 from common.model import from_exported  # noqa: E402
-from common.safetensors_io import read_safetensors  # noqa: E402
+from references.generate import load_weights as exported_weights  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 POSITIONS = [16, 32, 64, 128, 160]
@@ -39,9 +39,9 @@ PEERS = ["pytorch-eager", "pytorch-script", "numpy"]
 
 
 def load_weights(folder):
-    manifest = json.loads((folder / "manifest.json").read_text())
-    arrays, _ = read_safetensors(folder / manifest["weights"])
-    return manifest["settings"], {k: v.astype(np.float32) for k, v in arrays.items()}
+    """(the manifest's settings, name -> float32 array) of an exported model folder."""
+    manifest, weights = exported_weights(folder, np.float32)
+    return manifest["settings"], weights
 
 
 def torch_model(settings, w):
