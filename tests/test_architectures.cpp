@@ -1,6 +1,6 @@
 // Model::load on Hugging Face checkpoints (GPT-2, Llama, Qwen2 in their exact layout, written by
-// tools/hf_checkpoints.py) against the float64 PyTorch reference written from the Hugging Face
-// formulas (tools/hf_reference.py): logits, attention and every TransformerLens activation; and
+// tools/references/hf_checkpoints.py) against the float64 PyTorch reference written from the Hugging Face
+// formulas (tools/references/hf_reference.py): logits, attention and every TransformerLens activation; and
 // everything built on the model (the fast forward on any threads, decoding, attribution, the
 // logit lens, patching) on each architecture.
 #include <doctest/doctest.h>
@@ -27,7 +27,7 @@ namespace {
 
 const std::filesystem::path kCheckpoints = std::filesystem::path(ATTN_TEST_DATA_DIR) / "hf";
 
-// What each test checkpoint exercises (tools/hf_reference.py --regenerate writes them).
+// What each test checkpoint exercises (tools/references/hf_reference.py --regenerate writes them).
 const char* const kNames[] = {
     "gpt2_prefixed_f32",      // transformer. prefix, saved mask buffers, gelu_new, tied
     "gpt2_f16",               // F16, erf GELU, scores scaled by 1 / (layer + 1), n_inner

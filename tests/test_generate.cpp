@@ -1,5 +1,5 @@
 // attn/model/generate.hpp: generation on the store model — stop rules, the attention rows it
-// keeps, reproducibility, and agreement with tools/generate.py's PyTorch generator (float64,
+// keeps, reproducibility, and agreement with tools/references/generate.py's PyTorch generator (float64,
 // with a key/value cache) on tests/data/store/generation.json.
 #include <doctest/doctest.h>
 #include <attn/model/generate.hpp>
@@ -21,7 +21,8 @@ namespace {
 
 nlohmann::json golden_generations() {
     std::ifstream in(std::filesystem::path(ATTN_TEST_DATA_DIR) / "store" / "generation.json");
-    REQUIRE_MESSAGE(in, "tests/data/store/generation.json is missing (tools/generate.py --golden writes it)");
+    REQUIRE_MESSAGE(in,
+                    "tests/data/store/generation.json is missing (tools/references/generate.py --golden writes it)");
     return nlohmann::json::parse(in);
 }
 

@@ -1,7 +1,7 @@
 // attn/model/interventions.hpp and activations.hpp: keeping activations changes no bit, patching a
 // run's own activations into itself changes no bit, direct logit attribution sums to the logit
 // difference, the patching sweeps' resumed runs equal whole hooked runs, errors; and agreement with
-// tools/interventions.py's float64 PyTorch hooks (tests/data/store/interventions.*).
+// tools/references/interventions.py's float64 PyTorch hooks (tests/data/store/interventions.*).
 #include <doctest/doctest.h>
 #include <attn/analysis/head_detectors.hpp>
 #include <attn/model/interventions.hpp>
@@ -203,7 +203,7 @@ TEST_CASE("run_with_hooks: bad names, heads, positions and shapes are errors bef
                          doctest::Contains("metric position"), attn::argument_error);
 }
 
-// ---- agreement with tools/interventions.py (float64 PyTorch, forward hooks on tools/model.py) ----
+// ---- agreement with tools/references/interventions.py (float64 PyTorch, forward hooks on tools/common/model.py) ----
 
 namespace {
 
@@ -216,8 +216,9 @@ const Golden& golden() {
     static const Golden g = [] {
         const std::filesystem::path directory = std::filesystem::path(ATTN_TEST_DATA_DIR) / "store";
         std::ifstream in(directory / "interventions.json");
-        REQUIRE_MESSAGE(in,
-                        "tests/data/store/interventions.json is missing (tools/interventions.py --golden writes it)");
+        REQUIRE_MESSAGE(
+            in,
+            "tests/data/store/interventions.json is missing (tools/references/interventions.py --golden writes it)");
         return Golden{nlohmann::json::parse(in), attn::SafeTensors::open(directory / "interventions.safetensors")};
     }();
     return g;

@@ -16,7 +16,7 @@ const std::filesystem::path golden_dir = std::filesystem::path(ATTN_TEST_DATA_DI
 
 nlohmann::json golden_products() {
     std::ifstream in(golden_dir / "golden.json");
-    REQUIRE_MESSAGE(in.good(), "missing tests/data/store/golden.json (tools/reference.py writes it)");
+    REQUIRE_MESSAGE(in.good(), "missing tests/data/store/golden.json (tools/references/reference.py writes it)");
     return nlohmann::json::parse(in);
 }
 

@@ -1,6 +1,6 @@
 // Tests of attn/model/tokenizer.hpp on the hand-made fixture tests/data/tokenizer/
 // (vocabulary.txt, merges.txt; the expected ids were checked against
-// tools/tokenizer.py), one test case per kind of corrupt file, and the comparison
+// tools/common/tokenizer.py), one test case per kind of corrupt file, and the comparison
 // with Python's ids on the whole validation split once the store model exists.
 
 #include <attn/model/tokenizer.hpp>
@@ -325,20 +325,21 @@ TEST_CASE("tokenizer: a final newline is optional") {
 }
 
 // ---------------------------------------------------------------------------
-// Agreement with tools/tokenizer.py on the validation split
+// Agreement with tools/common/tokenizer.py on the validation split
 
 // tests/data/store/validation_ids.txt holds, for each product of
 // models/store/validation.tsv in order (header skipped), one line with the
 // space-separated ids of attn::store::product_ids(tokenizer, name, description, longest=10**9)
-// from tools/tokenizer.py (untruncated). Lines starting with '#' are comments.
-TEST_CASE("tokenizer: identical to tools/tokenizer.py on the validation split") {
+// from tools/common/tokenizer.py (untruncated). Lines starting with '#' are comments.
+TEST_CASE("tokenizer: identical to tools/common/tokenizer.py on the validation split") {
     const fs::path source(ATTN_SOURCE_DIR);
     const fs::path store = source / "models" / "store";
     const fs::path vocabulary = store / "vocabulary.txt", merges = store / "merges.txt",
                    validation = store / "validation.tsv",
                    expected_path = source / "tests" / "data" / "store" / "validation_ids.txt";
     for (const fs::path& p : {vocabulary, merges, validation, expected_path})
-        REQUIRE_MESSAGE(fs::exists(p), p.string() << " is shipped with attn (tools/make_store_model.sh writes it)");
+        REQUIRE_MESSAGE(fs::exists(p), p.string()
+                                           << " is shipped with attn (tools/training/make_store_model.sh writes it)");
     const auto t = attn::Tokenizer::load(vocabulary, merges);
 
     std::ifstream tsv(validation, std::ios::binary), ids_file(expected_path, std::ios::binary);

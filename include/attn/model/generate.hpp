@@ -34,7 +34,7 @@ struct GenerationOptions {
     Threads threads;
 };
 
-/// Why generation stopped; when two hold at once, the first listed here (as tools/generate.py).
+/// Why generation stopped; when two hold at once, the first listed here (as tools/references/generate.py).
 enum class StopReason {
     end,         ///< it wrote </s>
     context,     ///< the text filled the model's context

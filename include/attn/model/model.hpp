@@ -1,5 +1,5 @@
 #pragma once
-// A saved transformer, loaded: the store model (manifest.json, written by tools/export.py) or
+// A saved transformer, loaded: the store model (manifest.json, written by tools/training/export.py) or
 // a Hugging Face checkpoint (config.json and model.safetensors, or a sharded index) of GPT-2,
 // Llama (SmolLM, TinyLlama) or Qwen2. Pre-norm layers, one compiled Model<T> for all of them;
 // what differs is decided when the model is loaded (model/architectures.hpp):

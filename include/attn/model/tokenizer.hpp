@@ -1,6 +1,6 @@
 #pragma once
 // attn::Tokenizer: one type for the tokenizers attn reads (Tokenizer::Kind):
-//   store          the store model's own BPE (below; matches tools/tokenizer.py id for id);
+//   store          the store model's own BPE (below; matches tools/common/tokenizer.py id for id);
 //   byte_level     GPT-2-style byte-level BPE: vocab.json + merges.txt, OpenAI's
 //                  encoder.json + vocab.bpe, or a tokenizer.json with a ByteLevel
 //                  pre-tokenizer (GPT-2, SmolLM, Qwen2's and Llama-3's split patterns);
@@ -15,7 +15,7 @@
 // (Qwen2's) composes the text between added tokens to Unicode NFC (detail/nfc.hpp) before
 // pre-tokenization, so "e\u0301" encodes as "\u00e9" does; invalid bytes stay in place.
 //
-// The store model's files (UTF-8, "\n" line ends, as tools/tokenizer.py writes them):
+// The store model's files (UTF-8, "\n" line ends, as tools/common/tokenizer.py writes them):
 //   vocabulary.txt  one token per line, line k (from 0) is id k; ids 0..3 are the
 //                   specials <s>, <sep>, </s>, <unk>;
 //   merges.txt      "#version: attn-bpe 1", then one merge "left right" per line,
@@ -486,7 +486,7 @@ private:
             const int result_id = result->second;
             const int left_id = add_symbol(left);
             const int right_id = add_symbol(right);
-            // A pair listed twice keeps its first (lowest) rank, as tools/tokenizer.py.
+            // A pair listed twice keeps its first (lowest) rank, as tools/common/tokenizer.py.
             merges_.emplace(pair_key(left_id, right_id), Merge{static_cast<int>(k - 1), result_id});
         }
     }
