@@ -1,6 +1,6 @@
-"""Real-size checkpoints: load time, peak memory and forward speed, reported in docs/bench/.
+"""Real-size checkpoints: load time, peak memory and forward speed, reported in docs/bench/<date>-<machine>/.
 
-    /usr/bin/python3 tools/benchmarks/bench_checkpoint.py [--build build/bench] [--out docs/bench/checkpoints.md]
+    /usr/bin/python3 tools/benchmarks/bench_checkpoint.py [--build build/bench] [--out docs/bench/<date>-<machine>/checkpoints.md]
                                                [--shapes gpt2-small] [--dtypes F32 BF16]
 
 Writes each random checkpoint (tools/references/hf_checkpoints.py; never committed) into a scratch
@@ -22,6 +22,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role packages
+from common.run_folder import run_folder  # noqa: E402
 
 
 def machine() -> str:
@@ -68,7 +70,7 @@ def table(shape: str, dtype: str, loads: list[dict], speed: dict) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", type=Path, default=ROOT / "build" / "bench")
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench" / "checkpoints.md")
+    parser.add_argument("--out", type=Path, default=run_folder(ROOT) / "checkpoints.md")
     parser.add_argument("--shapes", nargs="+", default=["gpt2-small"])
     parser.add_argument("--dtypes", nargs="+", default=["F32", "BF16"])
     args = parser.parse_args()
@@ -92,6 +94,7 @@ def main() -> int:
                 lines.insert(len(lines) - 1, f"(the machine's 1-minute load average before this run: {load_before:.1f}, "
                              "2 cores shared)\n")
                 print("\n".join(lines[-12:]))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines))
     print(f"wrote {args.out}")
     return 0

@@ -2,7 +2,7 @@
 """Decoding the store model with a key/value cache: the peers of attn's generator, one run.
 
   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tools/benchmarks/bench_decode_peers.py \\
-      [--threads 2] [--rounds 3] [--out docs/bench/decode_peers.json]
+      [--threads 2] [--rounds 3] [--out docs/bench/<date>-<machine>/decode_peers.json]
 
 Peers, float32, on 1 … --threads threads:
   * pytorch-eager: tools/references/generate.py's CachedDecoder (the StoreModel's own modules on a
@@ -36,6 +36,8 @@ from common.model import from_exported  # noqa: E402
 from benchmarks.bench_model_peers import NumpyForward, median_seconds  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role packages
+from common.run_folder import run_folder  # noqa: E402
 CACHE_LENGTHS = [16, 32, 64, 128, 159]
 PREFILLS = [16, 32, 64, 128, 160]
 WRITTEN = 128
@@ -223,7 +225,7 @@ def main():
     parser.add_argument("--threads", type=int, default=2, help="peers run on 1 … threads (default 2)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--budget", type=float, default=0.15, help="seconds of repetition per number")
-    parser.add_argument("--out", default=str(ROOT / "docs/bench/decode_peers.json"))
+    parser.add_argument("--out", default=str(run_folder(ROOT) / "decode_peers.json"))
     parser.add_argument("--peer", choices=PEERS, help=argparse.SUPPRESS)  # internal: time one peer
     args = parser.parse_args()
     if args.peer:
@@ -241,6 +243,7 @@ def main():
         # written after every round, so an interrupted run leaves its finished rounds
         results = {peer: {t: median_over_rounds(runs[peer][t]) for t in thread_counts} for peer in PEERS}
         text = table(results, thread_counts)
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps({
             "torch": torch.__version__, "numpy": np.__version__, "rounds": round_index + 1,
             "budget_seconds": args.budget, "written": WRITTEN, "prompt_ids": 12,

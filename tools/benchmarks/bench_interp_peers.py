@@ -2,7 +2,7 @@
 """What interpretability costs in PyTorch: the store model's forward, cached, and patched.
 
   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tools/benchmarks/bench_interp_peers.py \
-      [--rounds 3] [--out docs/bench/interp_peers.json]
+      [--rounds 3] [--out docs/bench/<date>-<machine>/interp_peers.json]
 
 tools/common/model.py's StoreModel with the exported weights, float32, under torch.inference_mode(),
 on 160 positions (the longest validation product, 140 ids, padded to 160 by repeating its
@@ -42,6 +42,8 @@ from benchmarks.bench_model_peers import median_seconds  # noqa: E402
 from common.tokenizer import read_products  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role packages
+from common.run_folder import run_folder  # noqa: E402
 POSITIONS = 160
 FORMS = ["plain", "cache", "sweep_eager", "sweep_batch", "sweep_skip"]
 REPEATS = 5  # interleaved passes over the forms in each process
@@ -194,7 +196,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--out", default=str(ROOT / "docs/bench/interp_peers.json"))
+    parser.add_argument("--out", default=str(run_folder(ROOT) / "interp_peers.json"))
     parser.add_argument("--time", type=int, help=argparse.SUPPRESS)  # internal: one thread count
     args = parser.parse_args()
     if args.time:
@@ -219,6 +221,7 @@ def main():
               "rows": rows, "agreement": agreement, "compilers_seen": seen,
               "runs": {str(t): runs[t] for t in args.threads}}
     out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     md = markdown(result)
     out.with_suffix(".md").write_text(md)

@@ -2,7 +2,7 @@
 """Real model sizes: llama.cpp and PyTorch eager (and attn, through a hook) in one run.
 
   /usr/bin/python3 tools/benchmarks/bench_llamacpp.py [--models gpt2-small:F32,smollm2-135m:BF16] [--threads 1,2]
-      [--reps 5] [--steps 32] [--cache ~/.cache/attn-peers] [--out docs/bench/real_size.md]
+      [--reps 5] [--steps 32] [--cache ~/.cache/attn-peers] [--out docs/bench/<date>-<machine>/real_size.md]
       [--attn-bench 'CMD ...'] [--attn-logits 'CMD ...']
 
 For each model:dtype (gpt2-small or smollm2-135m; F32 or BF16):
@@ -45,6 +45,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role packages
+from common.run_folder import run_folder  # noqa: E402
 PEERS = ROOT / "tools" / "benchmarks" / "peers"
 sys.path.insert(0, str(ROOT / "tools"))  # the role packages
 from benchmarks.peers import llamacpp_setup  # noqa: E402
@@ -221,7 +223,7 @@ def main():
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--steps", type=int, default=32)
     parser.add_argument("--cache", type=Path, default=llamacpp_setup.DEFAULT_CACHE)
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench" / "real_size.md")
+    parser.add_argument("--out", type=Path, default=run_folder(ROOT) / "real_size.md")
     attn_bench = ROOT / "build" / "bench" / "bench" / "attn_bench_checkpoint"  # cmake --workflow --preset bench
     default_bench = (f"{attn_bench} {{hf_dir}} peer --threads {{threads}} --prefill {{prefill}} --decode {{decode}} "
                      "--steps {steps} --reps {reps} --keep-rows {keep_rows}") if attn_bench.exists() else None

@@ -2,7 +2,7 @@
 """The store model's forward pass: attn (C++) against PyTorch and NumPy, same run.
 
   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 tools/benchmarks/bench_model_peers.py \
-      [--bench build/bench/bench/attn_bench_kernels] [--threads 2] [--out docs/bench/model_forward_threads2.json]
+      [--bench build/bench/bench/attn_bench_kernels] [--threads 2] [--out docs/bench/<date>-<machine>/model_forward_threads2.json]
 
 Peers, float32, logits only, on the first n ids of one 160-token text:
   * PyTorch: tools/common/model.py's StoreModel (nn.Module) with the exported weights, the two
@@ -34,6 +34,8 @@ from common.model import from_exported  # noqa: E402
 from references.generate import load_weights as exported_weights  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role packages
+from common.run_folder import run_folder  # noqa: E402
 POSITIONS = [16, 32, 64, 128, 160]
 PEERS = ["pytorch-eager", "pytorch-script", "numpy"]
 
@@ -170,7 +172,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bench", default=str(ROOT / "build/bench/bench/attn_bench_kernels"))
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--out", default=None, help="JSON results (default docs/bench/model_forward_threads<t>.json)")
+    parser.add_argument("--out", default=None, help="JSON results (default docs/bench/<date>-<machine>/model_forward_threads<t>.json)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of attn + every peer (default 3)")
     parser.add_argument("--peer", choices=PEERS, help=argparse.SUPPRESS)  # internal: time one peer
     args = parser.parse_args()
@@ -215,7 +217,8 @@ def main():
         print(f"| {r['positions']} | {r['attn_ms']:.3f} ms | {r['attn_threads_per_call_ms']:.3f} ms "
               f"| {r['pytorch_eager_ms']:.3f} ms | {r['pytorch_script_ms']:.3f} ms | {r['numpy_ms']:.3f} ms "
               f"| {r['vs_pytorch']:.1f}× ({r['vs_pytorch_threads_per_call']:.1f}×) | {r['vs_numpy']:.1f}× |")
-    out = Path(args.out) if args.out else ROOT / f"docs/bench/model_forward_threads{args.threads}.json"
+    out = Path(args.out) if args.out else run_folder(ROOT) / f"model_forward_threads{args.threads}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"threads": args.threads, "rounds": args.rounds, "torch": torch.__version__,
                                "numpy": np.__version__, "rows": rows,
                                "runs": {"attn": ours_runs, **{p: [{n: r[n][0] for n in POSITIONS} for r in peer_runs[p]]

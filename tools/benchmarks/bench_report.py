@@ -14,8 +14,8 @@ at --threads and at 1 thread (the peers' best of the two is reported). Every com
 with GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (--no-hugetlb to skip): first-touch page faults
 cost ~18 us per 4 KiB on these VMs, which would otherwise dominate every path that
 allocates a positions² buffer per call (all peer formulations; attn's weights/plain paths).
-Writes docs/bench/attn_kernels.json, long_*.json, peers.json, summary.json, table.md and
-the log-log plot docs/bench/scaling.png. --portable BUILD_DIR adds the same streaming
+Writes docs/bench/<date>-<machine>/attn_kernels.json, long_*.json, peers.json, summary.json, table.md and
+the log-log plot scaling.png there. --portable BUILD_DIR adds the same streaming
 shapes from a build without -march=native.
 """
 
@@ -29,6 +29,8 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools"))  # the role packages
+from common.run_folder import run_folder  # noqa: E402
 
 
 def run(command, env=None):
@@ -84,7 +86,7 @@ def parse_args():
     parser.add_argument("--threads", type=int, default=2, help="threads for the headline table (1 or 2)")
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--positions", type=int, nargs="+", default=[160, 512, 2048, 4096], help="peer shapes")
-    parser.add_argument("--out", default=os.path.join(ROOT, "docs", "bench"))
+    parser.add_argument("--out", default=str(run_folder(ROOT)))
     parser.add_argument("--skip-long", action="store_true", help="leave out 8,192 and 16,384 positions")
     parser.add_argument("--skip-peers", action="store_true", help="reuse OUT/peers.json")
     parser.add_argument("--portable", help="build directory of a portable (no -march=native) benchmark build")

@@ -16,7 +16,7 @@ Steps, each command printed as it runs:
      the weights-returning formulations at 2,048 positions, with and without the tunable, and
      the statistics by materialising the weights at each of --peer-positions, one process each
      (peak memory per size).
-Writes docs/bench/sight*.json, docs/bench/sight.md and docs/bench/sight_scaling.png.
+Writes sight*.json, sight.md and sight_scaling.png into docs/bench/<date>-<machine>/.
 """
 
 import argparse
@@ -30,6 +30,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 from benchmarks.bench_report import load_runs, ms  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools"))  # the role packages
+from common.run_folder import run_folder  # noqa: E402
 HUGE = "glibc.malloc.hugetlb=1"
 
 
@@ -206,7 +208,7 @@ def plot(args, our, peer_statistics, short):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default=os.path.join(ROOT, "build", "bench"))
-    parser.add_argument("--out", default=os.path.join(ROOT, "docs", "bench"))
+    parser.add_argument("--out", default=str(run_folder(ROOT)))
     parser.add_argument("--long", type=int, nargs="*", default=[16384, 65536])
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds of the 16,384 runs")
     parser.add_argument("--rows", type=int, nargs="*", default=[16384], help="rows on demand at these (long) sizes")
