@@ -87,8 +87,8 @@ inline StatisticPlane statistic_plane(const char* function, const KeyPattern& pa
     throw argument_error(message(function, ": ", pattern.describe(),
                                  " cannot be read from the kernel's statistics, which were measured for "
                                  "previous_token(), current_token(), first_token(), positions(",
-                                 KeyPattern::list(markers), ") and at_least_back(", request.back, ", ",
-                                 KeyPattern::list(excluded),
+                                 position_list(markers), ") and at_least_back(", request.back, ", ",
+                                 position_list(excluded),
                                  "); other patterns need the attention (score_heads on a ModelAttention)"));
 }
 

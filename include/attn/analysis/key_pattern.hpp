@@ -26,6 +26,17 @@
 
 namespace attn {
 
+namespace detail {
+
+/// "{0, 9}": a list of positions as KeyPattern::describe() writes it.
+inline std::string position_list(const std::vector<Index>& positions) {
+    std::string out = "{";
+    for (std::size_t k = 0; k < positions.size(); ++k) out += (k ? ", " : "") + std::to_string(positions[k]);
+    return out + "}";
+}
+
+}  // namespace detail
+
 /// Which key positions count for query position i: keys j with 0 ≤ j ≤ i.
 class KeyPattern {
 public:
@@ -121,22 +132,16 @@ public:
             case Kind::first_token:
                 return "KeyPattern::first_token()";
             case Kind::positions:
-                return "KeyPattern::positions(" + list(positions_) + ")";
+                return "KeyPattern::positions(" + detail::position_list(positions_) + ")";
             case Kind::at_least_back:
-                return detail::message("KeyPattern::at_least_back(", distance_, ", ", list(positions_), ")");
+                return detail::message("KeyPattern::at_least_back(", distance_, ", ", detail::position_list(positions_),
+                                       ")");
             case Kind::duplicate_token:
                 return detail::message("KeyPattern::duplicate_token(", ids_.size(), " ids)");
             case Kind::induction:
                 return detail::message("KeyPattern::induction(", ids_.size(), " ids)");
         }
         return "KeyPattern";
-    }
-
-    /// "{0, 9}": a list of positions as describe() writes it.
-    static std::string list(const std::vector<Index>& positions) {
-        std::string out = "{";
-        for (std::size_t k = 0; k < positions.size(); ++k) out += (k ? ", " : "") + std::to_string(positions[k]);
-        return out + "}";
     }
 
 private:
