@@ -33,6 +33,9 @@ TEST_CASE("detection_score: the share of the attention on the pattern, with and 
     // duplicate: (2, 1) = 0.6; induction: (2, 2)? ids[1] = ids[2] → D(2, 2) = 1: 0.2
     CHECK(attn::detection_score(weights, KeyPattern::duplicate_token(ids)) == doctest::Approx(0.6 / 3.0));
     CHECK(attn::detection_score(weights, KeyPattern::induction(ids)) == doctest::Approx(0.2 / 3.0));
+    // any other pattern too: key 0 is (0, 0), (1, 0), (2, 0); two or more back only (2, 0)
+    CHECK(attn::detection_score(weights, KeyPattern::first_token()) == doctest::Approx(1.7 / 3.0));
+    CHECK(attn::detection_score(weights, KeyPattern::at_least_back(2)) == doctest::Approx(0.2 / 3.0));
     attn::DetectorOptions options;
     options.exclude_bos = true;  // column 0 out: 0.5 + 0.6 + 0.2 left
     CHECK(attn::detection_score(weights, KeyPattern::previous_token(), options) == doctest::Approx(0.6 / 1.3));
