@@ -62,7 +62,7 @@ namespace detail {
 /// at_least_back(the request's back, its excluded markers) → back. argument_error otherwise.
 inline StatisticPlane statistic_plane(const char* function, const KeyPattern& pattern,
                                       const HeadStatisticsRequest& request) {
-    // statistics_target stores the request's markers sorted and unique, as KeyPattern keeps its lists
+    // compared as sets: KeyPattern keeps its lists sorted and unique, a request built by hand may not be
     std::vector<Index> markers = request.markers;
     std::sort(markers.begin(), markers.end());
     markers.erase(std::unique(markers.begin(), markers.end()), markers.end());
