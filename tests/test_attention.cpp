@@ -290,11 +290,8 @@ void check_identical(const attn::MultiHeadResult<T>& a, const attn::MultiHeadRes
     CHECK(a.output == b.output);
     CHECK(a.weights == b.weights);
     CHECK(a.log_sum_exp == b.log_sum_exp);
-    for (attn::HeadStatistic which :
-         {attn::HeadStatistic::previous, attn::HeadStatistic::first, attn::HeadStatistic::self,
-          attn::HeadStatistic::back, attn::HeadStatistic::markers, attn::HeadStatistic::largest,
-          attn::HeadStatistic::entropy, attn::HeadStatistic::distance})
-        CHECK(a.statistics.of(which) == b.statistics.of(which));
+    for (std::size_t p = 0; p < a.statistics.planes().size(); ++p)
+        CHECK(*a.statistics.planes()[p] == *b.statistics.planes()[p]);
     CHECK(a.statistics.argmax == b.statistics.argmax);
 }
 }  // namespace

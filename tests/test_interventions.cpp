@@ -287,11 +287,11 @@ TEST_CASE_TEMPLATE("run_with_hooks: every activation equals PyTorch's hooks", T,
                       golden_bound<T>());
         }
         for (const char* pattern : {"previous_token", "duplicate_token", "induction"}) {
-            const attn::HeadPattern which = std::string(pattern) == "previous_token" ? attn::HeadPattern::previous_token
-                                            : std::string(pattern) == "duplicate_token"
-                                                ? attn::HeadPattern::duplicate_token
-                                                : attn::HeadPattern::induction;
-            const Eigen::MatrixXd scores = attn::detect_heads(run.result.attention, ids, which);
+            const attn::KeyPattern which = std::string(pattern) == "previous_token" ? attn::KeyPattern::previous_token()
+                                           : std::string(pattern) == "duplicate_token"
+                                               ? attn::KeyPattern::duplicate_token(ids)
+                                               : attn::KeyPattern::induction(ids);
+            const attn::HeadTable scores = attn::detect_heads(run.result.attention, which);
             const auto expected = c.at("head_detectors").at(pattern).get<std::vector<std::vector<double>>>();
             for (Index l = 0; l < 4; ++l)
                 for (Index h = 0; h < 4; ++h)

@@ -31,11 +31,8 @@ void check_identical(const attn::ForwardResult<T>& a, const attn::ForwardResult<
     CHECK(a.queries_keys == b.queries_keys);
     REQUIRE(a.statistics.size() == b.statistics.size());
     for (std::size_t l = 0; l < a.statistics.size(); ++l) {
-        for (attn::HeadStatistic which :
-             {attn::HeadStatistic::previous, attn::HeadStatistic::first, attn::HeadStatistic::self,
-              attn::HeadStatistic::back, attn::HeadStatistic::markers, attn::HeadStatistic::largest,
-              attn::HeadStatistic::entropy, attn::HeadStatistic::distance})
-            CHECK(a.statistics[l].of(which) == b.statistics[l].of(which));
+        for (std::size_t p = 0; p < a.statistics[l].planes().size(); ++p)
+            CHECK(*a.statistics[l].planes()[p] == *b.statistics[l].planes()[p]);
         CHECK(a.statistics[l].argmax == b.statistics[l].argmax);
     }
 }

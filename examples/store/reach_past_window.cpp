@@ -51,10 +51,11 @@ int main(int argc, char** argv) {
                                      [&](int id) { return name.count(id) > 0; });
             request.markers = {0, attn::Index(sep)};                         // <s> and <sep>
             const auto statistics = model.forward(ids, options).statistics;  // per layer, heads × positions
-            far.add(attn::measure(statistics, queries, attn::HeadStatistic::back));
-            markers.add(attn::measure(statistics, queries, attn::HeadStatistic::markers));
+            far.add(
+                attn::score_heads(statistics, queries, attn::KeyPattern::at_least_back(request.back, request.markers)));
+            markers.add(attn::score_heads(statistics, queries, attn::KeyPattern::positions(request.markers)));
         }
-        const attn::Matrix<double> far_table = far.mean(), marker_table = markers.mean();  // (layers × heads)
+        const attn::HeadTable far_table = far.mean(), marker_table = markers.mean();  // (layers × heads)
         std::cout << "description tokens measured: " << thousands(far.queries()) << "\n";
         std::cout << "average attention weight of a description token, by layer:\n";
         for (attn::Index layer = 0; layer < far_table.rows(); ++layer)

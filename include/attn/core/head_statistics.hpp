@@ -31,18 +31,11 @@ struct HeadStatisticsRequest {
     bool back_excludes_markers = false;  ///< leave the markers out of "back" (the chapter's reach-past-window)
 };
 
-/// One of the statistics, to pick it by name (HeadStatistics::of, HeadStatisticsSummary::Values::of).
-enum class HeadStatistic { previous, first, self, back, markers, largest, entropy, distance };
-
 /// Per-head means over query rows of every statistic, and what an even spread over each
 /// row's visible keys would give (the chapter's baseline; the same for every head).
 struct HeadStatisticsSummary {
     struct Values {
         double previous = 0, first = 0, self = 0, back = 0, markers = 0, largest = 0, entropy = 0, distance = 0;
-        double of(HeadStatistic which) const {
-            const double* all[] = {&previous, &first, &self, &back, &markers, &largest, &entropy, &distance};
-            return *all[static_cast<int>(which)];
-        }
     };
     std::vector<Values> heads;  ///< one per head
     Values even;                ///< an even spread, averaged over the same rows
@@ -82,10 +75,8 @@ struct HeadStatistics {
     std::array<Matrix<T>*, 8> planes() {
         return {&previous, &first, &self, &back, &markers, &largest, &entropy, &distance};
     }
-
-    /// The statistic `which`, (heads × queries).
-    const Matrix<T>& of(HeadStatistic which) const {
-        return *const_cast<HeadStatistics*>(this)->planes()[std::size_t(static_cast<int>(which))];
+    std::array<const Matrix<T>*, 8> planes() const {
+        return {&previous, &first, &self, &back, &markers, &largest, &entropy, &distance};
     }
 
     /// What an even spread over the keys row i sees would give, every statistic.

@@ -149,6 +149,9 @@ struct HeadId {
     friend bool operator==(const HeadId& a, const HeadId& b) { return a.layer == b.layer && a.head == b.head; }
 };
 
+/// One number per head, (layers × heads), row-major: entry (l, h) is head h of layer l.
+using HeadTable = Matrix<double>;
+
 struct ForwardOptions {
     bool keep_attention = false;   ///< return every layer's attention weights
     std::vector<HeadId> ablate{};  ///< heads whose output is zeroed before the output projection
