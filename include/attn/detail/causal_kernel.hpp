@@ -220,10 +220,10 @@ struct PreparedHead {
 /// Per-thread working memory, reused by every task the thread runs.
 template <class T>
 struct Scratch {
-    AlignedBuffer<T> queries;                 ///< streaming: (d × kQueryBlock) queriesᵀ; exact: (kQueryBlock × d)
-    AlignedBuffer<T> scores;                  ///< streaming: (kKeyBlock × kQueryBlock) scoresᵀ
-    AlignedBuffer<T> output;                  ///< kQueryBlock × padded dv
-    AlignedBuffer<T> tile;                    ///< exact: kValueRows × kPanel, for stores past a row's end
+    AlignedBuffer<T> queries;  ///< streaming: (d × kQueryBlock) queriesᵀ; exact: (kQueryBlock × d)
+    AlignedBuffer<T> scores;   ///< streaming: (kKeyBlock × kQueryBlock) scoresᵀ
+    AlignedBuffer<T> output;   ///< streaming: (dv × kQueryBlock) outputᵀ; else kQueryBlock × padded dv
+    AlignedBuffer<T> tile;     ///< exact: kValueRows × kPanel, for stores past a row's end
     AlignedBuffer<T> largest, total, factor;  ///< kQueryBlock each
     AlignedBuffer<T> sight;                   ///< statistics: kSightSums × kQueryBlock running sums
 };
