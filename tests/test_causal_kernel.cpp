@@ -92,10 +92,12 @@ void check_weights_exact(const attn::Matrix<T>& w, Index first_position, bool ca
 
 TEST_CASE_TEMPLATE("fused kernel matches the double loop reference across block boundaries", T, float, double) {
     // (positions, head size, value size): 1 position, lengths around the 96-row query
-    // and 128-key blocks, head sizes 32, 64, 128, value sizes unlike the head size.
+    // and 128-key blocks, head sizes 32, 64, 128, value sizes unlike the head size (9 and
+    // 20: the streaming output's tiles of 8 or 4 value columns, the last one partial).
     const std::vector<std::tuple<Index, Index, Index>> shapes = {
-        {1, 64, 64},     {2, 32, 32},   {7, 8, 5},     {95, 64, 64},   {96, 64, 64}, {97, 32, 32}, {128, 64, 48},
-        {129, 128, 128}, {200, 64, 16}, {250, 32, 96}, {300, 128, 64}, {193, 6, 3},  {7, 1, 1}};
+        {1, 64, 64},    {2, 32, 32},   {7, 8, 5},       {95, 64, 64},  {96, 64, 64},
+        {97, 32, 32},   {128, 64, 48}, {129, 128, 128}, {200, 64, 16}, {250, 32, 96},
+        {300, 128, 64}, {193, 6, 3},   {7, 1, 1},       {150, 64, 20}, {110, 16, 9}};
     for (const auto& shape : shapes) {
         const Index n = std::get<0>(shape), d = std::get<1>(shape), dv = std::get<2>(shape);
         CAPTURE(n);

@@ -10,21 +10,27 @@
 //    keys × queries (sᵀ), so the online softmax runs down the columns with whole
 //    packets of queries at a time: running maximum m and sum l per query, the partial
 //    output rescaled by exp(m_old − m_new) when m grows, the block exponentiated in
-//    place (masked and underflowing weights exactly 0), then output += weights ·
-//    values. Keys and values are read where they lie (only RoPE or an unusual layout
-//    makes a copy) and the queries of a task are transposed into the buffer, so a call
-//    allocates its output and a few hundred KiB per thread, nothing of size positions².
+//    place (masked and underflowing weights exactly 0), then outputᵀ += valuesᵀ ·
+//    weightsᵀ (the partial output kept transposed, dv × queries). Keys and values are
+//    read where they lie (only RoPE or an unusual layout makes a copy) and the queries
+//    of a task are transposed into the buffer, so a call allocates its output and a few
+//    hundred KiB per thread, nothing of size positions².
 //  * Exact (weights kept): the scores of the lower blocks are written straight into
 //    the weights matrix (keys packed into panels for that), each row gets the plain
 //    softmax over its visible keys (softmax_rows's flush-to-zero rule; its sum compensated,
 //    its exponents' arguments exact), and the output is weights · values over the lower
 //    blocks only.
 //
-// All products run on one register-tiled micro-kernel over Eigen's packets (detail/tiles.hpp:
-// 8 keys × 3 packets of queries for the streaming scores, 6 rows × 4 packets for
-// weights · values and the exact path's scores on AVX-512; 4 × 3 and 6 × 2 with 16
-// registers). The exponentials are vectorised: for float the cephes polynomial Eigen
-// uses, without the clamping that y = s − m ≤ 0 does not need; for double Eigen's exp.
+// All products run on one register-tiled micro-kernel over Eigen's packets (detail/tiles.hpp).
+// The streaming path keeps queries across the packets' lanes in both of its products: its
+// scoresᵀ tile is 8 keys × 3 packets of queries and its outputᵀ tile 8 value columns × 3
+// packets (4 × 3 with 16 registers), so that the weights it has just written are read back
+// whole packets at a time, as the queries are. (With the output row-major, weights · values
+// broadcast one weight per query, and on AVX-512 it took a third longer than the scores for
+// the same multiply-adds.) The exact path's products and decoding's weights · values use
+// 6 rows × 4 packets (6 × 2 with 16 registers). The exponentials are vectorised: for float
+// the cephes polynomial Eigen uses, without the clamping that y = s − m ≤ 0 does not need
+// (on AVX-512 its 2ⁿ scaling and flush in two instructions); for double Eigen's exp.
 // Tasks are sorted longest first and handed out from a shared counter (causal rows late
 // in the sequence see more keys), so threads finish together; each task computes the
 // same numbers whichever thread runs it, so results do not depend on the thread count.
@@ -59,15 +65,26 @@
 
 namespace attn::detail {
 
+/// The largest power of two r such that a tile of r rows × `packets` packets of accumulators,
+/// the `packets` packets loaded per step and one broadcast fit in `registers` vector registers
+/// (a power of two: a key block is whole tiles).
+constexpr int tile_rows(int registers, int packets) {
+    int rows = 1;
+    while (2 * rows * packets + packets + 1 <= registers) rows *= 2;
+    return rows;
+}
+
 /// Block and register-tile sizes for scalar type T on the instruction set Eigen targets.
 template <class T>
 struct KernelTiling {
     using Packet = typename RegisterTile<T>::Packet;
     static constexpr int kLanes = RegisterTile<T>::kLanes;
     static constexpr bool kWide = RegisterTile<T>::kWide;
-    /// Streaming scores tile: kScoreKeys keys × kScorePackets packets of queries.
-    static constexpr int kScoreKeys = kWide ? 8 : 4;
+    static constexpr int kRegisters = kWide ? 32 : 16;  ///< vector registers
+    /// Streaming tile: kScoreKeys rows × kScorePackets packets of queries, for the scores (rows:
+    /// keys) and the output (rows: value columns); 8 × 3 with 32 registers, 4 × 3 with 16.
     static constexpr int kScorePackets = 3;
+    static constexpr int kScoreKeys = tile_rows(kRegisters, kScorePackets);
     static constexpr Index kChunk = Index(kScorePackets) * kLanes;  ///< queries per scores tile
     /// weights · values tile: kValueRows queries × kValuePackets packets of values (also the
     /// exact path's scores tile: queries × a panel of kPanel keys).
@@ -203,10 +220,10 @@ struct PreparedHead {
 /// Per-thread working memory, reused by every task the thread runs.
 template <class T>
 struct Scratch {
-    AlignedBuffer<T> queries;                 ///< streaming: (d × kQueryBlock) queriesᵀ; exact: (kQueryBlock × d)
-    AlignedBuffer<T> scores;                  ///< streaming: (kKeyBlock × kQueryBlock) scoresᵀ
-    AlignedBuffer<T> output;                  ///< kQueryBlock × padded dv
-    AlignedBuffer<T> tile;                    ///< exact: kValueRows × kPanel, for stores past a row's end
+    AlignedBuffer<T> queries;  ///< streaming: (d × kQueryBlock) queriesᵀ; exact: (kQueryBlock × d)
+    AlignedBuffer<T> scores;   ///< streaming: (kKeyBlock × kQueryBlock) scoresᵀ
+    AlignedBuffer<T> output;   ///< streaming: (dv × kQueryBlock) outputᵀ; else kQueryBlock × padded dv
+    AlignedBuffer<T> tile;     ///< exact: kValueRows × kPanel, for stores past a row's end
     AlignedBuffer<T> largest, total, factor;  ///< kQueryBlock each
     AlignedBuffer<T> sight;                   ///< statistics: kSightSums × kQueryBlock running sums
 };
@@ -305,6 +322,28 @@ EIGEN_ALWAYS_INLINE Packet flushed_exp(const Packet& y, const Packet& cutoff, co
     return ei::pselect(ei::pcmp_lt(y, cutoff), zero, ei::pexp(y));
 }
 
+/// p · 2ⁿ where y ≥ cutoff (or y is NaN), else exactly 0: the last step of exp_nonpositive, for
+/// n = round(y / ln 2), so n ≥ −126 wherever the result is kept and 2ⁿ is a normal float.
+template <class Packet>
+EIGEN_ALWAYS_INLINE Packet times_power_of_two(const Packet& p, const Packet& n, const Packet& y, const Packet& cutoff,
+                                              const Packet& zero) {
+#ifdef EIGEN_VECTORIZE_AVX512
+    if constexpr (std::is_same_v<typename ei::unpacket_traits<Packet>::type, float> &&
+                  ei::unpacket_traits<Packet>::size == 16) {  // Packet16f
+        // AVX-512 scales by 2ⁿ and zeroes the flushed lanes in one instruction each (the same bits
+        // as the product below: both are p · 2ⁿ rounded once): two of the exponential's ~17
+        // vector operations instead of six, on the ports the multiply-adds need.
+        const __mmask16 kept = _mm512_cmp_ps_mask(y, cutoff, _CMP_NLT_UQ);
+        return _mm512_maskz_scalef_ps(kept, p, n);
+    }
+#endif
+    using PacketI = typename ei::unpacket_traits<Packet>::integer_packet;
+    // 2ⁿ from its exponent bits
+    const PacketI biased = ei::padd(ei::pcast<Packet, PacketI>(n), ei::pset1<PacketI>(127));
+    const Packet scale = ei::preinterpret<Packet>(ei::plogical_shift_left<23>(biased));
+    return ei::pselect(ei::pcmp_lt(y, cutoff), zero, ei::pmul(p, scale));
+}
+
 /// exp(y) for y ≤ 0, exactly 0 below log(smallest normal) (−∞ included), NaN for NaN: the
 /// streaming softmax's exponential. For float packets a Cody–Waite reduction and the cephes
 /// polynomial Eigen uses, without Eigen's clamping (not needed for y ≤ 0, and it would hide a
@@ -313,7 +352,6 @@ template <class Packet>
 EIGEN_ALWAYS_INLINE Packet exp_nonpositive(const Packet& y, const Packet& cutoff, const Packet& zero) {
     using Scalar = typename ei::unpacket_traits<Packet>::type;
     if constexpr (std::is_same_v<Scalar, float> && ei::unpacket_traits<Packet>::size > 1) {
-        using PacketI = typename ei::unpacket_traits<Packet>::integer_packet;
         const Packet n = ei::print(ei::pmul(y, ei::pset1<Packet>(1.44269504088896341f)));  // round(y / ln 2)
         Packet r = ei::pmadd(n, ei::pset1<Packet>(-0.693359375f), y);  // y − n·ln 2, in two parts
         r = ei::pmadd(n, ei::pset1<Packet>(2.12194440e-4f), r);
@@ -324,10 +362,7 @@ EIGEN_ALWAYS_INLINE Packet exp_nonpositive(const Packet& y, const Packet& cutoff
         q = ei::pmadd(q, r, ei::pset1<Packet>(5.0000001201E-1f));
         p = ei::pmadd(p, r3, q);
         p = ei::pmadd(p, r2, ei::padd(r, ei::pset1<Packet>(1.0f)));  // exp(r)
-        // 2^n from its exponent bits; n ≥ −126 wherever the result is kept
-        const PacketI biased = ei::padd(ei::pcast<Packet, PacketI>(n), ei::pset1<PacketI>(127));
-        const Packet scale = ei::preinterpret<Packet>(ei::plogical_shift_left<23>(biased));
-        return ei::pselect(ei::pcmp_lt(y, cutoff), zero, ei::pmul(p, scale));
+        return times_power_of_two(p, n, y, cutoff, zero);
     } else {
         return flushed_exp(y, cutoff, zero);
     }
@@ -609,16 +644,49 @@ void finish_sight(const StatisticsTarget<T>& target, const T* sums, Index width,
     target.argmax_at(h, row) = Index(sums[kSumBestKey * width + i]);
 }
 
-/// Head h's output row i from its unnormalised sum o (value_size entries) and weight total l.
+/// Head h's output row i from its unnormalised sum o (value_size entries, o_step apart) and weight total l.
 template <class T>
-void finish_output(const FusedProblem<T>& problem, Index h, Index i, const T* o, T l) {
+void finish_output(const FusedProblem<T>& problem, Index h, Index i, const T* o, Index o_step, T l) {
     T* out = problem.output_row(h, i);
     if (l == T(0)) {  // every visible score was −∞: a zero output, as softmax_rows gives
         std::fill(out, out + problem.value_size, T(0));
         return;
     }
     const T inverse = T(1) / l;
-    for (Index c = 0; c < problem.value_size; ++c) out[c] = o[c] * inverse;
+    for (Index c = 0; c < problem.value_size; ++c) out[c] = o[c * o_step] * inverse;
+}
+
+/// oᵀ(c, i) += Σ_j v(j, c) · w(j, i) for the dv columns c of the values and `packets` packets of
+/// queries i: w = weightsᵀ (count keys × the packets, row stride w_row), v row-major (row stride
+/// v_row), oᵀ (dv × the packets, row stride o_row). The streaming output, on the scores' tile:
+/// value columns take the keys' place, broadcast, and the weights are loaded whole packets at a
+/// time, as the queries are; each entry is one fused multiply-add chain over the keys in order.
+template <class T>
+void values_times_weights(Index dv, int packets, const T* w, Index w_row, Index count, const T* v, Index v_row, T* ot,
+                          Index o_row) {
+    using Tiling = KernelTiling<T>;
+    using Run = Tiles<T, Tiling::kScoreKeys, Tiling::kScorePackets>;
+    for (Index c = 0; c < dv; c += Tiling::kScoreKeys)
+        Run::run(int(std::min<Index>(Tiling::kScoreKeys, dv - c)), packets, v + c, 1, v_row, w, w_row, count,
+                 ot + c * o_row, o_row, true);
+}
+
+/// oᵀ(c, i) *= factor(i) for c < dv over `packets` packets of queries (row stride o_row); a packet
+/// whose factors are all 1 (the running maxima did not grow) is left as it is.
+template <class T>
+void scale_columns(T* ot, Index o_row, Index dv, int packets, const T* factor) {
+    using Tiling = KernelTiling<T>;
+    using Packet = typename Tiling::Packet;
+    constexpr Index L = Tiling::kLanes;
+    for (int p = 0; p < packets; ++p) {
+        const T* f = factor + p * L;
+        if (std::all_of(f, f + L, [](T x) { return x == T(1); })) continue;
+        const Packet scale = ei::ploadu<Packet>(f);
+        for (Index c = 0; c < dv; ++c) {
+            T* x = ot + c * o_row + p * L;
+            ei::pstoreu(x, ei::pmul(ei::ploadu<Packet>(x), scale));
+        }
+    }
 }
 
 /// Rows [i0, i1) of head h's queries, rotated and scaled, into dst (row-major, row stride d).
@@ -677,11 +745,10 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
     constexpr Index block = Tiling::kKeyBlock, tile_keys = Tiling::kScoreKeys;
     constexpr T minus_infinity = -std::numeric_limits<T>::infinity();
     const Index rows = i1 - i0, d = problem.depth, dv = problem.value_size;
-    const Index padded = kernel::round_up(dv, lanes);
     const Index chunks = (rows + chunk - 1) / chunk;
     T* qt = scratch.queries.data();  // (d × width): queriesᵀ
     T* st = scratch.scores.data();   // (block × width): scoresᵀ, then weightsᵀ
-    T* o = scratch.output.data();    // (width × padded)
+    T* ot = scratch.output.data();   // (dv × width): outputᵀ, unnormalised
     T* m = scratch.largest.data();
     T* l = scratch.total.data();
     T* alpha = scratch.factor.data();
@@ -697,7 +764,7 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
     }
     std::fill(m, m + width, minus_infinity);
     std::fill(l, l + width, T(0));
-    if (problem.outputs) std::fill(o, o + rows * padded, T(0));
+    if (problem.outputs) std::fill(ot, ot + dv * width, T(0));
     const StatisticsTarget<T>* statistics = problem.statistics;
     T* sums = scratch.sight.data();  // (kSightSums × width), statistics only
     if (statistics) std::fill(sums, sums + kSightSums * width, T(0));
@@ -734,11 +801,10 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
             if (statistics)
                 kernel::sight_block(problem, *statistics, st, width, count, j0, i0, c0, c_rows, packets, alpha, sums);
             if (!problem.outputs) continue;  // statistics only (attention_statistics)
-            for (Index i = c0; i < c0 + c_rows; ++i)
-                if (alpha[i] != T(1)) kernel::scale_row(o + i * padded, padded, alpha[i]);
-            // output += weights · values: weights(i, j) = st[j·width + i]
-            kernel::weights_times_values(c_rows, st + c0, 1, width, count, head.values.data + j0 * head.values.stride,
-                                         head.values.stride, padded, o + c0 * padded, padded, true);
+            kernel::scale_columns(ot + c0, width, dv, packets, alpha + c0);
+            // outputᵀ += valuesᵀ · weightsᵀ
+            kernel::values_times_weights(dv, packets, st + c0, width, count, head.values.data + j0 * head.values.stride,
+                                         head.values.stride, ot + c0, width);
         }
     }
 
@@ -746,7 +812,7 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
         if (!std::isfinite(l[i])) problem.bad_scores(h, i0 + i);
         if (problem.log_sum_exp) problem.log_sum_exp_at(h, i0 + i) = kernel::log_sum_exp(m[i], l[i]);
         if (statistics) kernel::finish_sight(*statistics, sums, width, i, l[i], h, i0 + i);
-        if (problem.outputs) kernel::finish_output(problem, h, i0 + i, o + i * padded, l[i]);
+        if (problem.outputs) kernel::finish_output(problem, h, i0 + i, ot + i, width, l[i]);
     }
 }
 
@@ -846,7 +912,7 @@ void decode_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
 
     for (Index r = 0; r < rows; ++r) {
         if (problem.log_sum_exp) problem.log_sum_exp_at(h, i0 + r) = kernel::log_sum_exp(m[r], l[r]);
-        kernel::finish_output(problem, h, i0 + r, o + r * padded, l[r]);
+        kernel::finish_output(problem, h, i0 + r, o + r * padded, 1, l[r]);
     }
 }
 
