@@ -69,16 +69,16 @@ inline StatisticPlane statistic_plane(const char* function, const KeyPattern& pa
     const std::vector<Index> excluded = request.back_excludes_markers ? markers : std::vector<Index>{};
     switch (pattern.kind()) {
         case KeyPattern::Kind::previous_token:
-            return kPrevious;
+            return StatisticPlane::previous;
         case KeyPattern::Kind::current_token:
-            return kSelf;
+            return StatisticPlane::self;
         case KeyPattern::Kind::first_token:
-            return kFirst;
+            return StatisticPlane::first;
         case KeyPattern::Kind::positions:
-            if (pattern.listed() == markers) return kMarkers;
+            if (pattern.listed() == markers) return StatisticPlane::markers;
             break;
         case KeyPattern::Kind::at_least_back:
-            if (pattern.distance() == request.back && pattern.listed() == excluded) return kBack;
+            if (pattern.distance() == request.back && pattern.listed() == excluded) return StatisticPlane::back;
             break;
         case KeyPattern::Kind::duplicate_token:
         case KeyPattern::Kind::induction:
@@ -96,7 +96,7 @@ inline StatisticPlane statistic_plane(const char* function, const KeyPattern& pa
 inline double statistic_value(const HeadStatisticsSummary::Values& values, StatisticPlane plane) {
     const double* fields[kStatisticPlanes] = {&values.previous, &values.first,   &values.self,    &values.back,
                                               &values.markers,  &values.largest, &values.entropy, &values.distance};
-    return *fields[plane];
+    return *fields[static_cast<std::size_t>(plane)];
 }
 
 }  // namespace detail

@@ -218,6 +218,18 @@ void check_fused_inputs(const char* function, const Eigen::MatrixBase<DQ>& queri
                    "RoPE rotates queries and keys of its head size");
 }
 
+/// The kernel's view of `rope`: rows of its head size rotated at their positions.
+template <class T>
+RotateRows<T> rotate_rows(const Rope<T>& rope) {
+    RotateRows<T> rotate;
+    rotate.rope = &rope;
+    rotate.rotate = [](const void* context, T* rows, Index count, Index first_position) {
+        const Rope<T>& r = *static_cast<const Rope<T>*>(context);
+        r.apply(Eigen::Map<Matrix<T>>(rows, count, r.head_size()), first_position);
+    };
+    return rotate;
+}
+
 template <class T>
 FusedProblem<T> fused_problem(Index heads, Index queries, Index keys, Index depth, Index value_size,
                               const AttentionOptions<T>& options) {
@@ -230,7 +242,7 @@ FusedProblem<T> fused_problem(Index heads, Index queries, Index keys, Index dept
     problem.causal = options.causal;
     problem.first_position = options.first_position;
     problem.scale = options.scale.value_or(default_scale<T>(depth));
-    problem.rope = options.rope;
+    if (options.rope) problem.rope = rotate_rows(*options.rope);
     problem.threads = options.threads.available("attention");
     problem.workers = options.threads.kept();
     return problem;

@@ -46,10 +46,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "attn/core/head_statistics.hpp"
-#include "attn/core/rope.hpp"
-#include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
+#include "attn/detail/row_statistics.hpp"
 #include "attn/detail/tiles.hpp"
 #include "attn/error.hpp"
 #include "attn/threads.hpp"
@@ -119,6 +117,18 @@ struct HeadInputs {
 template <class T>
 struct KernelMemory;
 
+/// Rotary positions as the kernel applies them: rows (count × head size, contiguous) at
+/// positions first … first + count − 1 rotated in place. The caller (core/attention.hpp) points
+/// it at its Rope, so that the kernel needs no public type.
+template <class T>
+struct RotateRows {
+    const void* rope = nullptr;
+    void (*rotate)(const void* rope, T* rows, Index count, Index first_position) = nullptr;
+
+    explicit operator bool() const { return rotate != nullptr; }
+    void operator()(T* rows, Index count, Index first_position) const { rotate(rope, rows, count, first_position); }
+};
+
 /// What the kernel computes; the views stay owned by the caller.
 template <class T>
 struct FusedProblem {
@@ -134,7 +144,7 @@ struct FusedProblem {
     bool causal = true;
     Index first_position = 0;
     T scale = T(1);
-    const Rope<T>* rope = nullptr;
+    RotateRows<T> rope;  ///< RoPE on queries and keys, if set
     int threads = 1;
     Workers* workers = nullptr;         ///< kept threads to run on (then at most workers->size() of them)
     std::vector<HeadInputs<T>> inputs;  ///< one per head
@@ -212,7 +222,7 @@ using AlignedBuffer = Eigen::Matrix<T, Eigen::Dynamic, 1>;
 template <class T>
 struct PreparedHead {
     RowMajorView<T> keys, values;    ///< what the tasks read
-    Matrix<T> rotated_keys;          ///< RoPE: the rotated keys
+    RowMajorMatrix<T> rotated_keys;  ///< RoPE: the rotated keys
     AlignedBuffer<T> panels;         ///< exact path: keys in panels of kPanel, each (d × kPanel), zero-padded
     AlignedBuffer<T> padded_values;  ///< values whose rows are not whole packets: zero-padded copy
 };
@@ -225,22 +235,15 @@ struct Scratch {
     AlignedBuffer<T> output;   ///< streaming: (dv × kQueryBlock) outputᵀ; else kQueryBlock × padded dv
     AlignedBuffer<T> tile;     ///< exact: kValueRows × kPanel, for stores past a row's end
     AlignedBuffer<T> largest, total, factor;  ///< kQueryBlock each
-    AlignedBuffer<T> sight;                   ///< statistics: kSightSums × kQueryBlock running sums
+    AlignedBuffer<T> sight;                   ///< statistics: SightSum::rows × kQueryBlock running sums
 };
 
 /// The running sums of the streaming statistics, each kQueryBlock long in Scratch::sight: the
 /// linear ones rescaled like the output, the entropy's Σ p·(s − m) as online_softmax says.
-enum SightSum {
-    kSumPrevious,
-    kSumFirst,
-    kSumSelf,
-    kSumBack,
-    kSumMarkers,
-    kSumDistance,
-    kSumBest,
-    kSumBestKey,
-    kSumEntropy,
-    kSightSums
+struct SightSum {  // row indices into Scratch::sight
+    static constexpr Index previous = 0, first = 1, self = 2, back = 3, markers = 4, distance = 5, best = 6,
+                           best_key = 7, entropy = 8;
+    static constexpr Index rows = 9;
 };
 
 /// The kernel's working memory: kept by a caller (attn::AttentionWorkspace) so that repeated
@@ -558,10 +561,10 @@ void block_statistics(const T* w, Index stride, Index count, T key0, T position0
     constexpr int L = KernelTiling<T>::kLanes;
     Packet distance[P], far[P], best[P], best_key[P], position[P];
     for (int p = 0; p < P; ++p) {
-        distance[p] = ei::ploadu<Packet>(sums + kSumDistance * sums_row + p * L);
-        far[p] = ei::ploadu<Packet>(sums + kSumBack * sums_row + p * L);
-        best[p] = ei::ploadu<Packet>(sums + kSumBest * sums_row + p * L);
-        best_key[p] = ei::ploadu<Packet>(sums + kSumBestKey * sums_row + p * L);
+        distance[p] = ei::ploadu<Packet>(sums + SightSum::distance * sums_row + p * L);
+        far[p] = ei::ploadu<Packet>(sums + SightSum::back * sums_row + p * L);
+        best[p] = ei::ploadu<Packet>(sums + SightSum::best * sums_row + p * L);
+        best_key[p] = ei::ploadu<Packet>(sums + SightSum::best_key * sums_row + p * L);
         position[p] = ei::plset<Packet>(position0 + T(p * L));
     }
     for (Index j = 0; j < count; ++j) {
@@ -576,10 +579,10 @@ void block_statistics(const T* w, Index stride, Index count, T key0, T position0
         }
     }
     for (int p = 0; p < P; ++p) {
-        ei::pstoreu(sums + kSumDistance * sums_row + p * L, distance[p]);
-        ei::pstoreu(sums + kSumBack * sums_row + p * L, far[p]);
-        ei::pstoreu(sums + kSumBest * sums_row + p * L, best[p]);
-        ei::pstoreu(sums + kSumBestKey * sums_row + p * L, best_key[p]);
+        ei::pstoreu(sums + SightSum::distance * sums_row + p * L, distance[p]);
+        ei::pstoreu(sums + SightSum::back * sums_row + p * L, far[p]);
+        ei::pstoreu(sums + SightSum::best * sums_row + p * L, best[p]);
+        ei::pstoreu(sums + SightSum::best_key * sums_row + p * L, best_key[p]);
     }
 }
 
@@ -608,7 +611,8 @@ void sight_block(const FusedProblem<T>& problem, const StatisticsTarget<T>& targ
                  Index count, Index j0, Index i0, Index c0, Index c_rows, int packets, const T* alpha, T* sums) {
     for (Index c = c0; c < c0 + c_rows; ++c)
         if (alpha[c] != T(1))
-            for (int sum : {kSumPrevious, kSumFirst, kSumSelf, kSumBack, kSumMarkers, kSumDistance, kSumBest})
+            for (Index sum : {SightSum::previous, SightSum::first, SightSum::self, SightSum::back, SightSum::markers,
+                              SightSum::distance, SightSum::best})
                 sums[sum * width + c] *= alpha[c];
     const Index position0 = problem.first_position + i0 + c0;
     block_statistics_packets(packets, w + c0, width, count, T(j0), T(position0), T(target.back), sums + c0, width);
@@ -617,13 +621,14 @@ void sight_block(const FusedProblem<T>& problem, const StatisticsTarget<T>& targ
     for (Index c = c0; c < c0 + c_rows; ++c) {
         const Index position = position0 + c - c0;
         const auto weight = [&](Index key) { return key >= j0 && key < j0 + count ? w[(key - j0) * width + c] : T(0); };
-        sums[kSumPrevious * width + c] += weight(position - 1);
-        sums[kSumFirst * width + c] += weight(0);
-        sums[kSumSelf * width + c] += weight(position);
+        sums[SightSum::previous * width + c] += weight(position - 1);
+        sums[SightSum::first * width + c] += weight(0);
+        sums[SightSum::self * width + c] += weight(position);
         for (const Index* marker = markers_begin; marker != markers_end; ++marker) {
             const T x = w[(*marker - j0) * width + c];  // 0 where the marker is hidden
-            sums[kSumMarkers * width + c] += x;
-            if (target.back_excludes_markers && *marker <= position - target.back) sums[kSumBack * width + c] -= x;
+            sums[SightSum::markers * width + c] += x;
+            if (target.back_excludes_markers && *marker <= position - target.back)
+                sums[SightSum::back * width + c] -= x;
         }
     }
 }
@@ -632,16 +637,16 @@ void sight_block(const FusedProblem<T>& problem, const StatisticsTarget<T>& targ
 template <class T>
 void finish_sight(const StatisticsTarget<T>& target, const T* sums, Index width, Index i, T l, Index h, Index row) {
     const T inverse = l > T(0) ? T(1) / l : T(0);  // l = 0: every visible score −∞, all zero
-    const auto mean = [&](SightSum sum) { return sums[sum * width + i] * inverse; };
-    target.at(kPrevious, h, row) = mean(kSumPrevious);
-    target.at(kFirst, h, row) = mean(kSumFirst);
-    target.at(kSelf, h, row) = mean(kSumSelf);
-    target.at(kBack, h, row) = mean(kSumBack);
-    target.at(kMarkers, h, row) = mean(kSumMarkers);
-    target.at(kLargest, h, row) = mean(kSumBest);
-    target.at(kEntropy, h, row) = l > T(0) ? std::log(l) - mean(kSumEntropy) : T(0);
-    target.at(kDistance, h, row) = mean(kSumDistance);
-    target.argmax_at(h, row) = Index(sums[kSumBestKey * width + i]);
+    const auto mean = [&](Index sum) { return sums[sum * width + i] * inverse; };
+    target.at(StatisticPlane::previous, h, row) = mean(SightSum::previous);
+    target.at(StatisticPlane::first, h, row) = mean(SightSum::first);
+    target.at(StatisticPlane::self, h, row) = mean(SightSum::self);
+    target.at(StatisticPlane::back, h, row) = mean(SightSum::back);
+    target.at(StatisticPlane::markers, h, row) = mean(SightSum::markers);
+    target.at(StatisticPlane::largest, h, row) = mean(SightSum::best);
+    target.at(StatisticPlane::entropy, h, row) = l > T(0) ? std::log(l) - mean(SightSum::entropy) : T(0);
+    target.at(StatisticPlane::distance, h, row) = mean(SightSum::distance);
+    target.argmax_at(h, row) = Index(sums[SightSum::best_key * width + i]);
 }
 
 /// Head h's output row i from its unnormalised sum o (value_size entries, o_step apart) and weight total l.
@@ -694,10 +699,10 @@ template <class T>
 void load_queries(const FusedProblem<T>& problem, Index h, Index i0, Index i1, T* dst) {
     const Index d = problem.depth, rows = i1 - i0;
     const RowMajorView<T>& q = problem.inputs[std::size_t(h)].queries;
-    Eigen::Map<Matrix<T>> block(dst, rows, d);
-    block = Eigen::Map<const Matrix<T>, 0, Eigen::OuterStride<>>(q.data + i0 * q.stride, rows, d,
-                                                                 Eigen::OuterStride<>(q.stride));
-    if (problem.rope) problem.rope->apply(block, problem.first_position + i0);
+    Eigen::Map<RowMajorMatrix<T>> block(dst, rows, d);
+    block = Eigen::Map<const RowMajorMatrix<T>, 0, Eigen::OuterStride<>>(q.data + i0 * q.stride, rows, d,
+                                                                         Eigen::OuterStride<>(q.stride));
+    if (problem.rope) problem.rope(dst, rows, problem.first_position + i0);
     block *= problem.scale;
 }
 
@@ -711,9 +716,9 @@ void prepare_head(const FusedProblem<T>& problem, Index h, PreparedHead<T>& out)
     const HeadInputs<T>& in = problem.inputs[std::size_t(h)];
     out.keys = in.keys;
     if (problem.rope) {
-        out.rotated_keys = Eigen::Map<const Matrix<T>, 0, Eigen::OuterStride<>>(in.keys.data, n, d,
-                                                                                Eigen::OuterStride<>(in.keys.stride));
-        problem.rope->apply(out.rotated_keys, 0);
+        out.rotated_keys = Eigen::Map<const RowMajorMatrix<T>, 0, Eigen::OuterStride<>>(
+            in.keys.data, n, d, Eigen::OuterStride<>(in.keys.stride));
+        problem.rope(out.rotated_keys.data(), n, 0);
         out.keys = {out.rotated_keys.data(), d};
     }
     if (problem.weights) {
@@ -729,9 +734,9 @@ void prepare_head(const FusedProblem<T>& problem, Index h, PreparedHead<T>& out)
     if (dv % Tiling::kLanes != 0) {  // the micro-kernels read whole packets: pad each row
         const Index padded = kernel::round_up(dv, Tiling::kLanes);
         out.padded_values.setZero(n * padded);
-        Eigen::Map<Matrix<T>>(out.padded_values.data(), n, padded).leftCols(dv) =
-            Eigen::Map<const Matrix<T>, 0, Eigen::OuterStride<>>(in.values.data, n, dv,
-                                                                 Eigen::OuterStride<>(in.values.stride));
+        Eigen::Map<RowMajorMatrix<T>>(out.padded_values.data(), n, padded).leftCols(dv) =
+            Eigen::Map<const RowMajorMatrix<T>, 0, Eigen::OuterStride<>>(in.values.data, n, dv,
+                                                                         Eigen::OuterStride<>(in.values.stride));
         out.values = {out.padded_values.data(), padded};
     }
 }
@@ -758,16 +763,16 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
         // stages the (rows × d) queries: it is not needed yet.
         T* rows_first = scratch.output.data();
         kernel::load_queries(problem, h, i0, i1, rows_first);
-        Eigen::Map<Matrix<T>> transposed(qt, d, width);
-        transposed.leftCols(rows) = Eigen::Map<const Matrix<T>>(rows_first, rows, d).transpose();
+        Eigen::Map<RowMajorMatrix<T>> transposed(qt, d, width);
+        transposed.leftCols(rows) = Eigen::Map<const RowMajorMatrix<T>>(rows_first, rows, d).transpose();
         transposed.middleCols(rows, chunks * chunk - rows).setZero();
     }
     std::fill(m, m + width, minus_infinity);
     std::fill(l, l + width, T(0));
     if (problem.outputs) std::fill(ot, ot + dv * width, T(0));
     const StatisticsTarget<T>* statistics = problem.statistics;
-    T* sums = scratch.sight.data();  // (kSightSums × width), statistics only
-    if (statistics) std::fill(sums, sums + kSightSums * width, T(0));
+    T* sums = scratch.sight.data();  // (SightSum::rows × width), statistics only
+    if (statistics) std::fill(sums, sums + SightSum::rows * width, T(0));
 
     using ScoreTiles = kernel::Tiles<T, Tiling::kScoreKeys, Tiling::kScorePackets>;
     const Index end = problem.allowed(i1 - 1);
@@ -795,7 +800,7 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
             // online softmax down the columns, a packet of queries at a time
             if (statistics)
                 kernel::online_softmax_packets<T, true>(packets, st + c0, width, count, m + c0, l + c0, alpha + c0,
-                                                        sums + kSumEntropy * width + c0);
+                                                        sums + SightSum::entropy * width + c0);
             else
                 kernel::online_softmax_packets(packets, st + c0, width, count, m + c0, l + c0, alpha + c0);
             if (statistics)
@@ -1059,7 +1064,7 @@ void fused_attention(const FusedProblem<T>& problem) {
             mine.tile.resize(Tiling::kValueRows * Tiling::kPanel);
         else
             mine.scores.resize(Tiling::kKeyBlock * width);
-        if (problem.statistics) mine.sight.resize(kSightSums * width);
+        if (problem.statistics) mine.sight.resize(SightSum::rows * width);
     }
 
     // Phase 1 prepares every key/value head (rotation, key panels, padded values) from its

@@ -12,7 +12,7 @@
 
 #include <algorithm>
 
-#include "attn/core/types.hpp"
+#include "attn/detail/check.hpp"
 
 // gcc 12's AVX-512 intrinsics initialise a dummy operand from itself (GCC bug 105593, fixed
 // in gcc 13), which -Wall reports wherever they are inlined with -march=native.
