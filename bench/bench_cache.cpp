@@ -5,7 +5,7 @@
 // Families (names end in /positions:N/real_time, or /real_time):
 //   cache/heads:<q>/kv:<kv>/d:<d>/threads:<t>  attend_cache_into: 1 query position per head over
 //                                              a cache of N positions (256 … 16,384), outputs
-//                                              only, reused result and workspace, no RoPE (its
+//                                              only, reused result, no RoPE (its
 //                                              cost on one row is not the cache's);
 //                                              threads: AttentionOptions::threads, started per call
 //   cache/.../workers:<t>                      the same on an attn::Workers of t kept across calls,
@@ -48,18 +48,16 @@ void cache_benchmark(benchmark::State& state, CacheShape shape, int threads, boo
     attn::HeadStack<float> queries(shape.heads, 1, shape.d);
     for (Index h = 0; h < shape.heads; ++h) queries.head(h).setRandom();
 
-    attn::AttentionWorkspace<float> workspace;
     std::unique_ptr<attn::Workers> workers;
     attn::AttentionOptions<float> options;
-    options.workspace = &workspace;
     if (kept) {
         workers = std::make_unique<attn::Workers>(threads);
-        options.workers = workers.get();
+        options.threads = *workers;
     } else {
         options.threads = threads;
     }
-    attn::HeadsAttention<float> result;
-    attn::attend_cache_into(queries, cache, options, result);  // sizes the result and workspace
+    attn::HeadsResult<float> result;
+    attn::attend_cache_into(queries, cache, options, result);  // sizes the result and its working memory
     for (auto _ : state) {
         attn::attend_cache_into(queries, cache, options, result);
         benchmark::DoNotOptimize(result.outputs.data());

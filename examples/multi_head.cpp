@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
     // and mix them with the output projection.
     attn::AttentionOptions<double> attention;  // causal, scaled by 1/√(head size)
     attention.keep_weights = true;
-    const attn::MultiHeadAttention<double> result = attn::multi_head_attention(
+    const attn::MultiHeadResult<double> result = attn::multi_head_attention(
         x, attn::AttentionProjections<double>{w_query, w_key, w_value, output_projection}, heads, attention);
 
     namespace np = examples::numpy;

@@ -1,5 +1,5 @@
 // numpy_print_check: compares examples/numpy_print.hpp with NumPy's own output for the
-// arrays in tests/data/examples/numpy_print_cases.txt (tools/example_expectations.py).
+// arrays in tests/data/examples/numpy_print_cases.txt (tools/references/example_expectations.py).
 // Usage: numpy_print_check CASES_FILE. Exit status 0 if every case matches, else 1.
 
 #include <cstdlib>

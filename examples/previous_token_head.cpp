@@ -57,14 +57,14 @@ int main(int argc, char** argv) {
     w_value.bottomRows(words).setIdentity();  // "my token"
 
     // Projection: queries, keys, values (positions × 6, 6, 5).
-    const attn::QueryKeyValue<double> qkv = attn::project_qkv(x, w_query, w_key, w_value);
+    const attn::QkvResult<double> qkv = attn::project_qkv(x, w_query, w_key, w_value);
     // Scoring, masking, softmax and the weighted average, in one call:
     // scaled_scores(queries, keys, 1000) → apply_causal_mask → softmax_rows → weights · values.
     attn::AttentionOptions<double> options;
     options.causal = true;
     options.scale = 1000.0;
     options.keep_weights = true;
-    const attn::HeadAttention<double> head = attn::attention(qkv.queries, qkv.keys, qkv.values, options);
+    const attn::AttentionResult<double> head = attn::attention(qkv.queries, qkv.keys, qkv.values, options);
 
     namespace np = examples::numpy;
     const np::PrintOptions print{2, true};

@@ -12,6 +12,7 @@
 // Anything else thrown, a crash, a sanitizer report or a broken invariant is a finding.
 
 #include <attn/model/tokenizer.hpp>
+#include <attn/store.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -172,7 +173,7 @@ void product_mode(std::string_view input) {
     const attn::Tokenizer& t = fixed();
     std::vector<int> ids;
     try {
-        ids = t.product_ids(name, description, longest);
+        ids = attn::store::product_ids(t, name, description, longest);
     } catch (const attn::argument_error&) {
         require(!valid_utf8(name) || !valid_utf8(description), "argument_error for valid UTF-8");
         return;
@@ -219,7 +220,7 @@ void load_mode(std::string_view input) {
         (void)t.decode(all);
         check_ids(t, t.encode(vocabulary));
         check_ids(t, t.encode(merges));
-        check_ids(t, t.product_ids("Table, chair.", "café €😀", 20));
+        check_ids(t, attn::store::product_ids(t, "Table, chair.", "café €😀", 20));
     } catch (const attn::format_error&) {
         // a rejected file
     } catch (const attn::argument_error&) {

@@ -3,8 +3,8 @@
 // reference written as plain loops (no Eigen arithmetic), to check the library against.
 
 #include <doctest/doctest.h>
-#include <attn/core/error.hpp>
 #include <attn/core/types.hpp>
+#include <attn/error.hpp>
 
 #include <cmath>
 #include <filesystem>

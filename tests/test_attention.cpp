@@ -22,20 +22,18 @@ attn::AttentionOptions<T> keeping(bool causal = true) {
     return options;
 }
 
-/// The allocation tests' options: log-sum-exps kept, weights if asked, in `workspace`, on kept
-/// `workers` if given.
+/// The allocation tests' options: log-sum-exps kept, weights if asked, on kept `workers` if given.
 template <class T>
-attn::AttentionOptions<T> reusing(attn::AttentionWorkspace<T>& workspace, bool weights, attn::Workers* workers) {
+attn::AttentionOptions<T> reusing(bool weights, attn::Workers* workers) {
     attn::AttentionOptions<T> options;
     options.keep_weights = weights;
     options.keep_log_sum_exp = true;
-    options.workspace = &workspace;
-    options.workers = workers;
+    if (workers) options.threads = *workers;
     return options;
 }
 
 /// check(options) for every case of the allocation tests: on the calling thread or 2 kept
-/// workers, weights kept or not, each with a new workspace.
+/// workers, weights kept or not.
 template <class Check>
 void for_each_reuse_case(Check check) {
     attn::Workers workers(2);
@@ -43,8 +41,7 @@ void for_each_reuse_case(Check check) {
         for (bool weights : {true, false}) {
             CAPTURE(kept_threads);
             CAPTURE(weights);
-            attn::AttentionWorkspace<float> workspace;
-            check(reusing(workspace, weights, kept_threads ? &workers : nullptr));
+            check(reusing<float>(weights, kept_threads ? &workers : nullptr));
         }
 }
 }  // namespace
@@ -224,7 +221,7 @@ TEST_CASE("attention: invalid shapes raise a clear attn:: exception naming the a
 
 // ---- Reused storage: allocations counted during a repeated call (allocation_counter.hpp) -----
 
-TEST_CASE("reused storage and a workspace: a repeated call allocates nothing, on kept worker threads too") {
+TEST_CASE("a result passed again: a repeated call allocates nothing, on kept worker threads too") {
     const Index heads = 4, n = 600, d = 64;
     attn::HeadStack<float> q(heads, n, d), k(heads, n, d), v(heads, n, d);
     for (Index h = 0; h < heads; ++h) {
@@ -233,11 +230,11 @@ TEST_CASE("reused storage and a workspace: a repeated call allocates nothing, on
         v.head(h) = random_matrix<float>(n, d, 21 + unsigned(h));
     }
     for_each_reuse_case([&](const attn::AttentionOptions<float>& options) {
-        attn::HeadsAttention<float> result;
+        attn::HeadsResult<float> result;
         attn::attend_heads_into(q, k, v, options, result);  // the first call allocates
         const float* weights_storage = result.weights.data();
         const float* output_storage = result.outputs.data();
-        const attn::HeadsAttention<float> fresh = attn::attend_heads(q, k, v, options);
+        const attn::HeadsResult<float> fresh = attn::attend_heads(q, k, v, options);
         CHECK(attn::test::allocations_in([&] { attn::attend_heads_into(q, k, v, options, result); }) == 0);
         CHECK(result.weights.data() == weights_storage);
         CHECK(result.outputs.data() == output_storage);
@@ -245,7 +242,7 @@ TEST_CASE("reused storage and a workspace: a repeated call allocates nothing, on
         CHECK(result.weights == fresh.weights);
         CHECK(result.log_sum_exp == fresh.log_sum_exp);
 
-        attn::HeadStack<float> rows;
+        attn::WeightRowsResult<float> rows;
         const std::vector<Index> chosen_heads = {0, 3}, chosen_rows = {5, 599, 300};
         attn::attention_weights_rows_into(q, k, result.log_sum_exp, chosen_heads, chosen_rows, {}, options, rows);
         CHECK(attn::test::allocations_in([&] {
@@ -257,16 +254,14 @@ TEST_CASE("reused storage and a workspace: a repeated call allocates nothing, on
     CHECK(attn::test::allocations_in([&] { attn::attend_heads(q, k, v); }) > 0);
 }
 
-TEST_CASE("a call that throws leaves its workspace able to serve the next call without allocating") {
+TEST_CASE("a call that throws leaves its result able to serve the next call without allocating") {
     const Index heads = 2, n = 200, d = 32;
     const auto q = attn::test::random_stack<float>(heads, n, d, 1), k = attn::test::random_stack<float>(heads, n, d, 2),
                v = attn::test::random_stack<float>(heads, n, d, 3);
     attn::HeadStack<float> bad = q;
     bad(1, 150, 7) = std::numeric_limits<float>::quiet_NaN();
-    attn::AttentionWorkspace<float> workspace;
     attn::AttentionOptions<float> options;
-    options.workspace = &workspace;
-    attn::HeadsAttention<float> result;
+    attn::HeadsResult<float> result;
     attn::attend_heads_into(q, k, v, options, result);
     CHECK_THROWS_AS(attn::attend_heads_into(bad, k, v, options, result), attn::numeric_error);
     CHECK(attn::test::allocations_in([&] { attn::attend_heads_into(q, k, v, options, result); }) == 0);
@@ -275,11 +270,11 @@ TEST_CASE("a call that throws leaves its workspace able to serve the next call w
 
 TEST_CASE("attention_into: storage of the wrong size is a shape_error naming it") {
     const attn::Matrix<float> x = random_matrix<float>(6, 8, 1);
-    attn::HeadAttention<float> result;
+    attn::AttentionResult<float> result;
     result.output.resize(5, 8);
     CHECK_THROWS_WITH_AS(attn::attention_into(x, x, x, {}, result),
                          doctest::Contains("attention: output storage is 5 × 8, expected 6 × 8"), attn::shape_error);
-    attn::HeadsAttention<float> heads;
+    attn::HeadsResult<float> heads;
     heads.weights = attn::HeadStack<float>(2, 6, 5);
     attn::AttentionOptions<float> options;
     options.keep_weights = true;
@@ -291,15 +286,12 @@ TEST_CASE("attention_into: storage of the wrong size is a shape_error naming it"
 namespace {
 /// Every output of two multi-head results, compared bit for bit.
 template <class T>
-void check_identical(const attn::MultiHeadAttention<T>& a, const attn::MultiHeadAttention<T>& b) {
+void check_identical(const attn::MultiHeadResult<T>& a, const attn::MultiHeadResult<T>& b) {
     CHECK(a.output == b.output);
     CHECK(a.weights == b.weights);
     CHECK(a.log_sum_exp == b.log_sum_exp);
-    for (attn::HeadStatistic which :
-         {attn::HeadStatistic::previous, attn::HeadStatistic::first, attn::HeadStatistic::self,
-          attn::HeadStatistic::back, attn::HeadStatistic::markers, attn::HeadStatistic::largest,
-          attn::HeadStatistic::entropy, attn::HeadStatistic::distance})
-        CHECK(a.statistics.of(which) == b.statistics.of(which));
+    for (std::size_t p = 0; p < a.statistics.planes().size(); ++p)
+        CHECK(*a.statistics.planes()[p] == *b.statistics.planes()[p]);
     CHECK(a.statistics.argmax == b.statistics.argmax);
 }
 }  // namespace
@@ -319,7 +311,6 @@ TEST_CASE_TEMPLATE("multi_head_attention_into threads: reused storage gives the 
                 CAPTURE(kv_heads);
                 CAPTURE(threads);
                 CAPTURE(fused);
-                attn::AttentionWorkspace<T> workspace;
                 attn::AttentionOptions<T> options = keeping<T>();
                 options.keep_log_sum_exp = true;
                 options.statistics = &request;
@@ -331,33 +322,30 @@ TEST_CASE_TEMPLATE("multi_head_attention_into threads: reused storage gives the 
                 const attn::Matrix<T> key = kv == heads ? wq : wk, value = kv == heads ? wq : wv;
                 const attn::Matrix<T> output = wo.topRows(heads * (value.cols() / kv));
                 const attn::AttentionProjections<T> projections{wq, key, value, output};
-                const auto fresh = attn::multi_head_attention(x, projections, heads, options, kv_heads);
-                attn::MultiHeadAttention<T> reused;
-                for (bool with_workspace : {false, true}) {
-                    options.workspace = with_workspace ? &workspace : nullptr;
-                    for (int call = 0; call < 2; ++call) {
-                        attn::multi_head_attention_into(x, projections, heads, options, reused, kv_heads);
-                        check_identical(reused, fresh);
-                    }
+                const attn::HeadCount head_count(heads, kv_heads);
+                const auto fresh = attn::multi_head_attention(x, projections, head_count, options);
+                attn::MultiHeadResult<T> reused;
+                for (int call = 0; call < 3; ++call) {
+                    attn::multi_head_attention_into(x, projections, head_count, options, reused);
+                    check_identical(reused, fresh);
                 }
                 // and without weights, log-sum-exps or statistics, into the same storage
                 attn::AttentionOptions<T> plain;
-                plain.workspace = &workspace;
                 plain.threads = threads;
-                attn::multi_head_attention_into(x, projections, heads, plain, reused, kv_heads);
-                check_identical(reused, attn::multi_head_attention(x, projections, heads, plain, kv_heads));
+                attn::multi_head_attention_into(x, projections, head_count, plain, reused);
+                check_identical(reused, attn::multi_head_attention(x, projections, head_count, plain));
                 CHECK(reused.weights.empty());
             }
 }
 
-TEST_CASE("multi_head_attention_into: a repeated call with a workspace allocates nothing, on kept worker threads too") {
+TEST_CASE("multi_head_attention_into: a repeated call into one result allocates nothing, on kept threads too") {
     const Index n = 100, width = 64, heads = 4;
     const auto x = random_matrix<float>(n, width, 100);
     const auto wq = random_matrix<float>(width, width, 101, 0.3), wk = random_matrix<float>(width, width, 102, 0.3),
                wv = random_matrix<float>(width, width, 103, 0.3), wo = random_matrix<float>(width, width, 104, 0.3);
     const attn::AttentionProjections<float> projections{wq, wk, wv, wo};
     for_each_reuse_case([&](const attn::AttentionOptions<float>& options) {
-        attn::MultiHeadAttention<float> result;
+        attn::MultiHeadResult<float> result;
         attn::multi_head_attention_into(x, projections, heads, options, result);  // the first call allocates
         const float* output_storage = result.output.data();
         const float* weights_storage = result.weights.data();
@@ -375,7 +363,7 @@ TEST_CASE("multi_head_attention_into: storage of the wrong size is a shape_error
     const auto w = random_matrix<float>(8, 8, 2);
     attn::AttentionOptions<float> options;
     options.keep_weights = true;
-    attn::MultiHeadAttention<float> result;
+    attn::MultiHeadResult<float> result;
     result.weights = attn::HeadStack<float>(2, 5, 5);
     CHECK_THROWS_WITH_AS(
         attn::multi_head_attention_into(x, {w, w, w, w}, 2, options, result),
@@ -387,11 +375,10 @@ TEST_CASE("multi_head_attention_into: storage of the wrong size is a shape_error
     CHECK_THROWS_WITH_AS(attn::multi_head_attention_into(x, {w, w, w, w}, 2, options, result),
                          doctest::Contains("multi_head_attention: output storage is 6 × 7, expected 6 × 8"),
                          attn::shape_error);
-    // a workspace used at another shape before is refitted, not refused
-    attn::AttentionWorkspace<float> workspace;
-    options.workspace = &workspace;
-    attn::MultiHeadAttention<float> small, large;
+    // a result's working memory used at another shape before is refitted, not refused
+    attn::MultiHeadResult<float> small, large;
     attn::multi_head_attention_into(attn::Matrix<float>(x.topRows(3)), {w, w, w, w}, 2, options, small);
+    large.workspace = std::move(small.workspace);
     attn::multi_head_attention_into(x, {w, w, w, w}, 2, options, large);
     check_identical(large, attn::multi_head_attention(x, {w, w, w, w}, 2, options));
 }

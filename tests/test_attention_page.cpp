@@ -218,20 +218,20 @@ TEST_CASE("attention_page automatic encoding is float32 up to 4,194,304 stored w
     CHECK(attn::detail::resolve_encoding(attn::WeightEncoding::float32, 16777217) == attn::WeightEncoding::float32);
 }
 
-TEST_CASE("attention_page records kinds, selection, open head, view and next tokens") {
+TEST_CASE("attention_page records styles, selection, open head, view and next tokens") {
     attn::PageOptions options;
-    options.kinds = {attn::TokenKind::marker, attn::TokenKind::name, attn::TokenKind::description};
+    options.styles = {attn::TokenStyle::marker, attn::TokenStyle::emphasis, attn::TokenStyle::plain};
     options.selected_position = 1;
     options.open_head = {1, 0};
     options.view = attn::PageView::head;
     options.next_tokens = {{{"a", 0.75}, {"b", 0.25}}, {{"b", 1.0}}, {}};
     const std::vector layers{causal_weights<float>(1, 3, 1), causal_weights<float>(1, 3, 2)};
     const std::string data = embedded_data(attn::attention_page(three_tokens, layers, options));
-    CHECK(data.find("\"kinds\":[\"marker\",\"name\",\"description\"]") != std::string::npos);
+    CHECK(data.find("\"styles\":[\"marker\",\"emphasis\",\"plain\"]") != std::string::npos);
     CHECK(data.find("\"selected\":1,\"open\":[1,0],\"view\":\"head\"") != std::string::npos);
     CHECK(data.find("\"next\":[[[\"a\",0.75],[\"b\",0.25]],[[\"b\",1]],[]]") != std::string::npos);
     const std::string defaults = embedded_data(attn::attention_page(three_tokens, layers));
-    CHECK(defaults.find("\"kinds\":[\"plain\",\"plain\",\"plain\"]") != std::string::npos);
+    CHECK(defaults.find("\"styles\":[\"plain\",\"plain\",\"plain\"]") != std::string::npos);
     CHECK(defaults.find("\"selected\":2,\"open\":[0,0],\"view\":\"model\",\"next\":null") != std::string::npos);
 }
 
@@ -263,9 +263,9 @@ TEST_CASE("attention_page refuses inputs that do not fit, naming what and where"
     CHECK_THROWS_AS(fails(three_tokens, bad, {}), attn::numeric_error);
 
     attn::PageOptions options;
-    options.kinds = {attn::TokenKind::name};
+    options.styles = {attn::TokenStyle::emphasis};
     CHECK_THROWS_WITH_AS(fails(three_tokens, layers, options),
-                         doctest::Contains("options.kinds has 1 entries, expected 3"), attn::shape_error);
+                         doctest::Contains("options.styles has 1 entries, expected 3"), attn::shape_error);
     options = {};
     options.next_tokens = {{}, {}};
     CHECK_THROWS_WITH_AS(fails(three_tokens, layers, options),

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "allocation_counter.hpp"
 #include "model_fixture.hpp"
 #include "store_model.hpp"
 
@@ -41,7 +42,8 @@ TEST_CASE("Model: attention_rows after a forward that kept log-sum-exps equals k
         CHECK(kept.logits == model.forward(ids).logits);  // the same pass
         for (Index layer = 0; layer < full.attention.layers(); ++layer) {
             const std::vector<Index> heads = {2, 0}, rows = {0, 1, 95, 96, 149};
-            const attn::HeadStack<float> chosen = attn::attention_rows(model.settings(), kept, layer, heads, rows);
+            const attn::HeadStack<float> chosen =
+                attn::attention_rows(model.settings(), kept, layer, heads, rows).weights;
             REQUIRE(chosen.cols() == 150);
             for (std::size_t a = 0; a < heads.size(); ++a)
                 for (std::size_t b = 0; b < rows.size(); ++b)
@@ -54,6 +56,22 @@ TEST_CASE("Model: attention_rows after a forward that kept log-sum-exps equals k
     }
     CHECK_THROWS_WITH_AS(attn::attention_rows(model.settings(), full, 0, {}, {}), doctest::Contains("keep_log_sum_exp"),
                          attn::argument_error);
+    // into one result: the same numbers, its storage reused, nothing allocated the second time
+    attn::ForwardOptions light;
+    light.keep_log_sum_exp = true;
+    const auto kept = model.forward(ids, light);
+    attn::WeightRowsResult<float> rows;
+    const std::vector<Index> head = {1}, positions = {20, 40};
+    attn::attention_rows_into(model.settings(), kept, 3, head, positions, {}, rows);
+    const float* storage = rows.weights.data();
+    CHECK(attn::test::allocations_in(
+              [&] { attn::attention_rows_into(model.settings(), kept, 3, head, positions, {}, rows); }) == 0);
+    CHECK(rows.weights.data() == storage);
+    CHECK(rows.weights == attn::attention_rows(model.settings(), kept, 3, {1}, {20, 40}).weights);
+    attn::WeightRowsResult<float> wrong;
+    wrong.weights = attn::HeadStack<float>(1, 1, 1);
+    CHECK_THROWS_WITH_AS(attn::attention_rows_into(model.settings(), kept, 3, {1}, {20, 40}, {}, wrong),
+                         doctest::Contains("weights storage is 1 × (1 × 1)"), attn::shape_error);
 }
 
 TEST_CASE("Model: head statistics measured in the forward's kernel equal those of the kept weights, 2 threads") {

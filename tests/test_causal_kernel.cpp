@@ -92,10 +92,12 @@ void check_weights_exact(const attn::Matrix<T>& w, Index first_position, bool ca
 
 TEST_CASE_TEMPLATE("fused kernel matches the double loop reference across block boundaries", T, float, double) {
     // (positions, head size, value size): 1 position, lengths around the 96-row query
-    // and 128-key blocks, head sizes 32, 64, 128, value sizes unlike the head size.
+    // and 128-key blocks, head sizes 32, 64, 128, value sizes unlike the head size (9 and
+    // 20: the streaming output's tiles of 8 or 4 value columns, the last one partial).
     const std::vector<std::tuple<Index, Index, Index>> shapes = {
-        {1, 64, 64},     {2, 32, 32},   {7, 8, 5},     {95, 64, 64},   {96, 64, 64}, {97, 32, 32}, {128, 64, 48},
-        {129, 128, 128}, {200, 64, 16}, {250, 32, 96}, {300, 128, 64}, {193, 6, 3},  {7, 1, 1}};
+        {1, 64, 64},    {2, 32, 32},   {7, 8, 5},       {95, 64, 64},  {96, 64, 64},
+        {97, 32, 32},   {128, 64, 48}, {129, 128, 128}, {200, 64, 16}, {250, 32, 96},
+        {300, 128, 64}, {193, 6, 3},   {7, 1, 1},       {150, 64, 20}, {110, 16, 9}};
     for (const auto& shape : shapes) {
         const Index n = std::get<0>(shape), d = std::get<1>(shape), dv = std::get<2>(shape);
         CAPTURE(n);
@@ -331,7 +333,7 @@ TEST_CASE("fused kernel: concurrent calls from several threads give the serial r
     const auto q = random_matrix<float>(n, d, 300), k = random_matrix<float>(n, d, 301),
                v = random_matrix<float>(n, d, 302);
     const auto serial = attn::attention(q, k, v, options_for<float>(true, true, 0, 2));
-    std::vector<attn::HeadAttention<float>> results(4);
+    std::vector<attn::AttentionResult<float>> results(4);
     std::vector<std::thread> callers;
     for (std::size_t t = 0; t < results.size(); ++t)
         callers.emplace_back([&, t] { results[t] = attn::attention(q, k, v, options_for<float>(true, true, 0, 2)); });
@@ -363,12 +365,12 @@ TEST_CASE("fused kernel: weights larger than a cache, 2 threads, into storage ho
     attn::AttentionOptions<float> options;
     options.keep_weights = true;
     options.threads = 2;
-    attn::HeadsAttention<float> fused;
+    attn::HeadsResult<float> fused;
     fused.weights = attn::AttentionWeights<float>(heads, n, n);
     std::fill(fused.weights.data(), fused.weights.data() + fused.weights.size(), 7.0f);  // reused, not zero
     attn::attend_heads_into(q, k, v, options, fused);
     options.fused = false;
-    const attn::HeadsAttention<float> plain = attn::attend_heads(q, k, v, options);
+    const attn::HeadsResult<float> plain = attn::attend_heads(q, k, v, options);
     double worst = 0;
     for (Index h = 0; h < heads; ++h)
         for (Index i = 0; i < n; ++i)

@@ -23,7 +23,7 @@ using attn::test::TinyModel;
 
 namespace {
 
-// The issue's bounds: ≤ 1e-5 (float) and ≤ 1e-12 (double), logits relative to the row's
+// The bounds: ≤ 1e-5 (float) and ≤ 1e-12 (double), logits relative to the row's
 // largest |logit|, weights absolute (they lie in [0, 1]).
 template <class T>
 constexpr double bound() {
@@ -148,11 +148,11 @@ TEST_CASE_TEMPLATE("Decoder threads: a long prefill split between threads equals
     // kept workers instead of threads: the same bits as one thread
     attn::Workers workers(2);
     attn::DecodeOptions options;
-    options.workers = &workers;
+    options.threads = workers;
     options.all_logits = true;
     attn::Decoder<T> kept(model), single(model);
     const auto a = kept.append(ids, options);
-    options.workers = nullptr;
+    options.threads = 1;
     const auto b = single.append(ids, options);
     CHECK(a.logits == b.logits);
 }
@@ -191,8 +191,7 @@ TEST_CASE_TEMPLATE("Decoder threads: steps shared between threads give the bits 
             for (int threads : {2, 3, -2, -3}) {  // negative: kept workers
                 CAPTURE(threads);
                 attn::DecodeOptions options = one;
-                options.threads = std::abs(threads);
-                options.workers = threads == -2 ? &two : threads == -3 ? &three : nullptr;
+                options.threads = threads == -2 ? attn::Threads(two) : threads == -3 ? attn::Threads(three) : threads;
                 const auto shared = decode_steps(*model, ids, 3, ablate, options);
                 REQUIRE(shared.size() == expected.size());
                 for (std::size_t i = 0; i < shared.size(); ++i) {
@@ -210,7 +209,7 @@ TEST_CASE_TEMPLATE("Decoder threads: steps shared between threads give the bits 
         forward.keep_attention = true;
         forward.ablate = ablate;
         const auto alone = model->forward(ids, forward);
-        forward.workers = &two;
+        forward.threads = two;
         const auto shared = model->forward(ids, forward);
         CHECK(shared.logits == alone.logits);
         for (Index l = 0; l < alone.attention.layers(); ++l)

@@ -1,6 +1,6 @@
-// attn/core/error.hpp: one base for every error attn throws, so callers can catch attn::error.
+// attn/error.hpp: one base for every error attn throws, so callers can catch attn::error.
 #include <doctest/doctest.h>
-#include <attn/core/error.hpp>
+#include <attn/error.hpp>
 
 #include <type_traits>
 

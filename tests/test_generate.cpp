@@ -1,9 +1,10 @@
 // attn/model/generate.hpp: generation on the store model — stop rules, the attention rows it
-// keeps, reproducibility, and agreement with tools/generate.py's PyTorch generator (float64,
+// keeps, reproducibility, and agreement with tools/references/generate.py's PyTorch generator (float64,
 // with a key/value cache) on tests/data/store/generation.json.
 #include <doctest/doctest.h>
 #include <attn/model/generate.hpp>
 #include <attn/model/model.hpp>
+#include <attn/store.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -20,7 +21,8 @@ namespace {
 
 nlohmann::json golden_generations() {
     std::ifstream in(std::filesystem::path(ATTN_TEST_DATA_DIR) / "store" / "generation.json");
-    REQUIRE_MESSAGE(in, "tests/data/store/generation.json is missing (tools/generate.py --golden writes it)");
+    REQUIRE_MESSAGE(in,
+                    "tests/data/store/generation.json is missing (tools/references/generate.py --golden writes it)");
     return nlohmann::json::parse(in);
 }
 
@@ -46,8 +48,9 @@ TEST_CASE("generate: agrees token for token with the PyTorch generator (double)"
     for (const nlohmann::json& run : golden.at("runs")) {
         CAPTURE(run.at("name").get<std::string>());
         const auto prompt = run.at("prompt_ids").get<std::vector<int>>();
-        CHECK(prompt == model.prompt_ids(run.at("name").get<std::string>(), run.at("description").get<std::string>()));
-        const attn::Generation<double> written = attn::generate(model, prompt, options_of(run));
+        CHECK(prompt == attn::store::prompt_ids(model, run.at("name").get<std::string>(),
+                                                run.at("description").get<std::string>()));
+        const attn::GenerationResult<double> written = attn::generate(model, prompt, options_of(run));
         CHECK(written.ids == run.at("ids").get<std::vector<int>>());
         CHECK(attn::to_string(written.stop) == run.at("stop").get<std::string>());
         const auto probabilities = run.at("probabilities").get<std::vector<double>>();
@@ -66,7 +69,7 @@ TEST_CASE("generate: in float, greedy writes the PyTorch generator's tokens for 
     int runs = 0, equal = 0;
     for (const nlohmann::json& run : golden.at("runs")) {
         if (run.at("options").at("temperature").get<double>() != 0.0) continue;
-        const attn::Generation<float> written =
+        const attn::GenerationResult<float> written =
             attn::generate(model, run.at("prompt_ids").get<std::vector<int>>(), options_of(run));
         ++runs;
         equal += written.ids == run.at("ids").get<std::vector<int>>() ? 1 : 0;
@@ -79,11 +82,12 @@ TEST_CASE("generate: in float, greedy writes the PyTorch generator's tokens for 
 
 TEST_CASE_TEMPLATE("generate: each written token keeps the attention row that chose it", T, float, double) {
     const attn::Model<T>& model = store_model<T>();
-    const std::vector<int> prompt = model.prompt_ids("double chaise patio furniture cover", "protect your");
+    const std::vector<int> prompt =
+        attn::store::prompt_ids(model, "double chaise patio furniture cover", "protect your");
     attn::GenerationOptions options;
     options.keep_attention = true;
     options.max_tokens = 12;
-    const attn::Generation<T> written = attn::generate(model, prompt, options);
+    const attn::GenerationResult<T> written = attn::generate(model, prompt, options);
     REQUIRE(written.ids.size() == 12);
     CHECK(written.stop == attn::StopReason::max_tokens);
     REQUIRE(written.attention.size() == written.ids.size());
@@ -121,8 +125,8 @@ TEST_CASE_TEMPLATE("generate: each written token keeps the attention row that ch
 
 TEST_CASE("generate: stops at </s>, at max_tokens and at the context's end; seeds reproduce") {
     const attn::Model<float>& model = store_model<float>();
-    const std::vector<int> prompt = model.prompt_ids("double chaise patio furniture cover");
-    const attn::Generation<float> greedy = attn::generate(model, prompt);
+    const std::vector<int> prompt = attn::store::prompt_ids(model, "double chaise patio furniture cover");
+    const attn::GenerationResult<float> greedy = attn::generate(model, prompt);
     REQUIRE_FALSE(greedy.ids.empty());
     if (greedy.stop == attn::StopReason::end) CHECK(greedy.ids.back() == model.tokenizer().end_id());
     CHECK(Index(prompt.size() + greedy.ids.size()) <= model.settings().longest);
@@ -131,13 +135,13 @@ TEST_CASE("generate: stops at </s>, at max_tokens and at the context's end; seed
     options.sampling.temperature = 1.0;
     options.sampling.top_p = 0.9;
     options.sampling.seed = 123;
-    const attn::Generation<float> a = attn::generate(model, prompt, options),
-                                  b = attn::generate(model, prompt, options);
+    const attn::GenerationResult<float> a = attn::generate(model, prompt, options),
+                                        b = attn::generate(model, prompt, options);
     CHECK(a.ids == b.ids);
     options.sampling.seed = 124;
     options.max_tokens = 40;
     options.stop_at_end = false;
-    const attn::Generation<float> c = attn::generate(model, prompt, options);
+    const attn::GenerationResult<float> c = attn::generate(model, prompt, options);
     CHECK(c.ids.size() == 40);
     CHECK(c.stop == attn::StopReason::max_tokens);
 
@@ -145,15 +149,15 @@ TEST_CASE("generate: stops at </s>, at max_tokens and at the context's end; seed
     std::vector<int> long_prompt(159, 7);
     long_prompt[0] = 0;
     options.max_tokens = 0;
-    const attn::Generation<float> one = attn::generate(model, long_prompt, options);
+    const attn::GenerationResult<float> one = attn::generate(model, long_prompt, options);
     CHECK(one.ids.size() == 1);
     CHECK(one.stop == attn::StopReason::context);
     long_prompt.push_back(7);
-    const attn::Generation<float> none = attn::generate(model, long_prompt, options);
+    const attn::GenerationResult<float> none = attn::generate(model, long_prompt, options);
     CHECK(none.ids.empty());
     CHECK(none.stop == attn::StopReason::context);
     // without stopping at </s>, a short prompt fills the context
-    const attn::Generation<float> full = attn::generate(model, prompt, options);
+    const attn::GenerationResult<float> full = attn::generate(model, prompt, options);
     CHECK(Index(prompt.size() + full.ids.size()) == model.settings().longest);
     CHECK(full.stop == attn::StopReason::context);
 }
@@ -178,18 +182,18 @@ TEST_CASE("generate: bad prompts and options are argument_errors") {
 // The ids, their probabilities and the attention rows that chose them.
 TEST_CASE("generate threads: 1, 2 started and 2 kept threads write the same tokens") {
     const auto& model = attn::test::store_model<float>();
-    const std::vector<int> prompt =
-        model.prompt_ids("double chaise patio furniture cover", "protect your outdoor patio furniture from harsh");
+    const std::vector<int> prompt = attn::store::prompt_ids(model, "double chaise patio furniture cover",
+                                                            "protect your outdoor patio furniture from harsh");
     attn::GenerationOptions options;
     options.max_tokens = 12;
     options.keep_attention = true;
-    const attn::Generation<float> one = attn::generate(model, prompt, options);
+    const attn::GenerationResult<float> one = attn::generate(model, prompt, options);
     options.threads = 2;
-    const attn::Generation<float> started = attn::generate(model, prompt, options);
+    const attn::GenerationResult<float> started = attn::generate(model, prompt, options);
     attn::Workers workers(2);
-    options.workers = &workers;
-    const attn::Generation<float> kept = attn::generate(model, prompt, options);
-    for (const attn::Generation<float>* other : {&started, &kept}) {
+    options.threads = workers;
+    const attn::GenerationResult<float> kept = attn::generate(model, prompt, options);
+    for (const attn::GenerationResult<float>* other : {&started, &kept}) {
         CHECK(other->ids == one.ids);
         CHECK(other->probabilities == one.probabilities);
         REQUIRE(other->attention.size() == one.attention.size());

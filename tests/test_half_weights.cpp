@@ -3,13 +3,13 @@
 // with WeightStorage::stored_16_bit against the same checkpoint loaded as float: logits and
 // attention bit for bit, whole texts and decoding, on one and two threads.
 #include <doctest/doctest.h>
-#include <attn/core/workers.hpp>
 #include <attn/detail/half_weights.hpp>
 #include <attn/model/decoder.hpp>
 #include <attn/model/generate.hpp>
 #include <attn/model/interventions.hpp>
 #include <attn/model/model.hpp>
 #include <attn/model/reference_forward.hpp>
+#include <attn/threads.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -173,7 +173,7 @@ TEST_CASE("16-bit weights: a model stored in 16 bits gives the float model's log
                 const std::vector<int> text(ids.begin(), ids.begin() + std::ptrdiff_t(length));
                 attn::ForwardOptions options;
                 options.keep_attention = true;
-                options.workers = workers;
+                if (workers) options.threads = *workers;
                 const attn::ForwardResult<float> expected = as_float.forward(text, options);
                 const attn::ForwardResult<float> actual = as_16_bit.forward(text, options);
                 CHECK(same_bits(actual.logits, expected.logits));
@@ -188,7 +188,7 @@ TEST_CASE("16-bit weights: a model stored in 16 bits gives the float model's log
             attn::Decoder<float> decode_float(as_float), decode_16_bit(as_16_bit);
             attn::DecodeOptions options;
             options.keep_attention = true;
-            options.workers = workers;
+            if (workers) options.threads = *workers;
             const std::vector<int> prompt(ids.begin(), ids.begin() + 6);
             CHECK(same_bits(decode_16_bit.append(prompt, options).logits, decode_float.append(prompt, options).logits));
             for (std::size_t i = 6; i < 12; ++i) {
@@ -204,7 +204,7 @@ TEST_CASE("16-bit weights: a model stored in 16 bits gives the float model's log
         attn::GenerationOptions generation;
         generation.max_tokens = 6;
         generation.stop_at_end = false;
-        generation.workers = &two;
+        generation.threads = two;
         const std::vector<int> prompt(ids.begin(), ids.begin() + 3);
         const auto expected = attn::generate(as_float, prompt, generation);
         const auto actual = attn::generate(as_16_bit, prompt, generation);
@@ -230,8 +230,8 @@ TEST_CASE("16-bit weights: what needs float matrices is refused, naming the load
     refused([&] { return attn::reference_forward(model, {1, 2, 3}).logits.size(); }, "Model::embedding");
     attn::HookOptions<float> hooks;
     hooks.keep = {"*"};
-    const attn::HookedRun<float> run = attn::run_with_hooks(model, {1, 2, 3}, hooks);  // hooks run on 16-bit weights
-    const attn::HookedRun<float> run_float =
+    const attn::HookedResult<float> run = attn::run_with_hooks(model, {1, 2, 3}, hooks);  // hooks run on 16-bit weights
+    const attn::HookedResult<float> run_float =
         attn::run_with_hooks(loaded("llama_gqa_bf16_shards", attn::WeightStorage::converted), {1, 2, 3}, hooks);
     CHECK(same_bits(run.cache["blocks.1.hook_mlp_out"], run_float.cache["blocks.1.hook_mlp_out"]));
     CHECK(same_bits(run.cache["blocks.0.attn.hook_result"], run_float.cache["blocks.0.attn.hook_result"]));

@@ -239,10 +239,10 @@ TEST_CASE_TEMPLATE("attention_statistics without outputs: the bits of attend_hea
                     options.causal = n != 97;
                     if (d == 64) options.rope = &rope;
                     const auto full = attn::attend_heads(q, k, v, options);
-                    attn::Matrix<T> lse;
-                    const attn::HeadStatistics<T> only = attn::attention_statistics(q, k, options, &lse);
-                    check_same_bits(only, full.statistics);
-                    CHECK(lse == full.log_sum_exp);
+                    const attn::HeadsResult<T> only = attn::attention_statistics(q, k, options);
+                    check_same_bits(only.statistics, full.statistics);
+                    CHECK(only.log_sum_exp == full.log_sum_exp);
+                    CHECK(only.outputs.empty());
                 }
 }
 
@@ -256,18 +256,17 @@ TEST_CASE("attention_statistics: the plain path (a mask) agrees, storage is reus
     attn::AttentionOptions<float> options;
     options.statistics = &request;
     options.mask = &mask;
-    check_same_bits(attn::attention_statistics(q, k, options), attn::attend_heads(q, k, v, options).statistics);
+    check_same_bits(attn::attention_statistics(q, k, options).statistics,
+                    attn::attend_heads(q, k, v, options).statistics);
 
     options.mask = nullptr;
-    attn::AttentionWorkspace<float> workspace;
-    options.workspace = &workspace;
-    attn::HeadStatistics<float> statistics;
-    attn::Matrix<float> lse;
-    attn::attention_statistics_into(q, k, options, statistics, lse);
-    const float* kept = statistics.entropy.data();
-    attn::attention_statistics_into(q, k, options, statistics, lse);
-    CHECK(statistics.entropy.data() == kept);
-    CHECK(lse.size() == 0);  // not asked for
+    attn::HeadsResult<float> result;
+    attn::attention_statistics_into(q, k, options, result);
+    const float* kept = result.statistics.entropy.data();
+    attn::attention_statistics_into(q, k, options, result);
+    CHECK(result.statistics.entropy.data() == kept);
+    CHECK(result.log_sum_exp.size() == 0);  // not asked for
+    CHECK(result.outputs.empty());
 
     options.statistics = nullptr;
     CHECK_THROWS_WITH_AS(attn::attention_statistics(q, k, options), doctest::Contains("options.statistics is not set"),

@@ -1,12 +1,13 @@
 // attn/model/interventions.hpp and activations.hpp: keeping activations changes no bit, patching a
 // run's own activations into itself changes no bit, direct logit attribution sums to the logit
 // difference, the patching sweeps' resumed runs equal whole hooked runs, errors; and agreement with
-// tools/interventions.py's float64 PyTorch hooks (tests/data/store/interventions.*).
+// tools/references/interventions.py's float64 PyTorch hooks (tests/data/store/interventions.*).
 #include <doctest/doctest.h>
 #include <attn/analysis/head_detectors.hpp>
 #include <attn/model/interventions.hpp>
 #include <attn/model/model.hpp>
 #include <attn/model/safetensors.hpp>
+#include <attn/store.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -29,7 +30,8 @@ const char* kDescription =
 
 template <class T>
 std::vector<int> exemplar(const char* last_word = "cover") {
-    return store_model<T>().product_ids(std::string("double chaise patio furniture ") + last_word, kDescription);
+    return attn::store::product_ids(store_model<T>(), std::string("double chaise patio furniture ") + last_word,
+                                    kDescription);
 }
 
 template <class T>
@@ -44,12 +46,12 @@ TEST_CASE_TEMPLATE("run_with_hooks threads: keeping every activation changes no 
     const attn::Model<T>& model = store_model<T>();
     std::vector<int> ids = exemplar<T>();
     while (ids.size() < 80) ids.push_back(ids[ids.size() % 26]);  // long enough for 2 threads to share it
-    attn::HookedRun<T> first;
+    attn::HookedResult<T> first;
     for (int threads : {1, 2}) {
         attn::HookOptions<T> options;
         options.forward.threads = threads;
         options.keep = {"*"};
-        const attn::HookedRun<T> run = attn::run_with_hooks(model, ids, options);
+        const attn::HookedResult<T> run = attn::run_with_hooks(model, ids, options);
         if (threads == 1) first = run;
         for (const std::string& name : run.cache.names()) CHECK(run.cache[name] == first.cache[name]);  // any threads
         attn::ForwardOptions plain;
@@ -82,7 +84,7 @@ TEST_CASE_TEMPLATE("run_with_hooks: patching a run's own activations into itself
     const std::vector<int> ids = exemplar<T>();
     attn::HookOptions<T> keep;
     keep.keep = {"*"};
-    const attn::HookedRun<T> clean = attn::run_with_hooks(model, ids, keep);
+    const attn::HookedResult<T> clean = attn::run_with_hooks(model, ids, keep);
     for (const std::string name : {"hook_embed", "blocks.0.hook_resid_pre", "blocks.1.attn.hook_z",
                                    "blocks.2.hook_attn_out", "blocks.2.hook_resid_mid", "blocks.3.mlp.hook_pre",
                                    "blocks.0.mlp.hook_post", "blocks.1.hook_mlp_out", "blocks.3.hook_resid_post"}) {
@@ -112,8 +114,8 @@ TEST_CASE_TEMPLATE("logit_attribution: the shares sum to the logit difference", 
     const attn::Model<T>& model = store_model<T>();
     attn::HookOptions<T> keep;
     keep.keep = attn::attribution_activations(model.settings());
-    const attn::HookedRun<T> run = attn::run_with_hooks(model, exemplar<T>(), keep);
-    const attn::LogitAttribution<T> dla = attn::logit_attribution(model, run, cover_minus_set<T>());
+    const attn::HookedResult<T> run = attn::run_with_hooks(model, exemplar<T>(), keep);
+    const attn::AttributionResult<T> dla = attn::logit_attribution(model, run, cover_minus_set<T>());
     REQUIRE(dla.shares.size() == 22);
     CHECK(dla.components.front() == "embed");
     CHECK(dla.components[1] == "L0H0");
@@ -128,7 +130,7 @@ TEST_CASE_TEMPLATE("patch_heads threads: resumed runs equal whole runs with the 
     const attn::Model<T>& model = store_model<T>();
     const auto clean = exemplar<T>(), corrupted = exemplar<T>("set");
     const attn::LogitMetric metric = cover_minus_set<T>();
-    const attn::Patching<T> patching = attn::patch_heads(model, clean, corrupted, metric);
+    const attn::PatchingResult<T> patching = attn::patch_heads(model, clean, corrupted, metric);
     CHECK(patching.clean > T(0));
     CHECK(patching.corrupted < T(0));
     attn::HookOptions<T> keep;
@@ -151,7 +153,7 @@ TEST_CASE_TEMPLATE("patch_heads threads: resumed runs equal whole runs with the 
 
 TEST_CASE("patch_residual: patching the name's last token restores the clean run, elsewhere little") {
     const attn::Model<double>& model = store_model<double>();
-    const attn::Patching<double> patching =
+    const attn::PatchingResult<double> patching =
         attn::patch_residual(model, exemplar<double>(), exemplar<double>("set"), cover_minus_set<double>());
     REQUIRE(patching.scores.rows() == 4);
     REQUIRE(patching.scores.cols() == 26);
@@ -201,7 +203,7 @@ TEST_CASE("run_with_hooks: bad names, heads, positions and shapes are errors bef
                          doctest::Contains("metric position"), attn::argument_error);
 }
 
-// ---- agreement with tools/interventions.py (float64 PyTorch, forward hooks on tools/model.py) ----
+// ---- agreement with tools/references/interventions.py (float64 PyTorch, forward hooks on tools/common/model.py) ----
 
 namespace {
 
@@ -214,8 +216,9 @@ const Golden& golden() {
     static const Golden g = [] {
         const std::filesystem::path directory = std::filesystem::path(ATTN_TEST_DATA_DIR) / "store";
         std::ifstream in(directory / "interventions.json");
-        REQUIRE_MESSAGE(in,
-                        "tests/data/store/interventions.json is missing (tools/interventions.py --golden writes it)");
+        REQUIRE_MESSAGE(
+            in,
+            "tests/data/store/interventions.json is missing (tools/references/interventions.py --golden writes it)");
         return Golden{nlohmann::json::parse(in), attn::SafeTensors::open(directory / "interventions.safetensors")};
     }();
     return g;
@@ -232,7 +235,7 @@ double relative_difference(const Eigen::MatrixBase<DA>& a, const Eigen::MatrixBa
 
 template <class T>
 constexpr double golden_bound() {
-    return sizeof(T) == 4 ? 1e-5 : 1e-10;  // the issue's bounds
+    return sizeof(T) == 4 ? 1e-5 : 1e-10;  // float's and double's bounds
 }
 
 }  // namespace
@@ -246,11 +249,12 @@ TEST_CASE_TEMPLATE("run_with_hooks: every activation equals PyTorch's hooks", T,
         const std::string key = c.at("key").get<std::string>();
         CAPTURE(key);
         const auto ids = c.at("ids").get<std::vector<int>>();
-        CHECK(ids == model.product_ids(c.at("name").get<std::string>(), c.at("description").get<std::string>()));
+        CHECK(ids ==
+              attn::store::product_ids(model, c.at("name").get<std::string>(), c.at("description").get<std::string>()));
         attn::HookOptions<T> options;
         options.keep = {"*"};
         options.forward.keep_attention = true;
-        const attn::HookedRun<T> run = attn::run_with_hooks(model, ids, options);
+        const attn::HookedResult<T> run = attn::run_with_hooks(model, ids, options);
         const auto omitted = c.at("omitted_points").get<std::vector<std::string>>();
         int compared = 0;
         int projected = 0;
@@ -258,7 +262,7 @@ TEST_CASE_TEMPLATE("run_with_hooks: every activation equals PyTorch's hooks", T,
             if (std::find(omitted.begin(), omitted.end(), name) != omitted.end()) continue;
             CAPTURE(name);
             // The store goldens predate the projections' points (hook_q, k, v, rot_q, rot_k);
-            // the Hugging Face goldens check them (test_checkpoints.cpp).
+            // the Hugging Face goldens check them (test_architectures.cpp).
             if (!g.tensors.contains(key + "." + name)) {
                 const bool projection =
                     name.find(".attn.hook_q") != std::string::npos || name.find(".attn.hook_k") != std::string::npos ||
@@ -283,11 +287,11 @@ TEST_CASE_TEMPLATE("run_with_hooks: every activation equals PyTorch's hooks", T,
                       golden_bound<T>());
         }
         for (const char* pattern : {"previous_token", "duplicate_token", "induction"}) {
-            const attn::HeadPattern which = std::string(pattern) == "previous_token" ? attn::HeadPattern::previous_token
-                                            : std::string(pattern) == "duplicate_token"
-                                                ? attn::HeadPattern::duplicate_token
-                                                : attn::HeadPattern::induction;
-            const Eigen::MatrixXd scores = attn::detect_heads(run.result.attention, ids, which);
+            const attn::KeyPattern which = std::string(pattern) == "previous_token" ? attn::KeyPattern::previous_token()
+                                           : std::string(pattern) == "duplicate_token"
+                                               ? attn::KeyPattern::duplicate_token(ids)
+                                               : attn::KeyPattern::induction(ids);
+            const attn::HeadTable scores = attn::detect_heads(run.result.attention, which);
             const auto expected = c.at("head_detectors").at(pattern).get<std::vector<std::vector<double>>>();
             for (Index l = 0; l < 4; ++l)
                 for (Index h = 0; h < 4; ++h)
@@ -306,15 +310,15 @@ TEST_CASE_TEMPLATE("logit_attribution, logit_lens and patching equal PyTorch's o
     attn::HookOptions<T> keep;
     keep.keep = attn::attribution_activations(model.settings());
     for (Index l = 0; l < 4; ++l) keep.keep.push_back(attn::activation_name({attn::Point::resid_post, l}));
-    const attn::HookedRun<T> run = attn::run_with_hooks(model, exemplar<T>(), keep);
-    const attn::LogitAttribution<T> dla = attn::logit_attribution(model, run, metric);
+    const attn::HookedResult<T> run = attn::run_with_hooks(model, exemplar<T>(), keep);
+    const attn::AttributionResult<T> dla = attn::logit_attribution(model, run, metric);
     const nlohmann::json& shares = e.at("dla");
     REQUIRE(shares.size() == std::size_t(dla.shares.size()));
     for (std::size_t i = 0; i < shares.size(); ++i) {
         CHECK(shares[i].at("component").get<std::string>() == dla.components[i]);
         CHECK(std::abs(double(dla.shares(Index(i))) - shares[i].at("value").get<double>()) <= golden_bound<T>() * 10);
     }
-    const attn::LogitLens<T> lens = attn::logit_lens(model, run, metric.position);
+    const attn::LensResult<T> lens = attn::logit_lens(model, run, metric.position);
     const nlohmann::json& stages = e.at("logit_lens");
     REQUIRE(stages.size() == lens.stages.size());
     for (std::size_t s = 0; s < stages.size(); ++s) {
@@ -331,7 +335,7 @@ TEST_CASE_TEMPLATE("logit_attribution, logit_lens and patching equal PyTorch's o
         }
     }
     const auto clean = exemplar<T>(), corrupted = exemplar<T>("set");
-    const attn::Patching<T> heads = attn::patch_heads(model, clean, corrupted, metric);
+    const attn::PatchingResult<T> heads = attn::patch_heads(model, clean, corrupted, metric);
     CHECK(std::abs(double(heads.clean) - e.at("m_clean").get<double>()) <= golden_bound<T>() * 20);
     CHECK(std::abs(double(heads.corrupted) - e.at("m_corrupted").get<double>()) <= golden_bound<T>() * 20);
     const auto expected_heads = e.at("head_patching").get<std::vector<std::vector<double>>>();
@@ -339,7 +343,7 @@ TEST_CASE_TEMPLATE("logit_attribution, logit_lens and patching equal PyTorch's o
         for (Index h = 0; h < 4; ++h)
             CHECK(std::abs(double(heads.scores(l, h)) - expected_heads[std::size_t(l)][std::size_t(h)]) <=
                   golden_bound<T>() * 10);
-    const attn::Patching<T> residual = attn::patch_residual(model, clean, corrupted, metric);
+    const attn::PatchingResult<T> residual = attn::patch_residual(model, clean, corrupted, metric);
     const auto expected_residual = e.at("residual_patching").get<std::vector<std::vector<double>>>();
     for (Index l = 0; l < 4; ++l)
         for (Index i = 0; i < Index(clean.size()); ++i)

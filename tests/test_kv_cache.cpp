@@ -212,8 +212,8 @@ TEST_CASE_TEMPLATE("attend_cache gives the newest rows of attend_heads over the 
                     options.rope = &rope;
                     options.keep_weights = keep;
                     options.keep_log_sum_exp = true;
-                    const attn::HeadsAttention<T> whole = attn::attend_heads(q, k, v, options);
-                    const attn::HeadsAttention<T> step = attn::attend_cache(newest, cache, options);
+                    const attn::HeadsResult<T> whole = attn::attend_heads(q, k, v, options);
+                    const attn::HeadsResult<T> step = attn::attend_cache(newest, cache, options);
                     // up to 8 rows without weights take the decoding task: its dot products
                     // along d round differently from the streaming tiles
                     const bool same_route = keep || n > 8;
@@ -228,20 +228,20 @@ TEST_CASE_TEMPLATE("attend_cache gives the newest rows of attend_heads over the 
                               cache_tolerance<T>());
                     }
                     options.threads = 2;
-                    const attn::HeadsAttention<T> two = attn::attend_cache(newest, cache, options);
+                    const attn::HeadsResult<T> two = attn::attend_cache(newest, cache, options);
                     CHECK(two.outputs == step.outputs);
                     CHECK(two.log_sum_exp == step.log_sum_exp);
                     CHECK(two.weights == step.weights);
                     options.threads = 1;
                     options.statistics = &request;
-                    const attn::HeadsAttention<T> measured = attn::attend_cache(newest, cache, options);
-                    const attn::HeadsAttention<T> measured_whole = attn::attend_heads(q, k, v, options);
+                    const attn::HeadsResult<T> measured = attn::attend_cache(newest, cache, options);
+                    const attn::HeadsResult<T> measured_whole = attn::attend_heads(q, k, v, options);
                     CHECK(statistics_equal(measured.statistics, measured_whole.statistics, total - n));
                     CHECK(measured.outputs == rows_of(whole.outputs, total - n, n));  // statistics: streaming
 
                     // the plain path: the same numbers to rounding
                     options.fused = false;
-                    const attn::HeadsAttention<T> plain = attn::attend_cache(newest, cache, options);
+                    const attn::HeadsResult<T> plain = attn::attend_cache(newest, cache, options);
                     CHECK(relative_difference(plain.outputs, rows_of(whole.outputs, total - n, n)) <
                           cache_tolerance<T>());
                     CHECK(relative_difference(plain.log_sum_exp, whole.log_sum_exp.rightCols(n)) <
@@ -264,8 +264,8 @@ TEST_CASE_TEMPLATE("attend_cache: causal = false and a mask see the whole cache;
     attn::AttentionOptions<T> options;
     options.causal = false;
     options.keep_weights = true;
-    const attn::HeadsAttention<T> full = attn::attend_cache(q, cache, options);
-    const attn::HeadsAttention<T> reference = attn::attend_heads(q, k, v, options);  // queries see every key
+    const attn::HeadsResult<T> full = attn::attend_cache(q, cache, options);
+    const attn::HeadsResult<T> reference = attn::attend_heads(q, k, v, options);  // queries see every key
     CHECK(full.outputs == reference.outputs);
     CHECK(full.weights == reference.weights);
     for (Index h = 0; h < heads; ++h) CHECK((full.weights.head(h).array() > T(0)).all());
@@ -274,16 +274,16 @@ TEST_CASE_TEMPLATE("attend_cache: causal = false and a mask see the whole cache;
     attn::AllowedMask mask = attn::AllowedMask::Constant(n, total, true);
     mask.rightCols(2).setConstant(false);
     options.mask = &mask;
-    const attn::HeadsAttention<T> masked = attn::attend_cache(q, cache, options);
+    const attn::HeadsResult<T> masked = attn::attend_cache(q, cache, options);
     options.mask = nullptr;
     const HeadStack<T> shorter_k = rows_of(k, 0, total - 2), shorter_v = rows_of(v, 0, total - 2);
-    const attn::HeadsAttention<T> shorter = attn::attend_heads(q, shorter_k, shorter_v, options);
+    const attn::HeadsResult<T> shorter = attn::attend_heads(q, shorter_k, shorter_v, options);
     CHECK(relative_difference(masked.outputs, shorter.outputs) < cache_tolerance<T>());
     for (Index h = 0; h < heads; ++h) CHECK(masked.weights.head(h).rightCols(2).isZero(0));
 
     // causal: query row i (position total − n + i) sees keys up to its own position only
     options.causal = true;
-    const attn::HeadsAttention<T> causal = attn::attend_cache(q, cache, options);
+    const attn::HeadsResult<T> causal = attn::attend_cache(q, cache, options);
     for (Index i = 0; i < n; ++i) {
         CHECK(causal.weights.head(0).row(i).rightCols(n - 1 - i).isZero(0));
         CHECK(causal.weights.head(0)(i, total - n + i) > T(0));
@@ -310,14 +310,14 @@ TEST_CASE_TEMPLATE("grouped-query attention: fused equals plain equals each key/
                 options.keep_log_sum_exp = true;
                 options.rope = &rope;
                 options.threads = 2;
-                const attn::HeadsAttention<T> grouped = attn::attend_heads(q, k, v, options);
-                const attn::HeadsAttention<T> repeated = attn::attend_heads(q, repeated_k, repeated_v, options);
+                const attn::HeadsResult<T> grouped = attn::attend_heads(q, k, v, options);
+                const attn::HeadsResult<T> repeated = attn::attend_heads(q, repeated_k, repeated_v, options);
                 CHECK(grouped.outputs == repeated.outputs);  // the same kernel work, prepared once per group
                 CHECK(grouped.log_sum_exp == repeated.log_sum_exp);
                 CHECK(grouped.weights == repeated.weights);
                 options.fused = false;
-                const attn::HeadsAttention<T> plain = attn::attend_heads(q, k, v, options);
-                const attn::HeadsAttention<T> plain_repeated = attn::attend_heads(q, repeated_k, repeated_v, options);
+                const attn::HeadsResult<T> plain = attn::attend_heads(q, k, v, options);
+                const attn::HeadsResult<T> plain_repeated = attn::attend_heads(q, repeated_k, repeated_v, options);
                 CHECK(plain.outputs == plain_repeated.outputs);
                 CHECK(plain.weights == plain_repeated.weights);
                 CHECK(relative_difference(plain.outputs, grouped.outputs) < cache_tolerance<T>());
@@ -335,17 +335,17 @@ TEST_CASE_TEMPLATE("multi_head_attention with key_value_heads: narrower key and 
                           wv = random_matrix<T>(width, kv_heads * d, 4), wo = random_matrix<T>(heads * d, width, 5);
     attn::AttentionOptions<T> options;
     options.keep_weights = true;
-    const auto result = attn::multi_head_attention(x, {wq, wk, wv, wo}, heads, options, kv_heads);
-    const attn::HeadsAttention<T> by_hand =
+    const auto result = attn::multi_head_attention(x, {wq, wk, wv, wo}, {heads, kv_heads}, options);
+    const attn::HeadsResult<T> by_hand =
         attn::attend_heads(attn::split_heads(attn::project(x, wq), heads),
                            repeat_heads(attn::split_heads(attn::project(x, wk), kv_heads), heads / kv_heads),
                            repeat_heads(attn::split_heads(attn::project(x, wv), kv_heads), heads / kv_heads), options);
     CHECK(result.output == attn::project(attn::merge_heads(by_hand.outputs), wo));
     CHECK(result.weights == by_hand.weights);
 
-    CHECK_THROWS_WITH_AS(attn::multi_head_attention(x, {wq, wk, wv, wo}, heads, options, 3),
+    CHECK_THROWS_WITH_AS(attn::multi_head_attention(x, {wq, wk, wv, wo}, {heads, 3}, options),
                          doctest::Contains("key_value_heads = 3 does not divide heads = 4"), attn::shape_error);
-    CHECK_THROWS_WITH_AS(attn::multi_head_attention(x, {wq, wq, wv, wo}, heads, options, kv_heads),
+    CHECK_THROWS_WITH_AS(attn::multi_head_attention(x, {wq, wq, wv, wo}, {heads, kv_heads}, options),
                          doctest::Contains("projections.key has 16 columns, expected 8"), attn::shape_error);
 }
 
@@ -373,8 +373,8 @@ TEST_CASE_TEMPLATE("attend_cache: one new position with grouped heads, folded pe
                     options.keep_weights = keep;
                     options.keep_log_sum_exp = true;
                     options.threads = threads;
-                    const attn::HeadsAttention<T> folded = attn::attend_cache(q, cache, options);
-                    const attn::HeadsAttention<T> unfolded = attn::attend_cache(q, repeated, options);  // group 1
+                    const attn::HeadsResult<T> folded = attn::attend_cache(q, cache, options);
+                    const attn::HeadsResult<T> unfolded = attn::attend_cache(q, repeated, options);  // group 1
                     CHECK(folded.outputs == unfolded.outputs);
                     CHECK(folded.log_sum_exp == unfolded.log_sum_exp);
                     CHECK(folded.weights == unfolded.weights);
@@ -382,7 +382,7 @@ TEST_CASE_TEMPLATE("attend_cache: one new position with grouped heads, folded pe
                     REQUIRE(folded.log_sum_exp.cols() == 1);
                     // statistics take the unfolded route over the grouped cache
                     options.statistics = &request;
-                    const attn::HeadsAttention<T> measured = attn::attend_cache(q, cache, options);
+                    const attn::HeadsResult<T> measured = attn::attend_cache(q, cache, options);
                     // (the streaming task, not the decoding one: equal to rounding)
                     CHECK(relative_difference(measured.outputs, folded.outputs) < cache_tolerance<T>());
                     CHECK(relative_difference(measured.log_sum_exp, folded.log_sum_exp) < cache_tolerance<T>());
@@ -405,8 +405,8 @@ TEST_CASE_TEMPLATE("attend_cache: head sizes that are not whole packets, up to 8
             attn::AttentionOptions<T> options;
             options.rope = &rope;
             options.keep_log_sum_exp = true;
-            const attn::HeadsAttention<T> whole = attn::attend_heads(q, k, v, options);
-            const attn::HeadsAttention<T> step = attn::attend_cache(rows_of(q, total - n, n), cache, options);
+            const attn::HeadsResult<T> whole = attn::attend_heads(q, k, v, options);
+            const attn::HeadsResult<T> step = attn::attend_cache(rows_of(q, total - n, n), cache, options);
             CHECK(relative_difference(step.outputs, rows_of(whole.outputs, total - n, n)) < cache_tolerance<T>());
             CHECK(relative_difference(step.log_sum_exp, whole.log_sum_exp.rightCols(n)) < cache_tolerance<T>());
         }
@@ -462,7 +462,7 @@ TEST_CASE("attend_cache: invalid queries or caches raise clear attn:: errors") {
     attn::AllowedMask mask = attn::AllowedMask::Constant(1, 2, true);
     options.mask = &mask;
     CHECK_THROWS_AS(attn::attend_cache(q, cache, options), attn::shape_error);  // (queries × cache size) expected
-    attn::HeadsAttention<float> result;
+    attn::HeadsResult<float> result;
     result.outputs = HeadStack<float>(4, 2, 4);
     CHECK_THROWS_WITH_AS(attn::attend_cache_into(q, cache, {}, result),
                          doctest::Contains("attend_cache: outputs storage is 4 × (2 × 4), expected 4 × (1 × 4)"),
@@ -478,7 +478,7 @@ TEST_CASE("attend_cache: invalid queries or caches raise clear attn:: errors") {
                          attn::shape_error);
 }
 
-TEST_CASE("attend_cache_into with a workspace: a repeated decoding step allocates nothing, cache read in place") {
+TEST_CASE("attend_cache_into one result: a repeated decoding step allocates nothing, cache read in place") {
     const Index heads = 8, kv_heads = 2, d = 32, total = 400;
     const attn::Rope<float> rope(d, attn::RopePairing::rotate_half);
     const attn::KeyValueCache<float> cache =
@@ -486,14 +486,12 @@ TEST_CASE("attend_cache_into with a workspace: a repeated decoding step allocate
     for (Index n : {1, 3}) {
         CAPTURE(n);
         const HeadStack<float> q = random_heads<float>(heads, n, d, 3);
-        attn::AttentionWorkspace<float> workspace;
         attn::AttentionOptions<float> options;
         options.rope = &rope;
         options.keep_log_sum_exp = true;
-        options.workspace = &workspace;
-        attn::HeadsAttention<float> result;
+        attn::HeadsResult<float> result;
         attn::attend_cache_into(q, cache, options, result);  // the first call allocates
-        const attn::HeadsAttention<float> fresh = attn::attend_cache(q, cache, options);
+        const attn::HeadsResult<float> fresh = attn::attend_cache(q, cache, options);
         CHECK(attn::test::allocations_in([&] { attn::attend_cache_into(q, cache, options, result); }) == 0);
         CHECK(result.outputs == fresh.outputs);
         CHECK(result.log_sum_exp == fresh.log_sum_exp);
@@ -512,11 +510,11 @@ TEST_CASE("attend_cache: on 2 threads and on kept workers a long cache gives the
         const HeadStack<float> q = random_heads<float>(heads, n, d, 3);
         attn::AttentionOptions<float> options;
         options.keep_log_sum_exp = true;
-        const attn::HeadsAttention<float> one = attn::attend_cache(q, cache, options);
+        const attn::HeadsResult<float> one = attn::attend_cache(q, cache, options);
         options.threads = 2;
-        const attn::HeadsAttention<float> two = attn::attend_cache(q, cache, options);
-        options.workers = &workers;
-        const attn::HeadsAttention<float> kept = attn::attend_cache(q, cache, options);
+        const attn::HeadsResult<float> two = attn::attend_cache(q, cache, options);
+        options.threads = workers;
+        const attn::HeadsResult<float> kept = attn::attend_cache(q, cache, options);
         CHECK(two.outputs == one.outputs);
         CHECK(two.log_sum_exp == one.log_sum_exp);
         CHECK(kept.outputs == one.outputs);

@@ -1,6 +1,7 @@
 // attn/model/model.hpp and forward.hpp: loading a model (and every way a load fails) and the fast forward pass.
 #include <doctest/doctest.h>
 #include <attn/model/model.hpp>
+#include <attn/store.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -30,11 +31,8 @@ void check_identical(const attn::ForwardResult<T>& a, const attn::ForwardResult<
     CHECK(a.queries_keys == b.queries_keys);
     REQUIRE(a.statistics.size() == b.statistics.size());
     for (std::size_t l = 0; l < a.statistics.size(); ++l) {
-        for (attn::HeadStatistic which :
-             {attn::HeadStatistic::previous, attn::HeadStatistic::first, attn::HeadStatistic::self,
-              attn::HeadStatistic::back, attn::HeadStatistic::markers, attn::HeadStatistic::largest,
-              attn::HeadStatistic::entropy, attn::HeadStatistic::distance})
-            CHECK(a.statistics[l].of(which) == b.statistics[l].of(which));
+        for (std::size_t p = 0; p < a.statistics[l].planes().size(); ++p)
+            CHECK(*a.statistics[l].planes()[p] == *b.statistics[l].planes()[p]);
         CHECK(a.statistics[l].argmax == b.statistics[l].argmax);
     }
 }
@@ -48,7 +46,7 @@ attn::ForwardOptions reusing(bool keep_all, const attn::HeadStatisticsRequest& r
     options.keep_log_sum_exp = keep_all;
     options.statistics = keep_all ? &request : nullptr;
     options.ablate = {ablated};
-    options.workers = workers;
+    if (workers) options.threads = *workers;
     return options;
 }
 
@@ -70,7 +68,7 @@ TEST_CASE_TEMPLATE("Model: forward returns logits and every head's causal attent
     const auto model = attn::Model<T>::load(tiny.write());
     CHECK(model.settings().layers == 2);
     CHECK(model.settings().heads == 2);
-    const std::vector<int> ids = model.product_ids("table chair", "café stool");
+    const std::vector<int> ids = attn::store::product_ids(model, "table chair", "café stool");
     REQUIRE(ids.size() >= 5);
     CHECK(ids.front() == model.tokenizer().start_id());
     CHECK(ids.back() == model.tokenizer().end_id());
@@ -97,7 +95,7 @@ TEST_CASE("Model: float and double forward passes agree") {
     const TinyModel tiny("precision");
     const auto f = attn::Model<float>::load(tiny.write());
     const auto d = attn::Model<double>::load(tiny.directory);
-    const std::vector<int> ids = f.product_ids("table", "chair, stool (24)");
+    const std::vector<int> ids = attn::store::product_ids(f, "table", "chair, stool (24)");
     const auto rf = f.forward(ids, keep());
     const auto rd = d.forward(ids, keep());
     CHECK((rf.logits.cast<double>() - rd.logits).cwiseAbs().maxCoeff() < 1e-4);
@@ -109,7 +107,7 @@ TEST_CASE("Model: float and double forward passes agree") {
 TEST_CASE("Model: a later token never changes earlier logits") {
     const TinyModel tiny("causal");
     const auto model = attn::Model<double>::load(tiny.write());
-    std::vector<int> ids = model.product_ids("table", "chair stool");
+    std::vector<int> ids = attn::store::product_ids(model, "table", "chair stool");
     const auto before = model.forward(ids).logits;
     ids.back() = model.tokenizer().id("a");
     const auto after = model.forward(ids).logits;
@@ -121,7 +119,7 @@ TEST_CASE("Model: a later token never changes earlier logits") {
 TEST_CASE("Model: ablating a head changes the logits; ablating nothing leaves them bit-identical") {
     const TinyModel tiny("ablate");
     const auto model = attn::Model<float>::load(tiny.write());
-    const std::vector<int> ids = model.product_ids("table chair", "stool");
+    const std::vector<int> ids = attn::store::product_ids(model, "table chair", "stool");
     const auto plain = model.forward(ids).logits;
     attn::ForwardOptions none;
     CHECK(model.forward(ids, none).logits == plain);
@@ -137,9 +135,10 @@ TEST_CASE("Model: ablating a head changes the logits; ablating nothing leaves th
 TEST_CASE("Model: forwards from 4 threads at once are bit-identical to serial runs") {
     const TinyModel tiny("threads");
     const auto model = attn::Model<float>::load(tiny.write());
-    std::vector<std::vector<int>> texts = {model.product_ids("table", "chair"), model.product_ids("stool", ""),
-                                           model.product_ids("café chair", "table table stool"),
-                                           model.product_ids("a", "b c d e f")};
+    std::vector<std::vector<int>> texts = {attn::store::product_ids(model, "table", "chair"),
+                                           attn::store::product_ids(model, "stool", ""),
+                                           attn::store::product_ids(model, "café chair", "table table stool"),
+                                           attn::store::product_ids(model, "a", "b c d e f")};
     std::vector<attn::ForwardResult<float>> serial;
     for (const auto& ids : texts) serial.push_back(model.forward(ids, keep()));
     std::vector<int> matches(4, 0);
@@ -167,7 +166,7 @@ TEST_CASE("Model::forward: empty, too long and out-of-range ids raise argument_e
     CHECK_THROWS_WITH_AS(model.forward({0, 4, model.tokenizer().size()}), doctest::Contains("ids[2]"),
                          attn::argument_error);
     CHECK_THROWS_WITH_AS(model.forward({0, -1}), doctest::Contains("ids[1] = -1"), attn::argument_error);
-    CHECK(model.product_ids("table chair stool table chair stool", "café café café café").size() == 12);
+    CHECK(attn::store::product_ids(model, "table chair stool table chair stool", "café café café café").size() == 12);
     attn::ForwardOptions negative;
     negative.threads = -1;
     CHECK_THROWS_WITH_AS(model.forward({0, 4}, negative), doctest::Contains("Model::forward: threads must be ≥ 0"),
@@ -277,7 +276,7 @@ TEST_CASE("Model::forward threads: scores that overflow raise numeric_error from
         CHECK_THROWS_WITH_AS(model.forward(ids, options), doctest::Contains("contain NaN or +infinity"),
                              attn::numeric_error);
         attn::Workers workers(threads);  // and on kept threads, which serve the next call
-        options.workers = &workers;
+        options.threads = workers;
         CHECK_THROWS_WITH_AS(model.forward(ids, options), doctest::Contains("contain NaN or +infinity"),
                              attn::numeric_error);
         CHECK_THROWS_AS(model.forward(ids, options), attn::numeric_error);

@@ -1,5 +1,5 @@
 // Tests of attn/detail/nfc.hpp: Unicode NFC against Python's unicodedata.normalize("NFC", s),
-// whose answers tools/nfc_cases.py wrote to tests/data/nfc/ (every Unicode scalar value alone,
+// whose answers tools/references/nfc_cases.py wrote to tests/data/nfc/ (every Unicode scalar value alone,
 // and some 15 000 strings mixing combining marks, Hangul jamo, precomposed letters and lines
 // of the tokenizer corpus); hand-worked cases for what Python cannot give (invalid UTF-8);
 // and the cost on hostile input.

@@ -1,5 +1,5 @@
 // attn::numpy (attn/core/numpy_random.hpp) against NumPy's own draws, written by
-// tools/numpy_random_golden.py into tests/data/numpy_random/.
+// tools/references/numpy_random_golden.py into tests/data/numpy_random/.
 //
 // Tolerance: none. Every comparison is exact (== on the 64-bit words and on the
 // doubles' values), and every one of them holds: SeedSequence pools and states,
@@ -42,7 +42,7 @@ struct Record {
 
 std::vector<Record> read_records(const std::string& name) {
     std::ifstream in(data_path(name));
-    REQUIRE_MESSAGE(in.good(), "cannot open ", data_path(name), " (run tools/numpy_random_golden.py)");
+    REQUIRE_MESSAGE(in.good(), "cannot open ", data_path(name), " (run tools/references/numpy_random_golden.py)");
     std::vector<Record> records;
     std::string line;
     while (std::getline(in, line)) {

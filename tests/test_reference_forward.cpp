@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <attn/model/model.hpp>
 #include <attn/model/reference_forward.hpp>
+#include <attn/store.hpp>
 
 #include <filesystem>
 #include <random>
@@ -80,13 +81,13 @@ void check_fast_equals_reference(const attn::Model<T>& model, const std::vector<
     }
     options.threads = 1;
     attn::Workers workers(2);
-    options.workers = &workers;
+    options.threads = workers;
     const auto d = difference(model.forward(ids, options), reference);
     CHECK(d.logits <= logits_bound<T>());
     CHECK(d.attention <= attention_bound<T>());
     // Without weights the kernel streams (online softmax): the same logits to rounding.
     options.keep_attention = false;
-    options.workers = nullptr;
+    options.threads = 1;
     CHECK(difference(model.forward(ids, options), reference).logits <= logits_bound<T>());
 }
 
@@ -144,8 +145,8 @@ TEST_CASE("reference_forward: bad ids and ablations are argument_errors naming r
 TEST_CASE_TEMPLATE("reference_forward threads: the shipped store model's fast forward equals it on 160 positions", T,
                    float, double) {
     const auto model = attn::Model<T>::load(std::filesystem::path(ATTN_SOURCE_DIR) / "models" / "store");
-    const std::vector<int> exemplar = model.product_ids(
-        "double chaise patio furniture cover",
+    const std::vector<int> exemplar = attn::store::product_ids(
+        model, "double chaise patio furniture cover",
         "protect your outdoor patio furniture from harsh elements with this outdoor patio furniture cover.");
     check_fast_equals_reference(model, exemplar, {});
     check_fast_equals_reference(model, random_ids(160, 2048, 160), {{3, 1}});

@@ -1,9 +1,10 @@
 // Tests of attn/model/tokenizer.hpp on the hand-made fixture tests/data/tokenizer/
 // (vocabulary.txt, merges.txt; the expected ids were checked against
-// tools/tokenizer.py), one test case per kind of corrupt file, and the comparison
+// tools/common/tokenizer.py), one test case per kind of corrupt file, and the comparison
 // with Python's ids on the whole validation split once the store model exists.
 
 #include <attn/model/tokenizer.hpp>
+#include <attn/store.hpp>
 
 #include <doctest/doctest.h>
 
@@ -170,22 +171,7 @@ TEST_CASE("tokenizer: invalid UTF-8 text is an argument_error naming the positio
         CHECK(contains(what, "UTF-8"));
         CHECK(contains(what, "at byte 2"));
     }
-    CHECK_THROWS_AS((void)fixture().product_ids("ok", "bad\xC3", 10), attn::argument_error);
-}
-
-TEST_CASE("tokenizer: product_ids markers and truncation") {
-    const auto& t = fixture();
-    const std::vector<int> ids = t.product_ids("Table", "a chair.", 160);
-    CHECK(ids == std::vector<int>{0, 47, 1, 23, 51, 34, 2});
-    CHECK(t.decode(ids) == "<s> table <sep> a chair . </s>");
-    CHECK(t.product_ids("table", "", 160) == std::vector<int>{0, 47, 1, 2});
-    CHECK(t.product_ids("", "", 160) == std::vector<int>{0, 1, 2});
-    CHECK(t.product_ids("Table", "a chair.", 7) == ids);
-    CHECK(t.product_ids("Table", "a chair.", 6) == std::vector<int>{0, 47, 1, 23, 51, 34});
-    CHECK(t.product_ids("Table", "a chair.", 2) == std::vector<int>{0, 47});
-    CHECK(t.product_ids("Table", "a chair.", 1) == std::vector<int>{0});
-    CHECK_THROWS_AS((void)t.product_ids("Table", "a chair.", 0), attn::argument_error);
-    CHECK_THROWS_AS((void)t.product_ids("Table", "a chair.", -5), attn::argument_error);
+    CHECK_THROWS_AS((void)attn::store::product_ids(fixture(), "ok", "bad\xC3", 10), attn::argument_error);
 }
 
 TEST_CASE("tokenizer: decode round trip") {
@@ -239,7 +225,7 @@ TEST_CASE("tokenizer: concurrent encoding from 4 threads gives identical results
     const std::vector<std::string> texts{"Table, chair.", "stool, 24in. café", "aaaaa abc abd", "kid's (2)-chairs €😀",
                                          "TABLES tablé zq"};
     std::vector<std::vector<int>> expected;
-    for (const auto& s : texts) expected.push_back(t.product_ids(s, s + " " + s, 160));
+    for (const auto& s : texts) expected.push_back(attn::store::product_ids(t, s, s + " " + s, 160));
     std::vector<int> mismatches(4, 0);
     std::vector<std::thread> threads;
     for (int k = 0; k < 4; ++k)
@@ -247,7 +233,8 @@ TEST_CASE("tokenizer: concurrent encoding from 4 threads gives identical results
             for (int round = 0; round < 500; ++round)
                 for (std::size_t i = 0; i < texts.size(); ++i) {
                     const auto& s = texts[(i + std::size_t(k)) % texts.size()];
-                    if (t.product_ids(s, s + " " + s, 160) != expected[(i + std::size_t(k)) % texts.size()])
+                    if (attn::store::product_ids(t, s, s + " " + s, 160) !=
+                        expected[(i + std::size_t(k)) % texts.size()])
                         ++mismatches[std::size_t(k)];
                     (void)t.decode(expected[i]);
                 }
@@ -338,20 +325,21 @@ TEST_CASE("tokenizer: a final newline is optional") {
 }
 
 // ---------------------------------------------------------------------------
-// Agreement with tools/tokenizer.py on the validation split
+// Agreement with tools/common/tokenizer.py on the validation split
 
 // tests/data/store/validation_ids.txt holds, for each product of
 // models/store/validation.tsv in order (header skipped), one line with the
-// space-separated ids of tokenizer.product_ids(name, description, longest=10**9)
-// from tools/tokenizer.py (untruncated). Lines starting with '#' are comments.
-TEST_CASE("tokenizer: identical to tools/tokenizer.py on the validation split") {
+// space-separated ids of attn::store::product_ids(tokenizer, name, description, longest=10**9)
+// from tools/common/tokenizer.py (untruncated). Lines starting with '#' are comments.
+TEST_CASE("tokenizer: identical to tools/common/tokenizer.py on the validation split") {
     const fs::path source(ATTN_SOURCE_DIR);
     const fs::path store = source / "models" / "store";
     const fs::path vocabulary = store / "vocabulary.txt", merges = store / "merges.txt",
                    validation = store / "validation.tsv",
                    expected_path = source / "tests" / "data" / "store" / "validation_ids.txt";
     for (const fs::path& p : {vocabulary, merges, validation, expected_path})
-        REQUIRE_MESSAGE(fs::exists(p), p.string() << " is shipped with attn (tools/make_store_model.sh writes it)");
+        REQUIRE_MESSAGE(fs::exists(p), p.string()
+                                           << " is shipped with attn (tools/training/make_store_model.sh writes it)");
     const auto t = attn::Tokenizer::load(vocabulary, merges);
 
     std::ifstream tsv(validation, std::ios::binary), ids_file(expected_path, std::ios::binary);
@@ -379,7 +367,7 @@ TEST_CASE("tokenizer: identical to tools/tokenizer.py on the validation split") 
         std::vector<int> expected;
         std::istringstream numbers(expected_line);
         for (int id; numbers >> id;) expected.push_back(id);
-        const std::vector<int> actual = t.product_ids(name, description, 1'000'000'000);
+        const std::vector<int> actual = attn::store::product_ids(t, name, description, 1'000'000'000);
         if (actual != expected && ++mismatches <= 5)
             FAIL_CHECK("product " << products + 1 << " ('" << name << "'): C++ gives " << actual.size()
                                   << " ids, Python " << expected.size());

@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
             {"double chaise patio furniture", "name without cover"},
             {"double chaise patio furniture set", "name ending in set"}};
         for (const auto& [name, label] : names) {
-            const std::vector<int> ids = model.product_ids(name, product.description);
+            const std::vector<int> ids = attn::store::product_ids(model, name, product.description);
             const std::size_t sep = store::separator_position(vocabulary, ids);
             const std::size_t first = store::find_id(ids, furniture, sep + 1, "furniture in the description");
             const std::size_t second = store::find_id(ids, furniture, first + 1, "second furniture in the description");

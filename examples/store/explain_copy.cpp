@@ -7,6 +7,7 @@
 //   explain_copy [--model DIR] [--svg FILE] [--threads N]
 #include <attn/model/interventions.hpp>
 #include <attn/model/model.hpp>
+#include <attn/store.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -85,8 +86,10 @@ int main(int argc, char** argv) {
         const attn::Tokenizer& tokenizer = model.tokenizer();
         const std::string description =
             "protect your outdoor patio furniture from harsh elements with this outdoor patio furniture cover.";
-        const std::vector<int> clean = model.product_ids("double chaise patio furniture cover", description);
-        const std::vector<int> corrupted = model.product_ids("double chaise patio furniture set", description);
+        const std::vector<int> clean =
+            attn::store::product_ids(model, "double chaise patio furniture cover", description);
+        const std::vector<int> corrupted =
+            attn::store::product_ids(model, "double chaise patio furniture set", description);
         const int cover = tokenizer.encode("cover").at(0), set = tokenizer.encode("set").at(0);
         // the description's second "furniture": the last furniture before the final cover
         const int furniture = tokenizer.encode("furniture").at(0);
@@ -110,8 +113,8 @@ int main(int argc, char** argv) {
         keep.keep = attn::attribution_activations(model.settings());
         for (Index l = 0; l < model.settings().layers; ++l)
             keep.keep.push_back(attn::activation_name({attn::Point::resid_post, l}));
-        const attn::HookedRun<double> run = attn::run_with_hooks(model, clean, keep);
-        const attn::LogitAttribution<double> dla = attn::logit_attribution(model, run, metric);
+        const attn::HookedResult<double> run = attn::run_with_hooks(model, clean, keep);
+        const attn::AttributionResult<double> dla = attn::logit_attribution(model, run, metric);
         const Index heads = model.settings().heads, layers = model.settings().layers;
         std::cout << "direct logit attribution of the metric (clean run), by head and MLP:\n          ";
         for (Index h = 0; h < heads; ++h) std::cout << "  head " << h + 1;
@@ -127,7 +130,7 @@ int main(int argc, char** argv) {
                   << " = the metric " << store::fixed(dla.metric) << "\n\n";
 
         // 2. logit lens
-        const attn::LogitLens<double> lens = attn::logit_lens(model, run, position);
+        const attn::LensResult<double> lens = attn::logit_lens(model, run, position);
         std::cout << "logit lens at position " << position << " (final norm and unembedding after each layer):\n";
         for (std::size_t s = 0; s < lens.stages.size(); ++s) {
             Index top = 0;
@@ -140,7 +143,7 @@ int main(int argc, char** argv) {
         }
 
         // 3. activation patching
-        const attn::Patching<double> by_head = attn::patch_heads(model, clean, corrupted, metric, forward);
+        const attn::PatchingResult<double> by_head = attn::patch_heads(model, clean, corrupted, metric, forward);
         std::cout << "\nactivation patching, clean → corrupted (metric clean " << store::fixed(by_head.clean)
                   << ", corrupted " << store::fixed(by_head.corrupted) << "); per head, every position:\n          ";
         for (Index h = 0; h < heads; ++h) std::cout << "  head " << h + 1;
@@ -160,7 +163,7 @@ int main(int argc, char** argv) {
         corrupted_z.forward = forward;
         const std::string z = attn::activation_name({attn::Point::z, best_layer});
         corrupted_z.keep = {z};
-        const attn::HookedRun<double> corrupted_run = attn::run_with_hooks(model, corrupted, corrupted_z);
+        const attn::HookedResult<double> corrupted_run = attn::run_with_hooks(model, corrupted, corrupted_z);
         attn::HookOptions<double> knock_out;
         knock_out.forward = forward;
         const Index d = model.settings().head_size;
@@ -172,7 +175,7 @@ int main(int argc, char** argv) {
                   << store::fixed((without - by_head.corrupted) / (by_head.clean - by_head.corrupted))
                   << " of the way from corrupted to clean)\n";
 
-        const attn::Patching<double> by_position = attn::patch_residual(model, clean, corrupted, metric, forward);
+        const attn::PatchingResult<double> by_position = attn::patch_residual(model, clean, corrupted, metric, forward);
         std::cout << "\nper residual stream entering each layer, at each position up to " << position << ":\n"
                   << "  position token            layer 1 layer 2 layer 3 layer 4\n";
         for (Index i = 0; i <= position; ++i) {

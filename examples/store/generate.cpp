@@ -3,9 +3,9 @@
 //
 //   generate [--model DIR] (--name TEXT [--description TEXT] | --text TEXT | --ids 1,2,3) [--seed N]
 //            [--temperature T] [--top-k K] [--top-p P] [--max-tokens M] [--threads T] [--json]
-#include <attn/core/workers.hpp>
 #include <attn/model/generate.hpp>
 #include <attn/model/model.hpp>
+#include <attn/threads.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -104,7 +104,7 @@ std::string strongest(const attn::AttentionWeights<float>& row, attn::Index h, c
     return store::label(tokenizer, text, std::size_t(best), current, separator) + " " + store::fixed(weight);
 }
 
-void print_table(const attn::Model<float>& model, const attn::Generation<float>& written) {
+void print_table(const attn::Model<float>& model, const attn::GenerationResult<float>& written) {
     const attn::Tokenizer& tokenizer = model.tokenizer();
     std::vector<int> text = written.prompt;
     text.insert(text.end(), written.ids.begin(), written.ids.end());
@@ -132,7 +132,7 @@ void print_table(const attn::Model<float>& model, const attn::Generation<float>&
                   << store::fixed(1000.0 / written.step_milliseconds, 1) << " tokens/s)\n";
 }
 
-nlohmann::json to_json(const attn::Model<float>& model, const attn::Generation<float>& written) {
+nlohmann::json to_json(const attn::Model<float>& model, const attn::GenerationResult<float>& written) {
     const attn::Tokenizer& tokenizer = model.tokenizer();
     const auto tokens = [&](const std::vector<int>& ids) {
         std::vector<std::string> out;
@@ -171,8 +171,8 @@ int main(int argc, char** argv) {
         attn::GenerationOptions options = arguments.options;
         options.keep_attention = true;
         std::optional<attn::Workers> workers;  // kept: a thread started for every token would cost more than it saves
-        if (options.threads != 1) options.workers = &workers.emplace(options.threads);
-        const attn::Generation<float> written = attn::generate(
+        if (options.threads.count() != 1) options.threads = workers.emplace(options.threads.count());
+        const attn::GenerationResult<float> written = attn::generate(
             model, store::text_ids(model, arguments.text, arguments.ids, arguments.name, arguments.description, true),
             options);
         if (arguments.json)

@@ -67,7 +67,7 @@ Arguments parse(int argc, char** argv) {
 }
 
 /// The scores as an SVG table: one cell per head, darker for a higher score.
-std::string score_table_svg(const Eigen::MatrixXd& scores) {
+std::string score_table_svg(const attn::HeadTable& scores) {
     const int cell = 44, margin = 70;
     std::ostringstream svg;
     const int width = margin + cell * int(scores.cols()) + 10, height = margin + cell * int(scores.rows()) + 10;
@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
         attn::ForwardOptions options;
         options.keep_attention = true;
         options.threads = int(args.threads);
-        Eigen::MatrixXd scores = Eigen::MatrixXd::Zero(s.layers, s.heads);
+        attn::HeadTable scores = attn::HeadTable::Zero(s.layers, s.heads);
         const attn::Index offset = begin ? 1 : 0;  // the first copy's first position
         for (long long sequence = 0; sequence < args.sequences; ++sequence) {
             std::vector<int> ids;

@@ -3,6 +3,7 @@
 // visible tokens. The weight is measured inside the attention kernel (ForwardOptions::statistics):
 // no attention matrix is kept.
 #include <attn/analysis/head_scores.hpp>
+#include <attn/store.hpp>
 
 #include <iostream>
 
@@ -22,13 +23,13 @@ int main(int argc, char** argv) {
         attn::ForwardOptions options;
         options.statistics = &request;
         for (std::size_t k = 0; k < products.size(); ++k) {
-            const std::vector<int> ids = model.product_ids(products[k].name, products[k].description);
+            const std::vector<int> ids = attn::store::product_ids(model, products[k].name, products[k].description);
             const auto statistics = model.forward(ids, options).statistics;  // per layer, heads × positions
-            on_previous.add(attn::measure(statistics, attn::query_range(1, attn::Index(ids.size())),
-                                          attn::HeadStatistic::previous));
+            on_previous.add(attn::score_heads(statistics, attn::query_range(1, attn::Index(ids.size())),
+                                              attn::KeyPattern::previous_token()));
             store::progress(k + 1, products.size());
         }
-        const attn::Matrix<double> table = on_previous.mean();  // (layers × heads)
+        const attn::HeadTable table = on_previous.mean();  // (layers × heads)
         std::cout << "average weight on the previous token (rows: layers, columns: heads):\n";
         for (attn::Index layer = 0; layer < table.rows(); ++layer) {
             std::cout << "  layer " << layer + 1 << ": ";

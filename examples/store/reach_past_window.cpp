@@ -3,6 +3,7 @@
 // first 300 validation products (--products all: the whole split), against an even spread.
 // Measured inside the attention kernel (ForwardOptions::statistics): no attention matrix is kept.
 #include <attn/analysis/head_scores.hpp>
+#include <attn/store.hpp>
 
 #include <algorithm>
 #include <iostream>
@@ -38,7 +39,7 @@ int main(int argc, char** argv) {
         std::size_t described = 0, repeating = 0;
         for (std::size_t k = 0; k < products.size(); ++k) {
             store::progress(k + 1, products.size());
-            const std::vector<int> ids = model.product_ids(products[k].name, products[k].description);
+            const std::vector<int> ids = attn::store::product_ids(model, products[k].name, products[k].description);
             const std::size_t sep = store::separator_position(vocabulary, ids);
             std::vector<attn::Index> queries;  // the description's tokens, end marker left out
             for (std::size_t i = sep + 1; i < ids.size(); ++i)
@@ -50,10 +51,11 @@ int main(int argc, char** argv) {
                                      [&](int id) { return name.count(id) > 0; });
             request.markers = {0, attn::Index(sep)};                         // <s> and <sep>
             const auto statistics = model.forward(ids, options).statistics;  // per layer, heads × positions
-            far.add(attn::measure(statistics, queries, attn::HeadStatistic::back));
-            markers.add(attn::measure(statistics, queries, attn::HeadStatistic::markers));
+            far.add(
+                attn::score_heads(statistics, queries, attn::KeyPattern::at_least_back(request.back, request.markers)));
+            markers.add(attn::score_heads(statistics, queries, attn::KeyPattern::positions(request.markers)));
         }
-        const attn::Matrix<double> far_table = far.mean(), marker_table = markers.mean();  // (layers × heads)
+        const attn::HeadTable far_table = far.mean(), marker_table = markers.mean();  // (layers × heads)
         std::cout << "description tokens measured: " << thousands(far.queries()) << "\n";
         std::cout << "average attention weight of a description token, by layer:\n";
         for (attn::Index layer = 0; layer < far_table.rows(); ++layer)

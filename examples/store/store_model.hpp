@@ -3,6 +3,7 @@
 // splits, labelling positions as the chapter does, and small argument helpers.
 
 #include <attn/model/model.hpp>
+#include <attn/store.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -135,7 +136,8 @@ std::vector<int> text_ids(const Model& model, const std::optional<std::string>& 
             "--name and --description are the store model's product texts; this model's "
             "tokenizer is " +
             std::string(model.tokenizer().kind_name()) + ": give --text or --ids");
-    return as_prompt ? model.prompt_ids(*name, description) : model.product_ids(*name, description);
+    return as_prompt ? attn::store::prompt_ids(model, *name, description)
+                     : attn::store::product_ids(model, *name, description);
 }
 
 /// Whether stderr is a terminal, for progress lines.

@@ -24,10 +24,10 @@ inline void write_page(const std::filesystem::path& file, const attn::Model<floa
         tokens.push_back(token_text(tokenizer, ids[i]));
         const bool product = separator < ids.size();  // a store product text: its markers and parts
         const bool marker = product && (i == 0 || i == separator || ids[i] == tokenizer.end_id());
-        options.kinds.push_back(marker                    ? attn::TokenKind::marker
-                                : separator >= ids.size() ? attn::TokenKind::plain
-                                : i < separator           ? attn::TokenKind::name
-                                                          : attn::TokenKind::description);
+        // the chapter's reading: the name emphasised, since the description copies from it
+        options.styles.push_back(marker                                    ? attn::TokenStyle::marker
+                                 : separator < ids.size() && i < separator ? attn::TokenStyle::emphasis
+                                                                           : attn::TokenStyle::plain);
     }
     std::vector<std::string> vocabulary;
     for (int id = 0; id < int(model.settings().vocabulary_size); ++id) vocabulary.push_back(token_text(tokenizer, id));

@@ -3,8 +3,8 @@
 // tokens on both axes (rows: the attending position, columns: the attended one) and a
 // colour scale from 0 to 1. Plain SVG 1.1, readable in any browser.
 
-#include <attn/detail/markup.hpp>
 #include <attn/model/model.hpp>
+#include <attn/view/markup.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -15,7 +15,7 @@
 namespace store {
 
 inline std::string xml_escape(const std::string& text) {
-    return attn::detail::markup_escape(text);
+    return attn::markup_escape(text);
 }
 
 /// White (0) to dark blue (1), as #rrggbb.

@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
         const attn::Tokenizer& vocabulary = model.tokenizer();
         const attn::ModelSettings& settings = model.settings();
         const store::Product product = store::find_product(directory, "double chaise patio furniture cover");
-        const std::vector<int> ids = model.product_ids(product.name, product.description);
+        const std::vector<int> ids = attn::store::product_ids(model, product.name, product.description);
         const std::size_t sep = store::separator_position(vocabulary, ids);
         // just before the description first repeats the name's last token
         const std::size_t position = store::find_id(ids, ids[sep - 1], sep, "repeat of the name's last token") - 1;

@@ -5,3 +5,4 @@
 
 #include "attn/analysis/head_detectors.hpp"
 #include "attn/analysis/head_scores.hpp"
+#include "attn/analysis/key_pattern.hpp"

@@ -124,12 +124,12 @@ def test_embedded_data_equals_inspect_json(driver, exemplar):
         for head in range(data["heads"]):
             assert driver.execute_script(f"return attnViewer.head({layer}, {head})") == attention[layer][head], \
                 f"layer {layer + 1}, head {head + 1} differs from inspect --json"
-    # Kinds as the chapter labels positions: markers, then the name, then the description.
+    # Styles as the chapter reads positions: markers, the name emphasised, the description plain.
     separator = expected["tokens"].index("<sep>")
-    for i, kind in enumerate(data["kinds"]):
+    for i, style in enumerate(data["styles"]):
         wanted = ("marker" if i in (0, separator, len(expected["tokens"]) - 1)
-                  else "name" if i < separator else "description")
-        assert kind == wanted, f"position {i}"
+                  else "emphasis" if i < separator else "plain")
+        assert style == wanted, f"position {i}"
     # Next tokens: the five largest of softmax(logits) at every position (to float rounding).
     logits = np.array(expected["logits"], dtype=np.float64)
     probabilities = np.exp(logits - logits.max(axis=1, keepdims=True))

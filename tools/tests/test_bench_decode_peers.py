@@ -1,4 +1,4 @@
-"""tools/bench_decode_peers.py's peers decode what tools/generate.py's float64 decoder does."""
+"""tools/benchmarks/bench_decode_peers.py's peers decode what tools/references/generate.py's float64 decoder does."""
 
 import os
 import sys
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import bench_decode_peers  # noqa: E402
+from benchmarks import bench_decode_peers  # noqa: E402
 
 
 @pytest.mark.parametrize("peer", bench_decode_peers.PEERS)

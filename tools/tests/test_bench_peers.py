@@ -1,4 +1,4 @@
-"""tools/bench_peers.py's statistics peers compute what attn's kernel measures (head_statistics.hpp)."""
+"""tools/benchmarks/bench_peers.py's statistics peers compute what attn's kernel measures (head_statistics.hpp)."""
 
 import math
 import os
@@ -7,7 +7,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import bench_peers  # noqa: E402
+from benchmarks import bench_peers  # noqa: E402
 
 
 def loop_statistics(q, k, back=4, markers=(0, 1)):

@@ -1,4 +1,4 @@
-"""Tests for tools/corpus.py (standard library + pytest only)."""
+"""Tests for tools/training/corpus.py (standard library + pytest only)."""
 
 import collections
 import os
@@ -8,7 +8,7 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import corpus  # noqa: E402
+from training import corpus  # noqa: E402
 
 SMALL = 5000
 ALLOWED = re.compile(r"^[a-z0-9 .,\-'\"&/()!]*$")

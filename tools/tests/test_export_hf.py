@@ -2,7 +2,7 @@
 
 The shipped files are read through a strict safetensors reader and run through a
 float64 forward pass written here from the Llama formulas, separately from the training
-module (tools/llama_model.py): explicit (j, j + 16) rotation pairs instead of
+module (tools/common/model.py's LlamaStoreModel): explicit (j, j + 16) rotation pairs instead of
 rotate_half, key/value heads picked by index instead of repeated, NumPy instead of torch.
 Its logits must equal the training module's, run in float64 on the same weights, to 1e-10.
 """
@@ -20,9 +20,9 @@ TOOLS = Path(__file__).resolve().parents[1]
 ROOT = TOOLS.parent
 sys.path.insert(0, str(TOOLS))
 
-import export_hf  # noqa: E402
-from llama_model import LlamaSettings, LlamaStoreModel, from_state_dict  # noqa: E402
-from tokenizer import Tokenizer, read_products  # noqa: E402
+from training import export_hf  # noqa: E402
+from common.model import LlamaSettings, LlamaStoreModel, from_state_dict  # noqa: E402
+from common.tokenizer import Tokenizer, read_products  # noqa: E402
 
 MODEL = ROOT / "models" / "store-llama"
 STORE = ROOT / "models" / "store"

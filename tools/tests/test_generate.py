@@ -1,4 +1,4 @@
-"""tools/generate.py: the cached decoder against the full forwards, the sampler, the golden generations."""
+"""tools/references/generate.py: the cached decoder against the full forwards, the sampler, the golden generations."""
 
 import json
 import math
@@ -11,9 +11,9 @@ import pytest
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import generate  # noqa: E402
-from generate import Options  # noqa: E402
-from reference import Reference  # noqa: E402
+from references import generate  # noqa: E402
+from references.generate import Options  # noqa: E402
+from references.reference import Reference  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "models/store"
@@ -201,7 +201,7 @@ def test_probability_is_the_raw_softmax(loaded):
 
 def golden_runs():
     if not GOLDEN.exists():
-        raise FileNotFoundError(f"{GOLDEN} is missing: python3 tools/generate.py --golden {GOLDEN}")
+        raise FileNotFoundError(f"{GOLDEN} is missing: python3 tools/references/generate.py --golden {GOLDEN}")
     return json.loads(GOLDEN.read_text())
 
 

@@ -1,4 +1,4 @@
-"""tools/hf_checkpoints.py: Hugging Face's file layout, tensor names and shapes, config keys, shards
+"""tools/references/hf_checkpoints.py: Hugging Face's file layout, tensor names and shapes, config keys, shards
 and dtype rounding, checked against lists written out here from the Hugging Face modeling files."""
 
 import json
@@ -13,8 +13,8 @@ import pytest
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import hf_checkpoints  # noqa: E402
-from hf_checkpoints import ConfigError, write_checkpoint  # noqa: E402
+from references import hf_checkpoints  # noqa: E402
+from references.hf_checkpoints import ConfigError, write_checkpoint  # noqa: E402
 
 TOOLS = Path(__file__).resolve().parents[1]
 
@@ -256,6 +256,6 @@ def test_cli_writes_a_checkpoint(tmp_path, monkeypatch):
     hf_checkpoints.main(["--shape", "tiny", "--dtype", "BF16", "--out", str(tmp_path / "tiny"), "--shards", "2"])
     assert json.loads((tmp_path / "tiny/config.json").read_text())["torch_dtype"] == "bfloat16"
     assert (tmp_path / "tiny/model.safetensors.index.json").exists()
-    usage = subprocess.run([sys.executable, str(TOOLS / "hf_checkpoints.py"), "--shape", "gpt9"],
+    usage = subprocess.run([sys.executable, str(TOOLS / "references" / "hf_checkpoints.py"), "--shape", "gpt9"],
                            capture_output=True, text=True)
     assert usage.returncode == 2 and "invalid choice: 'gpt9'" in usage.stderr

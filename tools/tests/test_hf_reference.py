@@ -1,4 +1,4 @@
-"""tools/hf_reference.py: the float64 reference forward of Hugging Face checkpoints against a second,
+"""tools/references/hf_reference.py: the float64 reference forward of Hugging Face checkpoints against a second,
 naive formulation written here (per position, per head loops in NumPy, its own file reading), the
 committed goldens under tests/data/hf, and the reference's refusals of what it does not implement."""
 
@@ -16,9 +16,9 @@ import pytest
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import hf_checkpoints  # noqa: E402
-import hf_reference  # noqa: E402
-from hf_reference import CheckpointError, read_safetensors  # noqa: E402
+from references import hf_checkpoints  # noqa: E402
+from references import hf_reference  # noqa: E402
+from references.hf_reference import CheckpointError, read_safetensors  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests/data/hf"
@@ -564,7 +564,7 @@ def test_cli_writes_goldens_for_given_ids(tmp_path):
     directory = tmp_path / "c"
     shutil.copytree(DATA / "qwen2_bias", directory)
     (directory / "golden.safetensors").unlink()
-    script = ROOT / "tools/hf_reference.py"
+    script = ROOT / "tools/references/hf_reference.py"
     subprocess.run([sys.executable, str(script), str(directory), "--ids", "1,2,3", "--ids", "7"], check=True)
     description = json.loads((directory / "golden.json").read_text())
     assert [p["ids"] for p in description["prompts"]] == [[1, 2, 3], [7]]

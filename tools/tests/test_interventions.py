@@ -1,7 +1,7 @@
-"""tools/interventions.py: the hook cache, DLA, patching and detectors on the exported store model.
+"""tools/references/interventions.py: the hook cache, DLA, patching and detectors on the exported store model.
 
 The cache's logits agree with StoreModel.forward (exactly: the hooks only watch) and with
-tools/reference.py's independent forward (1e-12); the points obey the residual stream's
+tools/references/reference.py's independent forward (1e-12); the points obey the residual stream's
 sums; DLA sums to the logit difference (1e-10); patching a run with its own activations
 changes nothing; the goldens in tests/data/store reproduce.
 """
@@ -18,8 +18,8 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 
-import interventions as iv  # noqa: E402
-from reference import Reference, read_safetensors  # noqa: E402
+from references import interventions as iv  # noqa: E402
+from references.reference import Reference, read_safetensors  # noqa: E402
 
 MODEL = ROOT / "models/store"
 GOLDEN = ROOT / "tests/data/store"
@@ -39,7 +39,7 @@ def exemplar(loaded):
     return clean, corrupted, logits, cache
 
 
-def test_exemplar_ids_are_the_issues(loaded, exemplar):
+def test_exemplar_ids_are_the_specified_ones(loaded, exemplar):
     _, tokenizer, _ = loaded
     clean, corrupted, _, _ = exemplar
     assert len(clean) == len(corrupted) == 26

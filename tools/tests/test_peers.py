@@ -1,4 +1,4 @@
-"""tools/peers: the rotary permutation, safetensors I/O, the PyTorch peer, and (when llama.cpp's
+"""tools/benchmarks/peers: the rotary permutation, safetensors I/O, the PyTorch peer, and (when llama.cpp's
 tree is installed) the GGUF conversion."""
 
 import json
@@ -12,13 +12,12 @@ import pytest
 import torch
 
 TOOLS = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(TOOLS / "peers"))
 sys.path.insert(0, str(TOOLS))
-import bench_llamacpp  # noqa: E402
-import hf_random  # noqa: E402
-import hf_to_gguf  # noqa: E402
-import safetensors_io  # noqa: E402
-import torch_peer  # noqa: E402
+from benchmarks import bench_llamacpp  # noqa: E402
+from benchmarks.peers import hf_random  # noqa: E402
+from benchmarks.peers import hf_to_gguf  # noqa: E402
+from common import safetensors_io  # noqa: E402
+from benchmarks.peers import torch_peer  # noqa: E402
 
 TINY_LLAMA = {"hidden_size": 8, "intermediate_size": 6, "num_hidden_layers": 2, "num_attention_heads": 2,
               "num_key_value_heads": 1, "head_dim": 4, "vocab_size": 11, "max_position_embeddings": 16,
@@ -66,44 +65,6 @@ def test_permuted_rows_under_adjacent_rotary_give_the_half_split_scores():
 def test_permutation_rejects_rows_that_do_not_split_into_heads():
     with pytest.raises(ValueError, match="10 rows do not split into 3 heads"):
         hf_to_gguf.rotary_pairs_permutation(np.zeros((10, 4)), 3)
-
-
-def test_bfloat16_rounding_matches_torch(tmp_path):
-    values = np.random.default_rng(2).standard_normal((7, 5)).astype(np.float32) * 100
-    values[0, :3] = [1.00390625, 1.01171875, -3.0e-39]  # ties to even and a subnormal
-    expected = torch.from_numpy(values).to(torch.bfloat16).to(torch.float32).numpy()
-    safetensors_io.write(tmp_path / "x.safetensors", {"a": (7, 5), "b": (2,)}, "BF16",
-                         lambda name, shape: values if name == "a" else np.array([1.5, -2.0], np.float32))
-    tensors, dtypes = safetensors_io.read_float32(tmp_path / "x.safetensors")
-    assert dtypes == {"a": "BF16", "b": "BF16"}
-    np.testing.assert_array_equal(tensors["a"], expected)
-    np.testing.assert_array_equal(tensors["b"], [1.5, -2.0])
-
-
-def test_float16_is_read_widened(tmp_path):
-    values = np.array([1.5, -0.000123, 65504.0], dtype=np.float16)
-    header = json.dumps({"h": {"dtype": "F16", "shape": [3], "data_offsets": [0, 6]}}).encode()
-    (tmp_path / "h.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + values.tobytes())
-    tensors, dtypes = safetensors_io.read_float32(tmp_path / "h.safetensors")
-    assert dtypes == {"h": "F16"} and tensors["h"].dtype == np.float32
-    assert tensors["h"].tolist() == [float(v) for v in values]
-
-
-def test_safetensors_errors_name_file_and_tensor(tmp_path):
-    path = tmp_path / "bad.safetensors"
-    path.write_bytes(b"\x01\x00")
-    with pytest.raises(ValueError, match="shorter than the 8-byte header"):
-        safetensors_io.read_float32(path)
-    header = json.dumps({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}).encode()
-    path.write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 8)
-    with pytest.raises(ValueError, match="tensor w: offsets 0..16 do not hold shape"):
-        safetensors_io.read_float32(path)
-    header = json.dumps({"w": {"dtype": "I8", "shape": [1], "data_offsets": [0, 1]}}).encode()
-    path.write_bytes(len(header).to_bytes(8, "little") + header + b"\0")
-    with pytest.raises(ValueError, match="tensor w: dtype I8 is not one of F32, BF16, F16"):
-        safetensors_io.read_float32(path)
-    with pytest.raises(ValueError, match="safetensors dtype 'F64'"):
-        safetensors_io.write(path, {"w": (1,)}, "F64", lambda n, s: np.zeros(s))
 
 
 def loop_llama_logits(folder, tokens):
@@ -227,7 +188,7 @@ def test_gguf_holds_llama_cpp_layout(tmp_path, dtype):
 
 def test_converter_rejects_other_architectures(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"architectures": ["BertModel"], "model_type": "bert"}))
-    safetensors_io.write(tmp_path / "model.safetensors", {"w": (1,)}, "F32", lambda n, s: np.zeros(s))
+    safetensors_io.write_streamed(tmp_path / "model.safetensors", {"w": (1,)}, "F32", lambda n, s: np.zeros(s))
     gguf_py = installed_gguf_py()
     if gguf_py is None:
         pytest.skip("llama.cpp's tree is not installed (llamacpp_setup.py)")

@@ -1,4 +1,4 @@
-"""Tests of tools/tokenizer.py (pytest; no torch needed).
+"""Tests of tools/common/tokenizer.py (pytest; no torch needed).
 
 Round trip: for a text whose characters are all in the vocabulary,
 decode(encode(text)) == canonical(text), the ASCII-lower-cased words of the
@@ -15,8 +15,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import tokenizer as tk  # noqa: E402
-from tokenizer import Tokenizer  # noqa: E402
+from common import tokenizer as tk  # noqa: E402
+from common.tokenizer import Tokenizer  # noqa: E402
 
 
 # -- helpers -----------------------------------------------------------------

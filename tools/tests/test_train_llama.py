@@ -1,4 +1,4 @@
-"""tools/train.py --architecture llama on a few products: names, tying, resume checks."""
+"""tools/training/train.py --architecture llama on a few products: names, tying, resume checks."""
 
 import sys
 from pathlib import Path
@@ -10,7 +10,7 @@ TOOLS = Path(__file__).resolve().parents[1]
 STORE = TOOLS.parent / "models" / "store"
 sys.path.insert(0, str(TOOLS))
 
-import train  # noqa: E402
+from training import train  # noqa: E402
 
 
 @pytest.fixture()

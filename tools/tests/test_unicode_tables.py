@@ -1,4 +1,4 @@
-"""Tests of tools/unicode_tables.py and tools/nfc_cases.py (pytest): the committed headers and
+"""Tests of tools/references/unicode_tables.py and tools/references/nfc_cases.py (pytest): the committed headers and
 NFC test cases are what the generators write now, and nfc_tables.hpp's packed entries, read
 back as its comments describe them, give unicodedata's combining classes and decompositions.
 Skipped when this Python's Unicode version is not the one the files were made from."""
@@ -12,8 +12,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import nfc_cases  # noqa: E402
-import unicode_tables  # noqa: E402
+from references import nfc_cases  # noqa: E402
+from references import unicode_tables  # noqa: E402
 
 COMMITTED_VERSION = re.search(r'nfc_tables_version = "([^"]+)"', unicode_tables.NFC_HEADER.read_text()).group(1)
 pytestmark = pytest.mark.skipif(unicodedata.unidata_version != COMMITTED_VERSION,

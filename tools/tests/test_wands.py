@@ -1,11 +1,11 @@
-"""Tests for tools/wands.py on a small fixture in the WANDS product.csv format."""
+"""Tests for tools/training/wands.py on a small fixture in the WANDS product.csv format."""
 
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import corpus  # noqa: E402
-import wands  # noqa: E402
+from training import corpus  # noqa: E402
+from training import wands  # noqa: E402
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures",
                        "wands_product_sample.csv")

@@ -26,15 +26,16 @@
 #include "attn/core/scoring.hpp"
 #include "attn/core/softmax.hpp"
 #include "attn/core/types.hpp"
-#include "attn/core/workers.hpp"
 #include "attn/detail/causal_kernel.hpp"
 #include "attn/detail/check.hpp"
+#include "attn/threads.hpp"
 
 namespace attn {
 
-/// Working memory kept across calls: with the same shapes, a call that gets one (and keeps
-/// its results in storage it reuses, see attention_into) allocates nothing. Use one per
-/// concurrent call; its contents are internal.
+/// The working memory of an `_into` call, kept in its result (the library's one rule for
+/// reusable memory: a result passed again to the same call with the same shapes is written in
+/// place and nothing is allocated). Functions that return a fresh result return it empty.
+/// Its contents are internal.
 template <class T>
 struct AttentionWorkspace {
     detail::KernelMemory<T> kernel;                       ///< the fused kernel's
@@ -58,17 +59,10 @@ struct AttentionOptions {
     const Rope<T>* rope = nullptr;      ///< if set, rotate queries and keys in every head
     const AllowedMask* mask = nullptr;  ///< if set, also hide where mask(i, j) is false (queries × keys)
     Index first_position = 0;           ///< position of query row 0 (the key cache length when decoding)
-    /// Threads for the fused kernel: 1 runs on the calling thread only; 0 uses one per
-    /// hardware thread (std::thread::hardware_concurrency()). They are started for the
-    /// call and joined before it returns, and only when the work pays for them: each extra
-    /// thread needs about 50 MFLOP of useful work or, where reading them takes the time
-    /// (decoding: a few rows per head), about 2 MB of distinct keys and values (4 heads × 64
-    /// numbers: below about 400 positions the call stays on one thread). Results are
-    /// bit-identical for every thread count. The plain path ignores it.
-    int threads = 1;
-    /// Threads kept by the caller (attn/core/workers.hpp): if set, the kernel runs on up
-    /// to workers->size() of them and `threads` is not used; the results are the same bits.
-    Workers* workers = nullptr;
+    /// Threads for the fused kernel (attn/threads.hpp): a count started for the call, or kept
+    /// Workers. Extra threads run only when the work pays for them (docs/DESIGN.md); results
+    /// are bit-identical for every choice. The plain path runs on the caller.
+    Threads threads;
     /// Use the fused kernel where it applies (no `mask`). false forces the plain
     /// step-by-step path: full scores matrix, masks, softmax, weights · values.
     bool fused = true;
@@ -79,18 +73,17 @@ struct AttentionOptions {
     /// If set, measure every head's rows (head_statistics.hpp); on the streaming path
     /// without any (queries × keys) storage.
     const HeadStatisticsRequest* statistics = nullptr;
-    /// Working memory kept across calls (see AttentionWorkspace), or null.
-    AttentionWorkspace<T>* workspace = nullptr;
 };
 
 /// One head's result. output: (queries × value size); weights: (queries × keys), or empty
 /// unless keep_weights was set; log_sum_exp (1 × queries) and statistics (1 head), if asked.
 template <class T>
-struct HeadAttention {
+struct AttentionResult {
     Matrix<T> output;
     Matrix<T> weights;
     Matrix<T> log_sum_exp;
     HeadStatistics<T> statistics;
+    AttentionWorkspace<T> workspace;  ///< attention_into's memory for the next call
 };
 
 namespace detail {
@@ -110,10 +103,10 @@ Vector<T> log_sum_exp_rows(const Matrix<T>& scores) {
 
 /// The plain path: every step of the chapter in turn, on the full (queries × keys) scores.
 template <class DQ, class DK, class DV>
-HeadAttention<typename DQ::Scalar> plain_attention(const Eigen::MatrixBase<DQ>& queries,
-                                                   const Eigen::MatrixBase<DK>& keys,
-                                                   const Eigen::MatrixBase<DV>& values,
-                                                   const AttentionOptions<typename DQ::Scalar>& options) {
+AttentionResult<typename DQ::Scalar> plain_attention(const Eigen::MatrixBase<DQ>& queries,
+                                                     const Eigen::MatrixBase<DK>& keys,
+                                                     const Eigen::MatrixBase<DV>& values,
+                                                     const AttentionOptions<typename DQ::Scalar>& options) {
     using T = typename DQ::Scalar;
     static_assert(std::is_same_v<T, typename DV::Scalar>, "attention: queries and values scalar types differ");
     detail::check_not_empty("attention", "values", values);
@@ -132,7 +125,7 @@ HeadAttention<typename DQ::Scalar> plain_attention(const Eigen::MatrixBase<DQ>& 
     }
     if (options.causal) apply_causal_mask(weights, options.first_position);
     if (options.mask) apply_mask(weights, *options.mask);
-    HeadAttention<T> result;
+    AttentionResult<T> result;
     if (options.keep_log_sum_exp) result.log_sum_exp = log_sum_exp_rows(weights).transpose();
     softmax_rows_in_place(weights);
 
@@ -168,14 +161,14 @@ void reuse_storage(const char* function, const char* what, HeadStack<T>& storage
                                   ") (or empty, to be allocated)"));
 }
 
-/// Runs the fused kernel on the inputs add_inputs(inputs) appends, working in options.workspace
-/// if there is one: its memory, and the capacity of its inputs, lent for the call, so that a
-/// repeated call allocates nothing.
+/// Runs the fused kernel on the inputs add_inputs(inputs) appends, working in `workspace`: its
+/// memory, and the capacity of its inputs, lent for the call, so that a repeated call allocates
+/// nothing.
 template <class T, class AddInputs>
-void run_fused(FusedProblem<T>& problem, const AttentionOptions<T>& options, AddInputs add_inputs) {
-    KernelMemory<T>* memory = options.workspace ? &options.workspace->kernel : nullptr;
+void run_fused(FusedProblem<T>& problem, AttentionWorkspace<T>& workspace, AddInputs add_inputs) {
+    KernelMemory<T>* memory = &workspace.kernel;
     problem.memory = memory;
-    const LentInputs<T> lent(problem.inputs, memory ? &memory->inputs : nullptr);
+    const LentInputs<T> lent(problem.inputs, &memory->inputs);
     add_inputs(problem.inputs);
     fused_attention(problem);
 }
@@ -225,6 +218,18 @@ void check_fused_inputs(const char* function, const Eigen::MatrixBase<DQ>& queri
                    "RoPE rotates queries and keys of its head size");
 }
 
+/// The kernel's view of `rope`: rows of its head size rotated at their positions.
+template <class T>
+RotateRows<T> rotate_rows(const Rope<T>& rope) {
+    RotateRows<T> rotate;
+    rotate.rope = &rope;
+    rotate.rotate = [](const void* context, T* rows, Index count, Index first_position) {
+        const Rope<T>& r = *static_cast<const Rope<T>*>(context);
+        r.apply(Eigen::Map<Matrix<T>>(rows, count, r.head_size()), first_position);
+    };
+    return rotate;
+}
+
 template <class T>
 FusedProblem<T> fused_problem(Index heads, Index queries, Index keys, Index depth, Index value_size,
                               const AttentionOptions<T>& options) {
@@ -237,9 +242,9 @@ FusedProblem<T> fused_problem(Index heads, Index queries, Index keys, Index dept
     problem.causal = options.causal;
     problem.first_position = options.first_position;
     problem.scale = options.scale.value_or(default_scale<T>(depth));
-    problem.rope = options.rope;
-    problem.threads = resolve_threads("attention", options.threads);
-    problem.workers = options.workers;
+    if (options.rope) problem.rope = rotate_rows(*options.rope);
+    problem.threads = options.threads.available("attention");
+    problem.workers = options.threads.kept();
     return problem;
 }
 
@@ -249,12 +254,12 @@ FusedProblem<T> fused_problem(Index heads, Index queries, Index keys, Index dept
 /// keys: (keys × d), values: (keys × dv) → result.output (queries × dv) and, if asked,
 /// result.weights (queries × keys), result.log_sum_exp (1 × queries), result.statistics.
 /// output and weights must be empty (then they are allocated) or of those shapes
-/// (shape_error otherwise). With options.workspace set, and threads = 1 or options.workers,
-/// a call of a shape seen before allocates nothing on the fused path.
+/// (shape_error otherwise). A repeated call into the same result, with one thread or kept
+/// Workers, allocates nothing on the fused path.
 template <class DQ, class DK, class DV>
 void attention_into(const Eigen::MatrixBase<DQ>& queries, const Eigen::MatrixBase<DK>& keys,
                     const Eigen::MatrixBase<DV>& values, const AttentionOptions<typename DQ::Scalar>& options,
-                    HeadAttention<typename DQ::Scalar>& result) {
+                    AttentionResult<typename DQ::Scalar>& result) {
     using T = typename DQ::Scalar;
     static_assert(std::is_same_v<T, typename DV::Scalar>, "attention: queries and values scalar types differ");
     static_assert(std::is_same_v<T, typename DK::Scalar>, "attention: queries and keys scalar types differ");
@@ -277,7 +282,7 @@ void attention_into(const Eigen::MatrixBase<DQ>& queries, const Eigen::MatrixBas
     // Row-major views of the inputs where they allow it, else row-major copies.
     using View = Eigen::Ref<const Matrix<T>, 0, Eigen::OuterStride<>>;
     const View q(queries.derived()), k(keys.derived()), v(values.derived());
-    detail::run_fused(problem, options, [&](std::vector<detail::HeadInputs<T>>& inputs) {
+    detail::run_fused(problem, result.workspace, [&](std::vector<detail::HeadInputs<T>>& inputs) {
         inputs.push_back({{q.data(), q.outerStride()}, {k.data(), k.outerStride()}, {v.data(), v.outerStride()}});
     });
 }
@@ -286,11 +291,12 @@ void attention_into(const Eigen::MatrixBase<DQ>& queries, const Eigen::MatrixBas
 /// → output (queries × dv) and, if asked, weights (queries × keys), log_sum_exp
 /// (1 × queries), statistics.
 template <class DQ, class DK, class DV>
-HeadAttention<typename DQ::Scalar> attention(const Eigen::MatrixBase<DQ>& queries, const Eigen::MatrixBase<DK>& keys,
-                                             const Eigen::MatrixBase<DV>& values,
-                                             const AttentionOptions<typename DQ::Scalar>& options = {}) {
-    HeadAttention<typename DQ::Scalar> result;
+AttentionResult<typename DQ::Scalar> attention(const Eigen::MatrixBase<DQ>& queries, const Eigen::MatrixBase<DK>& keys,
+                                               const Eigen::MatrixBase<DV>& values,
+                                               const AttentionOptions<typename DQ::Scalar>& options = {}) {
+    AttentionResult<typename DQ::Scalar> result;
     attention_into(queries, keys, values, options, result);
+    result.workspace = {};  // the numbers, not the call's memory
     return result;
 }
 
@@ -298,11 +304,12 @@ HeadAttention<typename DQ::Scalar> attention(const Eigen::MatrixBase<DQ>& querie
 /// (queries × keys), or empty unless keep_weights was set; log_sum_exp (heads × queries)
 /// and statistics, if asked.
 template <class T>
-struct HeadsAttention {
+struct HeadsResult {
     HeadStack<T> outputs;
     AttentionWeights<T> weights;
     Matrix<T> log_sum_exp;
     HeadStatistics<T> statistics;
+    AttentionWorkspace<T> workspace;  ///< the `_into` calls' memory for the next call
 };
 
 namespace detail {
@@ -311,7 +318,7 @@ namespace detail {
 /// (queries × keys)) as reuse_storage does; returns whether the weights were freshly allocated.
 template <class T>
 bool size_result(const char* function, const AttentionOptions<T>& options, Index heads, Index queries, Index keys,
-                 Index value_size, HeadsAttention<T>& result) {
+                 Index value_size, HeadsResult<T>& result) {
     reuse_storage(function, "outputs", result.outputs, heads, queries, value_size);
     const bool fresh_weights = result.weights.empty();
     if (options.keep_weights) reuse_storage(function, "weights", result.weights, heads, queries, keys);
@@ -330,7 +337,7 @@ inline bool serves(Index key_value_heads, Index query_heads) {
 template <class T, class KeysOf, class ValuesOf>
 void attend_grouped(const char* function, const HeadStack<T>& queries, Index key_value_heads, Index keys,
                     Index value_size, KeysOf keys_of, ValuesOf values_of, const AttentionOptions<T>& options,
-                    HeadsAttention<T>& result, bool few_queries = false) {
+                    HeadsResult<T>& result, bool few_queries = false) {
     const Index heads = queries.heads(), group = heads / key_value_heads;
     const bool fresh_weights = size_result(function, options, heads, queries.rows(), keys, value_size, result);
     if (fused_applies(options)) {
@@ -346,7 +353,7 @@ void attend_grouped(const char* function, const HeadStack<T>& queries, Index key
         }
         SightOutputs<T> sight;
         sight.attach(function, options, problem, result.log_sum_exp, result.statistics);
-        run_fused(problem, options, [&](std::vector<HeadInputs<T>>& inputs) {
+        run_fused(problem, result.workspace, [&](std::vector<HeadInputs<T>>& inputs) {
             for (Index h = 0; h < heads; ++h) {
                 const auto k = keys_of(h / group);
                 const auto v = values_of(h / group);
@@ -359,7 +366,7 @@ void attend_grouped(const char* function, const HeadStack<T>& queries, Index key
     }
     if (options.keep_log_sum_exp) result.log_sum_exp.resize(heads, queries.rows());
     for (Index h = 0; h < heads; ++h) {
-        HeadAttention<T> head = attention(queries.head(h), keys_of(h / group), values_of(h / group), options);
+        AttentionResult<T> head = attention(queries.head(h), keys_of(h / group), values_of(h / group), options);
         result.outputs.head(h) = head.output;
         if (options.keep_weights) result.weights.head(h) = head.weights;
         if (options.keep_log_sum_exp) result.log_sum_exp.row(h) = head.log_sum_exp;
@@ -371,11 +378,11 @@ void attend_grouped(const char* function, const HeadStack<T>& queries, Index key
 
 /// attend_heads into `result`, whose storage is reused: outputs and weights must be empty
 /// (then they are allocated) or of the shapes attend_heads returns (shape_error otherwise).
-/// With options.workspace set, and threads = 1 or options.workers, a fused call of a shape
-/// seen before allocates nothing: repeated calls touch no fresh pages.
+/// A repeated fused call into the same result, with one thread or kept Workers, allocates
+/// nothing: repeated calls touch no fresh pages.
 template <class T>
 void attend_heads_into(const HeadStack<T>& queries, const HeadStack<T>& keys, const HeadStack<T>& values,
-                       const AttentionOptions<T>& options, HeadsAttention<T>& result) {
+                       const AttentionOptions<T>& options, HeadsResult<T>& result) {
     if (keys.heads() != values.heads() || !detail::serves(keys.heads(), queries.heads()))
         throw shape_error(detail::message("attend_heads: queries, keys and values have ", queries.heads(), ", ",
                                           keys.heads(), " and ", values.heads(),
@@ -394,12 +401,11 @@ void attend_heads_into(const HeadStack<T>& queries, const HeadStack<T>& keys, co
 /// options.keep_log_sum_exp, log_sum_exp (heads × queries), else left as it is. The same bits
 /// as attend_heads's statistics and log-sum-exps with the same options. A mask or fused = false
 /// takes the plain path (with values of zeros). keep_weights is an argument_error: use
-/// attend_heads. Storage is reused as in attend_heads_into; with options.workspace set, and
-/// threads = 1 or options.workers, a repeated call allocates nothing.
+/// attend_heads. result.outputs and result.weights are left empty. A repeated call into the
+/// same result, with one thread or kept Workers, allocates nothing.
 template <class T>
 void attention_statistics_into(const HeadStack<T>& queries, const HeadStack<T>& keys,
-                               const AttentionOptions<T>& options, HeadStatistics<T>& statistics,
-                               Matrix<T>& log_sum_exp) {
+                               const AttentionOptions<T>& options, HeadsResult<T>& result) {
     const char* function = "attention_statistics";
     if (!options.statistics)
         throw argument_error(detail::message(function, ": options.statistics is not set: nothing to measure"));
@@ -412,15 +418,12 @@ void attention_statistics_into(const HeadStack<T>& queries, const HeadStack<T>& 
                                           "; keys need as many heads as the queries, or a divisor of them"));
     const Index heads = queries.heads(), group = heads / keys.heads();
     if (!detail::fused_applies(options)) {
-        HeadsAttention<T> result;
-        std::swap(result.statistics, statistics);
-        std::swap(result.log_sum_exp, log_sum_exp);
         const HeadStack<T> zeros(keys.heads(), keys.rows(), 1);
+        result.outputs = HeadStack<T>();
         detail::attend_grouped(
             function, queries, keys.heads(), keys.rows(), 1, [&](Index g) { return keys.head(g); },
             [&](Index g) { return zeros.head(g); }, options, result);
-        std::swap(result.statistics, statistics);
-        std::swap(result.log_sum_exp, log_sum_exp);
+        result.outputs = HeadStack<T>();
         return;
     }
     detail::check_fused_inputs(function, queries.head(0), keys.head(0), keys.head(0), options);
@@ -428,24 +431,23 @@ void attention_statistics_into(const HeadStack<T>& queries, const HeadStack<T>& 
         detail::fused_problem(heads, queries.rows(), keys.rows(), queries.cols(), 0, options);
     problem.key_value_heads = keys.heads();
     detail::SightOutputs<T> sight;
-    sight.attach(function, options, problem, log_sum_exp, statistics);
-    detail::run_fused(problem, options, [&](std::vector<detail::HeadInputs<T>>& inputs) {
+    sight.attach(function, options, problem, result.log_sum_exp, result.statistics);
+    detail::run_fused(problem, result.workspace, [&](std::vector<detail::HeadInputs<T>>& inputs) {
         for (Index h = 0; h < heads; ++h)
             inputs.push_back(
                 {{queries.head(h).data(), queries.cols()}, {keys.head(h / group).data(), keys.cols()}, {nullptr, 0}});
     });
 }
 
-/// attention_statistics_into into fresh storage: heads × queries statistics (and log_sum_exp
-/// with options.keep_log_sum_exp, else empty).
+/// attention_statistics_into into a fresh result: statistics of heads × queries, and
+/// log_sum_exp (heads × queries) with options.keep_log_sum_exp, else empty.
 template <class T>
-HeadStatistics<T> attention_statistics(const HeadStack<T>& queries, const HeadStack<T>& keys,
-                                       const AttentionOptions<T>& options, Matrix<T>* log_sum_exp = nullptr) {
-    HeadStatistics<T> statistics;
-    Matrix<T> lse;
-    attention_statistics_into(queries, keys, options, statistics, lse);
-    if (log_sum_exp) *log_sum_exp = std::move(lse);
-    return statistics;
+HeadsResult<T> attention_statistics(const HeadStack<T>& queries, const HeadStack<T>& keys,
+                                    const AttentionOptions<T>& options) {
+    HeadsResult<T> result;
+    attention_statistics_into(queries, keys, options, result);
+    result.workspace = {};
+    return result;
 }
 
 /// Attention in every head of already split queries, keys and values.
@@ -453,10 +455,11 @@ HeadStatistics<T> attention_statistics(const HeadStack<T>& queries, const HeadSt
 /// where kv heads = heads, or a divisor of it (grouped-query attention: query head h reads
 /// key/value head h / (heads / kv heads); 1 is multi-query attention).
 template <class T>
-HeadsAttention<T> attend_heads(const HeadStack<T>& queries, const HeadStack<T>& keys, const HeadStack<T>& values,
-                               const AttentionOptions<T>& options = {}) {
-    HeadsAttention<T> result;
+HeadsResult<T> attend_heads(const HeadStack<T>& queries, const HeadStack<T>& keys, const HeadStack<T>& values,
+                            const AttentionOptions<T>& options = {}) {
+    HeadsResult<T> result;
     attend_heads_into(queries, keys, values, options, result);
+    result.workspace = {};  // the numbers, not the call's memory
     return result;
 }
 
@@ -495,7 +498,7 @@ void check_cache_inputs(const HeadStack<T>& queries, const KeyValueCache<T>& cac
 /// so outputs, weights and log-sum-exps land in attend_cache's layout unchanged.
 template <class T>
 void attend_cache_folded(const HeadStack<T>& queries, const KeyValueCache<T>& cache, const AttentionOptions<T>& options,
-                         HeadsAttention<T>& result) {
+                         HeadsResult<T>& result) {
     const Index kv_heads = cache.heads(), group = queries.heads() / kv_heads;
     check_fused_inputs("attend_cache", queries.head(0), cache.keys(0), cache.values(0), options);
     FusedProblem<T> problem =
@@ -510,7 +513,7 @@ void attend_cache_folded(const HeadStack<T>& queries, const KeyValueCache<T>& ca
         result.log_sum_exp.resize(queries.heads(), 1);
         problem.log_sum_exp = result.log_sum_exp.data();
     }
-    run_fused(problem, options, [&](std::vector<HeadInputs<T>>& inputs) {
+    run_fused(problem, result.workspace, [&](std::vector<HeadInputs<T>>& inputs) {
         for (Index g = 0; g < kv_heads; ++g)
             inputs.push_back({{queries.head(g * group).data(), queries.cols()},
                               {cache.keys(g).data(), cache.head_size()},
@@ -534,16 +537,15 @@ void attend_cache_folded(const HeadStack<T>& queries, const KeyValueCache<T>& ca
 /// cache. The plain path runs when fused = false or a mask (n × cache.size()) is given.
 template <class T>
 void attend_cache_into(const HeadStack<T>& queries, const KeyValueCache<T>& cache, const AttentionOptions<T>& options,
-                       HeadsAttention<T>& result) {
+                       HeadsResult<T>& result) {
     detail::check_cache_inputs(queries, cache, options);
     const Index n = queries.rows(), group = queries.heads() / cache.heads();
     AttentionOptions<T> at_cache = options;
     at_cache.rope = nullptr;
     at_cache.first_position = cache.size() - n;
     const HeadStack<T>* rotated = &queries;
-    HeadStack<T> local;
     if (options.rope) {
-        HeadStack<T>& copy = options.workspace ? options.workspace->rotated_queries : local;
+        HeadStack<T>& copy = result.workspace.rotated_queries;
         if (copy.heads() != queries.heads() || copy.rows() != n || copy.cols() != queries.cols()) copy = queries;
         for (Index h = 0; h < queries.heads(); ++h) {
             copy.head(h) = queries.head(h);
@@ -564,10 +566,11 @@ void attend_cache_into(const HeadStack<T>& queries, const KeyValueCache<T>& cach
 /// attend_cache_into into a fresh result: query heads × (n × d) queries of the cache's n newest
 /// positions → outputs query heads × (n × value size), and what options ask for.
 template <class T>
-HeadsAttention<T> attend_cache(const HeadStack<T>& queries, const KeyValueCache<T>& cache,
-                               const AttentionOptions<T>& options = {}) {
-    HeadsAttention<T> result;
+HeadsResult<T> attend_cache(const HeadStack<T>& queries, const KeyValueCache<T>& cache,
+                            const AttentionOptions<T>& options = {}) {
+    HeadsResult<T> result;
     attend_cache_into(queries, cache, options, result);
+    result.workspace = {};  // the numbers, not the call's memory
     return result;
 }
 
@@ -582,33 +585,43 @@ struct AttentionProjections {
     Eigen::Ref<const Matrix<T>> output;
 };
 
+/// A layer's heads: `query` heads and `key_value` heads, 0 meaning as many as the queries, else
+/// a divisor of them (grouped-query attention: key/value head g serves query heads
+/// g·group … (g + 1)·group − 1; 1 is multi-query attention). Converts from one count: `4`.
+struct HeadCount {
+    HeadCount(Index heads, Index key_value_heads = 0) : query(heads), key_value(key_value_heads) {}  // NOLINT
+    Index query;
+    Index key_value;
+};
+
 /// Multi-head attention's result. output: (positions × out); weights: heads ×
 /// (positions × positions), or empty unless keep_weights was set.
 template <class T>
-struct MultiHeadAttention {
+struct MultiHeadResult {
     Matrix<T> output;
     AttentionWeights<T> weights;
-    Matrix<T> log_sum_exp;         ///< (heads × positions), if keep_log_sum_exp
-    HeadStatistics<T> statistics;  ///< if options.statistics
+    Matrix<T> log_sum_exp;            ///< (heads × positions), if keep_log_sum_exp
+    HeadStatistics<T> statistics;     ///< if options.statistics
+    AttentionWorkspace<T> workspace;  ///< multi_head_attention_into's memory for the next call
 };
 
 /// Multi-head self-attention into `result`, whose storage is reused: the shapes and checks of
 /// multi_head_attention (below), the same bits. result.output (positions × out) and, if kept,
 /// result.weights (heads × (positions × positions)) must be empty (then they are allocated) or
-/// of those shapes (shape_error otherwise); log_sum_exp and statistics are resized. With
-/// options.workspace set, the intermediates (projections, heads, merged outputs) live there
-/// too, so that a repeated call of the same shape, with threads = 1 or options.workers,
-/// allocates nothing (Eigen's products take their blocks from the stack up to
-/// EIGEN_STACK_ALLOCATION_LIMIT, 128 kB by default, and from the heap beyond).
+/// of those shapes (shape_error otherwise); log_sum_exp and statistics are resized. The
+/// intermediates (projections, heads, merged outputs) live in result.workspace, so that a
+/// repeated call of the same shape, with one thread or kept Workers, allocates nothing (Eigen's products take their
+/// blocks from the stack up to EIGEN_STACK_ALLOCATION_LIMIT, 128 kB by default, and from the heap beyond).
 template <class D>
 void multi_head_attention_into(const Eigen::MatrixBase<D>& x,
-                               const AttentionProjections<typename D::Scalar>& projections, Index heads,
+                               const AttentionProjections<typename D::Scalar>& projections, HeadCount head_count,
                                const AttentionOptions<typename D::Scalar>& options,
-                               MultiHeadAttention<typename D::Scalar>& result, Index key_value_heads = 0) {
+                               MultiHeadResult<typename D::Scalar>& result) {
     using T = typename D::Scalar;
     const char* function = "multi_head_attention";
+    const Index heads = head_count.query;
     detail::check_positive(function, "heads", heads);
-    if (key_value_heads == 0) key_value_heads = heads;
+    const Index key_value_heads = head_count.key_value == 0 ? heads : head_count.key_value;
     if (!detail::serves(key_value_heads, heads))
         throw shape_error(
             detail::message(function, ": key_value_heads = ", key_value_heads, " does not divide heads = ", heads));
@@ -620,8 +633,7 @@ void multi_head_attention_into(const Eigen::MatrixBase<D>& x,
     detail::check_cols(function, "projections.key", projections.key, key_value_heads * head_size,
                        "one key of the query head size per key/value head");
 
-    AttentionWorkspace<T> local;
-    AttentionWorkspace<T>& memory = options.workspace ? *options.workspace : local;
+    AttentionWorkspace<T>& memory = result.workspace;
     // projected one by one: with fewer key/value heads the keys are narrower than the queries
     detail::project_into(x, projections.query, memory.projected);
     detail::split_heads_into(memory.projected, heads, memory.projected_queries);
@@ -638,12 +650,13 @@ void multi_head_attention_into(const Eigen::MatrixBase<D>& x,
     detail::fit(memory.head_outputs, heads, queries.rows(), values.cols());
 
     // The result's storage, lent to attend_grouped's result for the call.
-    HeadsAttention<T> attended;
+    HeadsResult<T> attended;
     const auto lend = [&] {
         std::swap(attended.outputs, memory.head_outputs);
         std::swap(attended.weights, result.weights);
         std::swap(attended.log_sum_exp, result.log_sum_exp);
         std::swap(attended.statistics, result.statistics);
+        std::swap(attended.workspace.kernel, memory.kernel);
     };
     lend();
     try {
@@ -663,19 +676,18 @@ void multi_head_attention_into(const Eigen::MatrixBase<D>& x,
 }
 
 /// Multi-head self-attention with output projection:
-/// x: (positions × width) → project → split into `heads` → attention in each head →
-/// merge (positions × heads·dv) → · output → (positions × out). With key_value_heads
-/// (0: heads; else a divisor of heads) the key and value projections are (width × kv heads·d)
-/// and (width × kv heads·dv): grouped-query attention, each key/value head serving
-/// heads / key_value_heads query heads.
+/// x: (positions × width) → project → split into heads.query heads → attention in each head →
+/// merge (positions × heads·dv) → · output → (positions × out). With heads.key_value a divisor of
+/// heads.query, the key and value projections are (width × kv heads·d) and (width × kv heads·dv):
+/// grouped-query attention.
 template <class D>
-MultiHeadAttention<typename D::Scalar> multi_head_attention(const Eigen::MatrixBase<D>& x,
-                                                            const AttentionProjections<typename D::Scalar>& projections,
-                                                            Index heads,
-                                                            const AttentionOptions<typename D::Scalar>& options = {},
-                                                            Index key_value_heads = 0) {
-    MultiHeadAttention<typename D::Scalar> result;
-    multi_head_attention_into(x, projections, heads, options, result, key_value_heads);
+MultiHeadResult<typename D::Scalar> multi_head_attention(const Eigen::MatrixBase<D>& x,
+                                                         const AttentionProjections<typename D::Scalar>& projections,
+                                                         HeadCount heads,
+                                                         const AttentionOptions<typename D::Scalar>& options = {}) {
+    MultiHeadResult<typename D::Scalar> result;
+    multi_head_attention_into(x, projections, heads, options, result);
+    result.workspace = {};  // the numbers, not the call's memory
     return result;
 }
 

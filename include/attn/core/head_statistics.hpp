@@ -20,6 +20,7 @@
 
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
+#include "attn/detail/row_statistics.hpp"
 
 namespace attn {
 
@@ -31,18 +32,11 @@ struct HeadStatisticsRequest {
     bool back_excludes_markers = false;  ///< leave the markers out of "back" (the chapter's reach-past-window)
 };
 
-/// One of the statistics, to pick it by name (HeadStatistics::of, HeadStatisticsSummary::Values::of).
-enum class HeadStatistic { previous, first, self, back, markers, largest, entropy, distance };
-
 /// Per-head means over query rows of every statistic, and what an even spread over each
 /// row's visible keys would give (the chapter's baseline; the same for every head).
 struct HeadStatisticsSummary {
     struct Values {
         double previous = 0, first = 0, self = 0, back = 0, markers = 0, largest = 0, entropy = 0, distance = 0;
-        double of(HeadStatistic which) const {
-            const double* all[] = {&previous, &first, &self, &back, &markers, &largest, &entropy, &distance};
-            return *all[static_cast<int>(which)];
-        }
     };
     std::vector<Values> heads;  ///< one per head
     Values even;                ///< an even spread, averaged over the same rows
@@ -82,10 +76,8 @@ struct HeadStatistics {
     std::array<Matrix<T>*, 8> planes() {
         return {&previous, &first, &self, &back, &markers, &largest, &entropy, &distance};
     }
-
-    /// The statistic `which`, (heads × queries).
-    const Matrix<T>& of(HeadStatistic which) const {
-        return *const_cast<HeadStatistics*>(this)->planes()[std::size_t(static_cast<int>(which))];
+    std::array<const Matrix<T>*, 8> planes() const {
+        return {&previous, &first, &self, &back, &markers, &largest, &entropy, &distance};
     }
 
     /// What an even spread over the keys row i sees would give, every statistic.
@@ -155,24 +147,6 @@ private:
 
 namespace detail {
 
-/// The planes' order in StatisticsTarget (HeadStatistics::planes()).
-enum StatisticPlane { kPrevious, kFirst, kSelf, kBack, kMarkers, kLargest, kEntropy, kDistance, kStatisticPlanes };
-
-/// Where a kernel writes statistics: plane p of head h, row i at planes[p][h·head_stride + i].
-template <class T>
-struct StatisticsTarget {
-    Index back = 4;
-    const Index* markers = nullptr;  ///< sorted, no repeats
-    Index marker_count = 0;
-    bool back_excludes_markers = false;
-    T* planes[kStatisticPlanes] = {};
-    Index* argmax = nullptr;
-    Index head_stride = 0;
-
-    T& at(StatisticPlane plane, Index h, Index i) const { return planes[plane][h * head_stride + i]; }
-    Index& argmax_at(Index h, Index i) const { return argmax[h * head_stride + i]; }
-};
-
 /// Checks a request (`function` names the caller) and writes its markers, sorted and unique,
 /// into `markers` (no allocation if its capacity suffices).
 inline void checked_markers_into(const char* function, const HeadStatisticsRequest& request,
@@ -210,39 +184,10 @@ StatisticsTarget<T> statistics_target(HeadStatistics<T>& out, const HeadStatisti
     target.marker_count = Index(sorted_markers.size());
     target.back_excludes_markers = request.back_excludes_markers;
     const std::array<Matrix<T>*, 8> planes = out.planes();
-    for (int p = 0; p < kStatisticPlanes; ++p) target.planes[p] = planes[std::size_t(p)]->data();
+    for (std::size_t p = 0; p < kStatisticPlanes; ++p) target.planes[p] = planes[p]->data();
     target.argmax = out.argmax.data();
     target.head_stride = queries;
     return target;
-}
-
-/// Statistics of one finished weights row w[0 … count) (zeros where masked) of the query at
-/// `position`, written to row i of head h.
-template <class T>
-void row_statistics(const T* w, Index count, Index position, const StatisticsTarget<T>& target, Index h, Index i) {
-    const auto weight = [&](Index j) { return j >= 0 && j < count ? w[j] : T(0); };
-    T back = 0, marked = 0, entropy = 0, distance = 0, largest = -1;
-    Index argmax = 0;
-    for (Index j = 0; j < count; ++j) {
-        if (j <= position - target.back) back += w[j];
-        if (w[j] > T(0)) entropy -= w[j] * std::log(w[j]);
-        distance += w[j] * T(position - j);
-        if (w[j] > largest) largest = w[j], argmax = j;
-    }
-    for (Index m = 0; m < target.marker_count; ++m) {
-        const Index j = target.markers[m];
-        marked += weight(j);
-        if (target.back_excludes_markers && j <= position - target.back) back -= weight(j);
-    }
-    target.at(kPrevious, h, i) = weight(position - 1);
-    target.at(kFirst, h, i) = weight(0);
-    target.at(kSelf, h, i) = weight(position);
-    target.at(kBack, h, i) = back;
-    target.at(kMarkers, h, i) = marked;
-    target.at(kLargest, h, i) = std::max(largest, T(0));
-    target.at(kEntropy, h, i) = entropy;
-    target.at(kDistance, h, i) = distance;
-    target.argmax_at(h, i) = argmax;
 }
 
 /// Copies one head's statistics (from a single-head result) into head h of `out` (heads × queries).

@@ -13,10 +13,10 @@
 
 #include <Eigen/Core>
 
-#include "attn/core/error.hpp"
 #include "attn/core/rope.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
+#include "attn/error.hpp"
 
 namespace attn {
 

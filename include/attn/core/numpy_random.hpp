@@ -22,7 +22,7 @@
 //     = 2·seq + 1, step, add the initial state, step) and the XSL-RR output.
 //   * random(): (next_uint64 >> 11) · 2⁻⁵³.
 //   * standard_normal(): NumPy's 256-layer ziggurat (random_standard_normal), with
-//     its tables generated bit-exact by tools/ziggurat_tables.py into
+//     its tables generated bit-exact by tools/references/ziggurat_tables.py into
 //     attn/detail/ziggurat_tables.hpp; normal(loc, scale) = loc + scale · standard_normal().
 // Arrays are filled in C (row-major) order, as NumPy fills them.
 //
@@ -43,10 +43,10 @@
 #include <utility>
 #include <vector>
 
-#include "attn/core/error.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/detail/ziggurat_tables.hpp"
+#include "attn/error.hpp"
 
 namespace attn::numpy {
 

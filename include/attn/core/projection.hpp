@@ -50,7 +50,7 @@ Matrix<typename DX::Scalar> project(const Eigen::MatrixBase<DX>& x, const Eigen:
 
 /// Queries, keys and values of one attention layer, kept as separate matrices.
 template <class T>
-struct QueryKeyValue {
+struct QkvResult {
     Matrix<T> queries;  // (positions × width)
     Matrix<T> keys;     // (positions × width)
     Matrix<T> values;   // (positions × value width)
@@ -58,9 +58,8 @@ struct QueryKeyValue {
 
 /// The three projections of x. x: (positions × in); w_query, w_key: (in × width); w_value: (in × value width).
 template <class DX, class DQ, class DK, class DV>
-QueryKeyValue<typename DX::Scalar> project_qkv(const Eigen::MatrixBase<DX>& x, const Eigen::MatrixBase<DQ>& w_query,
-                                               const Eigen::MatrixBase<DK>& w_key,
-                                               const Eigen::MatrixBase<DV>& w_value) {
+QkvResult<typename DX::Scalar> project_qkv(const Eigen::MatrixBase<DX>& x, const Eigen::MatrixBase<DQ>& w_query,
+                                           const Eigen::MatrixBase<DK>& w_key, const Eigen::MatrixBase<DV>& w_value) {
     if (w_query.cols() != w_key.cols())
         throw shape_error(detail::message("project_qkv: w_query has ", w_query.cols(), " columns but w_key has ",
                                           w_key.cols(), " (queries and keys must have the same width)"));

@@ -3,7 +3,7 @@
 // (nucleus) sampling, with banned tokens, reproducible from a seed on every machine.
 //
 // The draws are NumPy's (np.random.default_rng(seed).random(), numpy_random.hpp) and every
-// step is specified to the rounding, so tools/generate.py, which implements the same
+// step is specified to the rounding, so tools/references/generate.py, which implements the same
 // definition in Python, picks the same tokens from the same logits:
 //   1. banned tokens' logits become −∞ (they are never picked while another token remains);
 //   2. temperature 0: the largest logit (the lowest id among equals), no draw;
@@ -23,10 +23,10 @@
 #include <numeric>
 #include <vector>
 
-#include "attn/core/error.hpp"
 #include "attn/core/numpy_random.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
+#include "attn/error.hpp"
 
 namespace attn {
 

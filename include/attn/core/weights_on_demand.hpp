@@ -34,6 +34,14 @@ struct KeyRange {
     Index last = -1;
 };
 
+/// attention_weights_rows's result: weights, chosen heads × (chosen rows × range width), and
+/// the `_into` call's memory for the next call.
+template <class T>
+struct WeightRowsResult {
+    HeadStack<T> weights;
+    AttentionWorkspace<T> workspace;
+};
+
 namespace detail {
 
 /// One head's inputs to weights on demand: queries (nq × d) and keys (nk × d) row-major
@@ -185,17 +193,17 @@ DemandShape<T> demand_shape(const char* function, Index queries, Index keys, Ind
 
 }  // namespace detail
 
-/// Exact weights of chosen heads and query rows over a range of keys, into `out`:
+/// Exact weights of chosen heads and query rows over a range of keys, into result.weights:
 /// queries: heads × (queries × d), keys: heads × (keys × d), log_sum_exp: (heads × queries)
 /// as a pass with keep_log_sum_exp returned it with the same options (causal, scale, rope,
-/// first_position, mask) → out: heads.size() × (rows.size() × range width); out(a, b, c) is
-/// the weight of query rows[b] of head heads[a] on key range.first + c. Empty heads or rows
-/// mean all of them. out must be empty (then it is allocated) or of that shape; with
-/// options.workspace set, a call of a shape seen before allocates nothing.
+/// first_position, mask) → weights: heads.size() × (rows.size() × range width); weights(a, b,
+/// c) is the weight of query rows[b] of head heads[a] on key range.first + c. Empty heads or
+/// rows mean all of them. result.weights must be empty (then it is allocated) or of that shape;
+/// a repeated call of the same shape into the same result allocates nothing.
 template <class T>
 void attention_weights_rows_into(const HeadStack<T>& queries, const HeadStack<T>& keys, const Matrix<T>& log_sum_exp,
                                  const std::vector<Index>& chosen_heads, const std::vector<Index>& chosen_rows,
-                                 KeyRange range, const AttentionOptions<T>& options, HeadStack<T>& out) {
+                                 KeyRange range, const AttentionOptions<T>& options, WeightRowsResult<T>& result) {
     const char* function = "attention_weights_rows";
     if (queries.empty() || keys.empty())
         throw shape_error(detail::message(function, ": queries and keys must not be empty"));
@@ -213,9 +221,9 @@ void attention_weights_rows_into(const HeadStack<T>& queries, const HeadStack<T>
     detail::check_demand(function, rows, range, queries.rows(), keys.rows());
     const detail::DemandShape<T> shape =
         detail::demand_shape(function, queries.rows(), keys.rows(), queries.cols(), range, options);
-    detail::reuse_storage(function, "out", out, Index(heads.size()), Index(rows.size()), range.last - range.first);
-    AttentionWorkspace<T> local;
-    AttentionWorkspace<T>& memory = options.workspace ? *options.workspace : local;
+    HeadStack<T>& out = result.weights;
+    detail::reuse_storage(function, "weights", out, Index(heads.size()), Index(rows.size()), range.last - range.first);
+    AttentionWorkspace<T>& memory = result.workspace;
     for (std::size_t a = 0; a < heads.size(); ++a) {
         const Index h = heads[a];
         const detail::DemandHead<T> head{{queries.head(h).data(), queries.cols()},
@@ -225,14 +233,17 @@ void attention_weights_rows_into(const HeadStack<T>& queries, const HeadStack<T>
     }
 }
 
-/// attention_weights_rows_into with out allocated: heads.size() × (rows.size() × range width).
+/// attention_weights_rows_into into a fresh result: weights heads.size() × (rows.size() ×
+/// range width).
 template <class T>
-HeadStack<T> attention_weights_rows(const HeadStack<T>& queries, const HeadStack<T>& keys, const Matrix<T>& log_sum_exp,
-                                    const std::vector<Index>& heads, const std::vector<Index>& rows,
-                                    KeyRange range = {}, const AttentionOptions<T>& options = {}) {
-    HeadStack<T> out;
-    attention_weights_rows_into(queries, keys, log_sum_exp, heads, rows, range, options, out);
-    return out;
+WeightRowsResult<T> attention_weights_rows(const HeadStack<T>& queries, const HeadStack<T>& keys,
+                                           const Matrix<T>& log_sum_exp, const std::vector<Index>& heads,
+                                           const std::vector<Index>& rows, KeyRange range = {},
+                                           const AttentionOptions<T>& options = {}) {
+    WeightRowsResult<T> result;
+    attention_weights_rows_into(queries, keys, log_sum_exp, heads, rows, range, options, result);
+    result.workspace = {};  // the numbers, not the call's memory
+    return result;
 }
 
 /// One head: queries (queries × d), keys (keys × d), log_sum_exp (1 × queries) as attention()
@@ -258,7 +269,7 @@ Matrix<T> attention_weights_rows(const Matrix<T>& queries, const Matrix<T>& keys
     detail::demand_head(
         function, shape,
         detail::DemandHead<T>{{queries.data(), queries.cols()}, {keys.data(), keys.cols()}, log_sum_exp.data()}, rows,
-        out.data(), out.cols(), options.workspace ? *options.workspace : local);
+        out.data(), out.cols(), local);
     return out;
 }
 

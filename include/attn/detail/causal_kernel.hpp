@@ -10,21 +10,27 @@
 //    keys × queries (sᵀ), so the online softmax runs down the columns with whole
 //    packets of queries at a time: running maximum m and sum l per query, the partial
 //    output rescaled by exp(m_old − m_new) when m grows, the block exponentiated in
-//    place (masked and underflowing weights exactly 0), then output += weights ·
-//    values. Keys and values are read where they lie (only RoPE or an unusual layout
-//    makes a copy) and the queries of a task are transposed into the buffer, so a call
-//    allocates its output and a few hundred KiB per thread, nothing of size positions².
+//    place (masked and underflowing weights exactly 0), then outputᵀ += valuesᵀ ·
+//    weightsᵀ (the partial output kept transposed, dv × queries). Keys and values are
+//    read where they lie (only RoPE or an unusual layout makes a copy) and the queries
+//    of a task are transposed into the buffer, so a call allocates its output and a few
+//    hundred KiB per thread, nothing of size positions².
 //  * Exact (weights kept): the scores of the lower blocks are written straight into
 //    the weights matrix (keys packed into panels for that), each row gets the plain
 //    softmax over its visible keys (softmax_rows's flush-to-zero rule; its sum compensated,
 //    its exponents' arguments exact), and the output is weights · values over the lower
 //    blocks only.
 //
-// All products run on one register-tiled micro-kernel over Eigen's packets (detail/tiles.hpp:
-// 8 keys × 3 packets of queries for the streaming scores, 6 rows × 4 packets for
-// weights · values and the exact path's scores on AVX-512; 4 × 3 and 6 × 2 with 16
-// registers). The exponentials are vectorised: for float the cephes polynomial Eigen
-// uses, without the clamping that y = s − m ≤ 0 does not need; for double Eigen's exp.
+// All products run on one register-tiled micro-kernel over Eigen's packets (detail/tiles.hpp).
+// The streaming path keeps queries across the packets' lanes in both of its products: its
+// scoresᵀ tile is 8 keys × 3 packets of queries and its outputᵀ tile 8 value columns × 3
+// packets (4 × 3 with 16 registers), so that the weights it has just written are read back
+// whole packets at a time, as the queries are. (With the output row-major, weights · values
+// broadcast one weight per query, and on AVX-512 it took a third longer than the scores for
+// the same multiply-adds.) The exact path's products and decoding's weights · values use
+// 6 rows × 4 packets (6 × 2 with 16 registers). The exponentials are vectorised: for float
+// the cephes polynomial Eigen uses, without the clamping that y = s − m ≤ 0 does not need
+// (on AVX-512 its 2ⁿ scaling and flush in two instructions); for double Eigen's exp.
 // Tasks are sorted longest first and handed out from a shared counter (causal rows late
 // in the sequence see more keys), so threads finish together; each task computes the
 // same numbers whichever thread runs it, so results do not depend on the thread count.
@@ -40,13 +46,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "attn/core/error.hpp"
-#include "attn/core/head_statistics.hpp"
-#include "attn/core/rope.hpp"
-#include "attn/core/types.hpp"
-#include "attn/core/workers.hpp"
 #include "attn/detail/check.hpp"
+#include "attn/detail/row_statistics.hpp"
 #include "attn/detail/tiles.hpp"
+#include "attn/error.hpp"
+#include "attn/threads.hpp"
 
 // gcc 12's AVX-512 intrinsics initialise a dummy operand from itself (GCC bug 105593, fixed
 // in gcc 13), which -Wall reports wherever they are inlined with -march=native.
@@ -59,15 +63,26 @@
 
 namespace attn::detail {
 
+/// The largest power of two r such that a tile of r rows × `packets` packets of accumulators,
+/// the `packets` packets loaded per step and one broadcast fit in `registers` vector registers
+/// (a power of two: a key block is whole tiles).
+constexpr int tile_rows(int registers, int packets) {
+    int rows = 1;
+    while (2 * rows * packets + packets + 1 <= registers) rows *= 2;
+    return rows;
+}
+
 /// Block and register-tile sizes for scalar type T on the instruction set Eigen targets.
 template <class T>
 struct KernelTiling {
     using Packet = typename RegisterTile<T>::Packet;
     static constexpr int kLanes = RegisterTile<T>::kLanes;
     static constexpr bool kWide = RegisterTile<T>::kWide;
-    /// Streaming scores tile: kScoreKeys keys × kScorePackets packets of queries.
-    static constexpr int kScoreKeys = kWide ? 8 : 4;
+    static constexpr int kRegisters = kWide ? 32 : 16;  ///< vector registers
+    /// Streaming tile: kScoreKeys rows × kScorePackets packets of queries, for the scores (rows:
+    /// keys) and the output (rows: value columns); 8 × 3 with 32 registers, 4 × 3 with 16.
     static constexpr int kScorePackets = 3;
+    static constexpr int kScoreKeys = tile_rows(kRegisters, kScorePackets);
     static constexpr Index kChunk = Index(kScorePackets) * kLanes;  ///< queries per scores tile
     /// weights · values tile: kValueRows queries × kValuePackets packets of values (also the
     /// exact path's scores tile: queries × a panel of kPanel keys).
@@ -102,6 +117,18 @@ struct HeadInputs {
 template <class T>
 struct KernelMemory;
 
+/// Rotary positions as the kernel applies them: rows (count × head size, contiguous) at
+/// positions first … first + count − 1 rotated in place. The caller (core/attention.hpp) points
+/// it at its Rope, so that the kernel needs no public type.
+template <class T>
+struct RotateRows {
+    const void* rope = nullptr;
+    void (*rotate)(const void* rope, T* rows, Index count, Index first_position) = nullptr;
+
+    explicit operator bool() const { return rotate != nullptr; }
+    void operator()(T* rows, Index count, Index first_position) const { rotate(rope, rows, count, first_position); }
+};
+
 /// What the kernel computes; the views stay owned by the caller.
 template <class T>
 struct FusedProblem {
@@ -117,7 +144,7 @@ struct FusedProblem {
     bool causal = true;
     Index first_position = 0;
     T scale = T(1);
-    const Rope<T>* rope = nullptr;
+    RotateRows<T> rope;  ///< RoPE on queries and keys, if set
     int threads = 1;
     Workers* workers = nullptr;         ///< kept threads to run on (then at most workers->size() of them)
     std::vector<HeadInputs<T>> inputs;  ///< one per head
@@ -181,11 +208,11 @@ void FusedProblem<T>::bad_scores(Index h, Index i) const {
 }
 
 /// Useful FLOPs an extra thread must get to pay for starting it and handing it work;
-/// below this the call stays on one thread (docs/bench/performance.md: how it was tuned).
+/// below this the call stays on one thread (docs/DESIGN.md: how it was tuned).
 inline constexpr double kFlopsPerExtraThread = 5e7;
 /// Bytes of distinct keys and values an extra thread must get to pay for starting it, when
 /// reading them from memory takes longer than the arithmetic (decoding: one query row per head
-/// over a long cache): about 0.2 ms at one core's memory rate, as long as the start costs.
+/// over a long cache): as long to read at one core's memory rate as a thread takes to start.
 inline constexpr double kBytesPerExtraThread = 2e6;
 
 template <class T>
@@ -195,7 +222,7 @@ using AlignedBuffer = Eigen::Matrix<T, Eigen::Dynamic, 1>;
 template <class T>
 struct PreparedHead {
     RowMajorView<T> keys, values;    ///< what the tasks read
-    Matrix<T> rotated_keys;          ///< RoPE: the rotated keys
+    RowMajorMatrix<T> rotated_keys;  ///< RoPE: the rotated keys
     AlignedBuffer<T> panels;         ///< exact path: keys in panels of kPanel, each (d × kPanel), zero-padded
     AlignedBuffer<T> padded_values;  ///< values whose rows are not whole packets: zero-padded copy
 };
@@ -203,27 +230,20 @@ struct PreparedHead {
 /// Per-thread working memory, reused by every task the thread runs.
 template <class T>
 struct Scratch {
-    AlignedBuffer<T> queries;                 ///< streaming: (d × kQueryBlock) queriesᵀ; exact: (kQueryBlock × d)
-    AlignedBuffer<T> scores;                  ///< streaming: (kKeyBlock × kQueryBlock) scoresᵀ
-    AlignedBuffer<T> output;                  ///< kQueryBlock × padded dv
-    AlignedBuffer<T> tile;                    ///< exact: kValueRows × kPanel, for stores past a row's end
+    AlignedBuffer<T> queries;  ///< streaming: (d × kQueryBlock) queriesᵀ; exact: (kQueryBlock × d)
+    AlignedBuffer<T> scores;   ///< streaming: (kKeyBlock × kQueryBlock) scoresᵀ
+    AlignedBuffer<T> output;   ///< streaming: (dv × kQueryBlock) outputᵀ; else kQueryBlock × padded dv
+    AlignedBuffer<T> tile;     ///< exact: kValueRows × kPanel, for stores past a row's end
     AlignedBuffer<T> largest, total, factor;  ///< kQueryBlock each
-    AlignedBuffer<T> sight;                   ///< statistics: kSightSums × kQueryBlock running sums
+    AlignedBuffer<T> sight;                   ///< statistics: SightSum::rows × kQueryBlock running sums
 };
 
 /// The running sums of the streaming statistics, each kQueryBlock long in Scratch::sight: the
 /// linear ones rescaled like the output, the entropy's Σ p·(s − m) as online_softmax says.
-enum SightSum {
-    kSumPrevious,
-    kSumFirst,
-    kSumSelf,
-    kSumBack,
-    kSumMarkers,
-    kSumDistance,
-    kSumBest,
-    kSumBestKey,
-    kSumEntropy,
-    kSightSums
+struct SightSum {  // row indices into Scratch::sight
+    static constexpr Index previous = 0, first = 1, self = 2, back = 3, markers = 4, distance = 5, best = 6,
+                           best_key = 7, entropy = 8;
+    static constexpr Index rows = 9;
 };
 
 /// The kernel's working memory: kept by a caller (attn::AttentionWorkspace) so that repeated
@@ -305,6 +325,28 @@ EIGEN_ALWAYS_INLINE Packet flushed_exp(const Packet& y, const Packet& cutoff, co
     return ei::pselect(ei::pcmp_lt(y, cutoff), zero, ei::pexp(y));
 }
 
+/// p · 2ⁿ where y ≥ cutoff (or y is NaN), else exactly 0: the last step of exp_nonpositive, for
+/// n = round(y / ln 2), so n ≥ −126 wherever the result is kept and 2ⁿ is a normal float.
+template <class Packet>
+EIGEN_ALWAYS_INLINE Packet times_power_of_two(const Packet& p, const Packet& n, const Packet& y, const Packet& cutoff,
+                                              const Packet& zero) {
+#ifdef EIGEN_VECTORIZE_AVX512
+    if constexpr (std::is_same_v<typename ei::unpacket_traits<Packet>::type, float> &&
+                  ei::unpacket_traits<Packet>::size == 16) {  // Packet16f
+        // AVX-512 scales by 2ⁿ and zeroes the flushed lanes in one instruction each (the same bits
+        // as the product below: both are p · 2ⁿ rounded once): two of the exponential's ~17
+        // vector operations instead of six, on the ports the multiply-adds need.
+        const __mmask16 kept = _mm512_cmp_ps_mask(y, cutoff, _CMP_NLT_UQ);
+        return _mm512_maskz_scalef_ps(kept, p, n);
+    }
+#endif
+    using PacketI = typename ei::unpacket_traits<Packet>::integer_packet;
+    // 2ⁿ from its exponent bits
+    const PacketI biased = ei::padd(ei::pcast<Packet, PacketI>(n), ei::pset1<PacketI>(127));
+    const Packet scale = ei::preinterpret<Packet>(ei::plogical_shift_left<23>(biased));
+    return ei::pselect(ei::pcmp_lt(y, cutoff), zero, ei::pmul(p, scale));
+}
+
 /// exp(y) for y ≤ 0, exactly 0 below log(smallest normal) (−∞ included), NaN for NaN: the
 /// streaming softmax's exponential. For float packets a Cody–Waite reduction and the cephes
 /// polynomial Eigen uses, without Eigen's clamping (not needed for y ≤ 0, and it would hide a
@@ -313,7 +355,6 @@ template <class Packet>
 EIGEN_ALWAYS_INLINE Packet exp_nonpositive(const Packet& y, const Packet& cutoff, const Packet& zero) {
     using Scalar = typename ei::unpacket_traits<Packet>::type;
     if constexpr (std::is_same_v<Scalar, float> && ei::unpacket_traits<Packet>::size > 1) {
-        using PacketI = typename ei::unpacket_traits<Packet>::integer_packet;
         const Packet n = ei::print(ei::pmul(y, ei::pset1<Packet>(1.44269504088896341f)));  // round(y / ln 2)
         Packet r = ei::pmadd(n, ei::pset1<Packet>(-0.693359375f), y);  // y − n·ln 2, in two parts
         r = ei::pmadd(n, ei::pset1<Packet>(2.12194440e-4f), r);
@@ -324,10 +365,7 @@ EIGEN_ALWAYS_INLINE Packet exp_nonpositive(const Packet& y, const Packet& cutoff
         q = ei::pmadd(q, r, ei::pset1<Packet>(5.0000001201E-1f));
         p = ei::pmadd(p, r3, q);
         p = ei::pmadd(p, r2, ei::padd(r, ei::pset1<Packet>(1.0f)));  // exp(r)
-        // 2^n from its exponent bits; n ≥ −126 wherever the result is kept
-        const PacketI biased = ei::padd(ei::pcast<Packet, PacketI>(n), ei::pset1<PacketI>(127));
-        const Packet scale = ei::preinterpret<Packet>(ei::plogical_shift_left<23>(biased));
-        return ei::pselect(ei::pcmp_lt(y, cutoff), zero, ei::pmul(p, scale));
+        return times_power_of_two(p, n, y, cutoff, zero);
     } else {
         return flushed_exp(y, cutoff, zero);
     }
@@ -523,10 +561,10 @@ void block_statistics(const T* w, Index stride, Index count, T key0, T position0
     constexpr int L = KernelTiling<T>::kLanes;
     Packet distance[P], far[P], best[P], best_key[P], position[P];
     for (int p = 0; p < P; ++p) {
-        distance[p] = ei::ploadu<Packet>(sums + kSumDistance * sums_row + p * L);
-        far[p] = ei::ploadu<Packet>(sums + kSumBack * sums_row + p * L);
-        best[p] = ei::ploadu<Packet>(sums + kSumBest * sums_row + p * L);
-        best_key[p] = ei::ploadu<Packet>(sums + kSumBestKey * sums_row + p * L);
+        distance[p] = ei::ploadu<Packet>(sums + SightSum::distance * sums_row + p * L);
+        far[p] = ei::ploadu<Packet>(sums + SightSum::back * sums_row + p * L);
+        best[p] = ei::ploadu<Packet>(sums + SightSum::best * sums_row + p * L);
+        best_key[p] = ei::ploadu<Packet>(sums + SightSum::best_key * sums_row + p * L);
         position[p] = ei::plset<Packet>(position0 + T(p * L));
     }
     for (Index j = 0; j < count; ++j) {
@@ -541,10 +579,10 @@ void block_statistics(const T* w, Index stride, Index count, T key0, T position0
         }
     }
     for (int p = 0; p < P; ++p) {
-        ei::pstoreu(sums + kSumDistance * sums_row + p * L, distance[p]);
-        ei::pstoreu(sums + kSumBack * sums_row + p * L, far[p]);
-        ei::pstoreu(sums + kSumBest * sums_row + p * L, best[p]);
-        ei::pstoreu(sums + kSumBestKey * sums_row + p * L, best_key[p]);
+        ei::pstoreu(sums + SightSum::distance * sums_row + p * L, distance[p]);
+        ei::pstoreu(sums + SightSum::back * sums_row + p * L, far[p]);
+        ei::pstoreu(sums + SightSum::best * sums_row + p * L, best[p]);
+        ei::pstoreu(sums + SightSum::best_key * sums_row + p * L, best_key[p]);
     }
 }
 
@@ -573,7 +611,8 @@ void sight_block(const FusedProblem<T>& problem, const StatisticsTarget<T>& targ
                  Index count, Index j0, Index i0, Index c0, Index c_rows, int packets, const T* alpha, T* sums) {
     for (Index c = c0; c < c0 + c_rows; ++c)
         if (alpha[c] != T(1))
-            for (int sum : {kSumPrevious, kSumFirst, kSumSelf, kSumBack, kSumMarkers, kSumDistance, kSumBest})
+            for (Index sum : {SightSum::previous, SightSum::first, SightSum::self, SightSum::back, SightSum::markers,
+                              SightSum::distance, SightSum::best})
                 sums[sum * width + c] *= alpha[c];
     const Index position0 = problem.first_position + i0 + c0;
     block_statistics_packets(packets, w + c0, width, count, T(j0), T(position0), T(target.back), sums + c0, width);
@@ -582,13 +621,14 @@ void sight_block(const FusedProblem<T>& problem, const StatisticsTarget<T>& targ
     for (Index c = c0; c < c0 + c_rows; ++c) {
         const Index position = position0 + c - c0;
         const auto weight = [&](Index key) { return key >= j0 && key < j0 + count ? w[(key - j0) * width + c] : T(0); };
-        sums[kSumPrevious * width + c] += weight(position - 1);
-        sums[kSumFirst * width + c] += weight(0);
-        sums[kSumSelf * width + c] += weight(position);
+        sums[SightSum::previous * width + c] += weight(position - 1);
+        sums[SightSum::first * width + c] += weight(0);
+        sums[SightSum::self * width + c] += weight(position);
         for (const Index* marker = markers_begin; marker != markers_end; ++marker) {
             const T x = w[(*marker - j0) * width + c];  // 0 where the marker is hidden
-            sums[kSumMarkers * width + c] += x;
-            if (target.back_excludes_markers && *marker <= position - target.back) sums[kSumBack * width + c] -= x;
+            sums[SightSum::markers * width + c] += x;
+            if (target.back_excludes_markers && *marker <= position - target.back)
+                sums[SightSum::back * width + c] -= x;
         }
     }
 }
@@ -597,28 +637,61 @@ void sight_block(const FusedProblem<T>& problem, const StatisticsTarget<T>& targ
 template <class T>
 void finish_sight(const StatisticsTarget<T>& target, const T* sums, Index width, Index i, T l, Index h, Index row) {
     const T inverse = l > T(0) ? T(1) / l : T(0);  // l = 0: every visible score −∞, all zero
-    const auto mean = [&](SightSum sum) { return sums[sum * width + i] * inverse; };
-    target.at(kPrevious, h, row) = mean(kSumPrevious);
-    target.at(kFirst, h, row) = mean(kSumFirst);
-    target.at(kSelf, h, row) = mean(kSumSelf);
-    target.at(kBack, h, row) = mean(kSumBack);
-    target.at(kMarkers, h, row) = mean(kSumMarkers);
-    target.at(kLargest, h, row) = mean(kSumBest);
-    target.at(kEntropy, h, row) = l > T(0) ? std::log(l) - mean(kSumEntropy) : T(0);
-    target.at(kDistance, h, row) = mean(kSumDistance);
-    target.argmax_at(h, row) = Index(sums[kSumBestKey * width + i]);
+    const auto mean = [&](Index sum) { return sums[sum * width + i] * inverse; };
+    target.at(StatisticPlane::previous, h, row) = mean(SightSum::previous);
+    target.at(StatisticPlane::first, h, row) = mean(SightSum::first);
+    target.at(StatisticPlane::self, h, row) = mean(SightSum::self);
+    target.at(StatisticPlane::back, h, row) = mean(SightSum::back);
+    target.at(StatisticPlane::markers, h, row) = mean(SightSum::markers);
+    target.at(StatisticPlane::largest, h, row) = mean(SightSum::best);
+    target.at(StatisticPlane::entropy, h, row) = l > T(0) ? std::log(l) - mean(SightSum::entropy) : T(0);
+    target.at(StatisticPlane::distance, h, row) = mean(SightSum::distance);
+    target.argmax_at(h, row) = Index(sums[SightSum::best_key * width + i]);
 }
 
-/// Head h's output row i from its unnormalised sum o (value_size entries) and weight total l.
+/// Head h's output row i from its unnormalised sum o (value_size entries, o_step apart) and weight total l.
 template <class T>
-void finish_output(const FusedProblem<T>& problem, Index h, Index i, const T* o, T l) {
+void finish_output(const FusedProblem<T>& problem, Index h, Index i, const T* o, Index o_step, T l) {
     T* out = problem.output_row(h, i);
     if (l == T(0)) {  // every visible score was −∞: a zero output, as softmax_rows gives
         std::fill(out, out + problem.value_size, T(0));
         return;
     }
     const T inverse = T(1) / l;
-    for (Index c = 0; c < problem.value_size; ++c) out[c] = o[c] * inverse;
+    for (Index c = 0; c < problem.value_size; ++c) out[c] = o[c * o_step] * inverse;
+}
+
+/// oᵀ(c, i) += Σ_j v(j, c) · w(j, i) for the dv columns c of the values and `packets` packets of
+/// queries i: w = weightsᵀ (count keys × the packets, row stride w_row), v row-major (row stride
+/// v_row), oᵀ (dv × the packets, row stride o_row). The streaming output, on the scores' tile:
+/// value columns take the keys' place, broadcast, and the weights are loaded whole packets at a
+/// time, as the queries are; each entry is one fused multiply-add chain over the keys in order.
+template <class T>
+void values_times_weights(Index dv, int packets, const T* w, Index w_row, Index count, const T* v, Index v_row, T* ot,
+                          Index o_row) {
+    using Tiling = KernelTiling<T>;
+    using Run = Tiles<T, Tiling::kScoreKeys, Tiling::kScorePackets>;
+    for (Index c = 0; c < dv; c += Tiling::kScoreKeys)
+        Run::run(int(std::min<Index>(Tiling::kScoreKeys, dv - c)), packets, v + c, 1, v_row, w, w_row, count,
+                 ot + c * o_row, o_row, true);
+}
+
+/// oᵀ(c, i) *= factor(i) for c < dv over `packets` packets of queries (row stride o_row); a packet
+/// whose factors are all 1 (the running maxima did not grow) is left as it is.
+template <class T>
+void scale_columns(T* ot, Index o_row, Index dv, int packets, const T* factor) {
+    using Tiling = KernelTiling<T>;
+    using Packet = typename Tiling::Packet;
+    constexpr Index L = Tiling::kLanes;
+    for (int p = 0; p < packets; ++p) {
+        const T* f = factor + p * L;
+        if (std::all_of(f, f + L, [](T x) { return x == T(1); })) continue;
+        const Packet scale = ei::ploadu<Packet>(f);
+        for (Index c = 0; c < dv; ++c) {
+            T* x = ot + c * o_row + p * L;
+            ei::pstoreu(x, ei::pmul(ei::ploadu<Packet>(x), scale));
+        }
+    }
 }
 
 /// Rows [i0, i1) of head h's queries, rotated and scaled, into dst (row-major, row stride d).
@@ -626,10 +699,10 @@ template <class T>
 void load_queries(const FusedProblem<T>& problem, Index h, Index i0, Index i1, T* dst) {
     const Index d = problem.depth, rows = i1 - i0;
     const RowMajorView<T>& q = problem.inputs[std::size_t(h)].queries;
-    Eigen::Map<Matrix<T>> block(dst, rows, d);
-    block = Eigen::Map<const Matrix<T>, 0, Eigen::OuterStride<>>(q.data + i0 * q.stride, rows, d,
-                                                                 Eigen::OuterStride<>(q.stride));
-    if (problem.rope) problem.rope->apply(block, problem.first_position + i0);
+    Eigen::Map<RowMajorMatrix<T>> block(dst, rows, d);
+    block = Eigen::Map<const RowMajorMatrix<T>, 0, Eigen::OuterStride<>>(q.data + i0 * q.stride, rows, d,
+                                                                         Eigen::OuterStride<>(q.stride));
+    if (problem.rope) problem.rope(dst, rows, problem.first_position + i0);
     block *= problem.scale;
 }
 
@@ -643,9 +716,9 @@ void prepare_head(const FusedProblem<T>& problem, Index h, PreparedHead<T>& out)
     const HeadInputs<T>& in = problem.inputs[std::size_t(h)];
     out.keys = in.keys;
     if (problem.rope) {
-        out.rotated_keys = Eigen::Map<const Matrix<T>, 0, Eigen::OuterStride<>>(in.keys.data, n, d,
-                                                                                Eigen::OuterStride<>(in.keys.stride));
-        problem.rope->apply(out.rotated_keys, 0);
+        out.rotated_keys = Eigen::Map<const RowMajorMatrix<T>, 0, Eigen::OuterStride<>>(
+            in.keys.data, n, d, Eigen::OuterStride<>(in.keys.stride));
+        problem.rope(out.rotated_keys.data(), n, 0);
         out.keys = {out.rotated_keys.data(), d};
     }
     if (problem.weights) {
@@ -661,9 +734,9 @@ void prepare_head(const FusedProblem<T>& problem, Index h, PreparedHead<T>& out)
     if (dv % Tiling::kLanes != 0) {  // the micro-kernels read whole packets: pad each row
         const Index padded = kernel::round_up(dv, Tiling::kLanes);
         out.padded_values.setZero(n * padded);
-        Eigen::Map<Matrix<T>>(out.padded_values.data(), n, padded).leftCols(dv) =
-            Eigen::Map<const Matrix<T>, 0, Eigen::OuterStride<>>(in.values.data, n, dv,
-                                                                 Eigen::OuterStride<>(in.values.stride));
+        Eigen::Map<RowMajorMatrix<T>>(out.padded_values.data(), n, padded).leftCols(dv) =
+            Eigen::Map<const RowMajorMatrix<T>, 0, Eigen::OuterStride<>>(in.values.data, n, dv,
+                                                                         Eigen::OuterStride<>(in.values.stride));
         out.values = {out.padded_values.data(), padded};
     }
 }
@@ -677,11 +750,10 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
     constexpr Index block = Tiling::kKeyBlock, tile_keys = Tiling::kScoreKeys;
     constexpr T minus_infinity = -std::numeric_limits<T>::infinity();
     const Index rows = i1 - i0, d = problem.depth, dv = problem.value_size;
-    const Index padded = kernel::round_up(dv, lanes);
     const Index chunks = (rows + chunk - 1) / chunk;
     T* qt = scratch.queries.data();  // (d × width): queriesᵀ
     T* st = scratch.scores.data();   // (block × width): scoresᵀ, then weightsᵀ
-    T* o = scratch.output.data();    // (width × padded)
+    T* ot = scratch.output.data();   // (dv × width): outputᵀ, unnormalised
     T* m = scratch.largest.data();
     T* l = scratch.total.data();
     T* alpha = scratch.factor.data();
@@ -691,16 +763,16 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
         // stages the (rows × d) queries: it is not needed yet.
         T* rows_first = scratch.output.data();
         kernel::load_queries(problem, h, i0, i1, rows_first);
-        Eigen::Map<Matrix<T>> transposed(qt, d, width);
-        transposed.leftCols(rows) = Eigen::Map<const Matrix<T>>(rows_first, rows, d).transpose();
+        Eigen::Map<RowMajorMatrix<T>> transposed(qt, d, width);
+        transposed.leftCols(rows) = Eigen::Map<const RowMajorMatrix<T>>(rows_first, rows, d).transpose();
         transposed.middleCols(rows, chunks * chunk - rows).setZero();
     }
     std::fill(m, m + width, minus_infinity);
     std::fill(l, l + width, T(0));
-    if (problem.outputs) std::fill(o, o + rows * padded, T(0));
+    if (problem.outputs) std::fill(ot, ot + dv * width, T(0));
     const StatisticsTarget<T>* statistics = problem.statistics;
-    T* sums = scratch.sight.data();  // (kSightSums × width), statistics only
-    if (statistics) std::fill(sums, sums + kSightSums * width, T(0));
+    T* sums = scratch.sight.data();  // (SightSum::rows × width), statistics only
+    if (statistics) std::fill(sums, sums + SightSum::rows * width, T(0));
 
     using ScoreTiles = kernel::Tiles<T, Tiling::kScoreKeys, Tiling::kScorePackets>;
     const Index end = problem.allowed(i1 - 1);
@@ -728,17 +800,16 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
             // online softmax down the columns, a packet of queries at a time
             if (statistics)
                 kernel::online_softmax_packets<T, true>(packets, st + c0, width, count, m + c0, l + c0, alpha + c0,
-                                                        sums + kSumEntropy * width + c0);
+                                                        sums + SightSum::entropy * width + c0);
             else
                 kernel::online_softmax_packets(packets, st + c0, width, count, m + c0, l + c0, alpha + c0);
             if (statistics)
                 kernel::sight_block(problem, *statistics, st, width, count, j0, i0, c0, c_rows, packets, alpha, sums);
             if (!problem.outputs) continue;  // statistics only (attention_statistics)
-            for (Index i = c0; i < c0 + c_rows; ++i)
-                if (alpha[i] != T(1)) kernel::scale_row(o + i * padded, padded, alpha[i]);
-            // output += weights · values: weights(i, j) = st[j·width + i]
-            kernel::weights_times_values(c_rows, st + c0, 1, width, count, head.values.data + j0 * head.values.stride,
-                                         head.values.stride, padded, o + c0 * padded, padded, true);
+            kernel::scale_columns(ot + c0, width, dv, packets, alpha + c0);
+            // outputᵀ += valuesᵀ · weightsᵀ
+            kernel::values_times_weights(dv, packets, st + c0, width, count, head.values.data + j0 * head.values.stride,
+                                         head.values.stride, ot + c0, width);
         }
     }
 
@@ -746,7 +817,7 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
         if (!std::isfinite(l[i])) problem.bad_scores(h, i0 + i);
         if (problem.log_sum_exp) problem.log_sum_exp_at(h, i0 + i) = kernel::log_sum_exp(m[i], l[i]);
         if (statistics) kernel::finish_sight(*statistics, sums, width, i, l[i], h, i0 + i);
-        if (problem.outputs) kernel::finish_output(problem, h, i0 + i, o + i * padded, l[i]);
+        if (problem.outputs) kernel::finish_output(problem, h, i0 + i, ot + i, width, l[i]);
     }
 }
 
@@ -846,7 +917,7 @@ void decode_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
 
     for (Index r = 0; r < rows; ++r) {
         if (problem.log_sum_exp) problem.log_sum_exp_at(h, i0 + r) = kernel::log_sum_exp(m[r], l[r]);
-        kernel::finish_output(problem, h, i0 + r, o + r * padded, l[r]);
+        kernel::finish_output(problem, h, i0 + r, o + r * padded, 1, l[r]);
     }
 }
 
@@ -993,7 +1064,7 @@ void fused_attention(const FusedProblem<T>& problem) {
             mine.tile.resize(Tiling::kValueRows * Tiling::kPanel);
         else
             mine.scores.resize(Tiling::kKeyBlock * width);
-        if (problem.statistics) mine.sight.resize(kSightSums * width);
+        if (problem.statistics) mine.sight.resize(SightSum::rows * width);
     }
 
     // Phase 1 prepares every key/value head (rotation, key panels, padded values) from its

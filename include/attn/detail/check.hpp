@@ -10,9 +10,15 @@
 #include <sstream>
 #include <string>
 
-#include "attn/core/error.hpp"
+#include "attn/error.hpp"
 
 namespace attn::detail {
+
+/// core/types.hpp's Index and Matrix under the kernels' own names: detail/ includes nothing
+/// from core/, and these are the same types.
+using Index = Eigen::Index;
+template <class T>
+using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 template <class... Parts>
 std::string message(const Parts&... parts) {

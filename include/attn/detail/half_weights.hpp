@@ -16,7 +16,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "attn/core/types.hpp"
+#include "attn/detail/check.hpp"
 #include "attn/detail/half_float.hpp"
 #include "attn/detail/tiles.hpp"
 
@@ -123,15 +123,15 @@ struct HalfMatrix {
         return format == HalfFormat::bfloat16 ? bfloat16_to_float(b) : half_to_float(b);
     }
     /// The float matrix (rows × cols) these numbers are, exactly.
-    Matrix<float> widened() const {
-        Matrix<float> out(rows, cols);
+    RowMajorMatrix<float> widened() const {
+        RowMajorMatrix<float> out(rows, cols);
         for (Index r = 0; r < rows; ++r)
             for (Index c = 0; c < cols; ++c) out(r, c) = (*this)(r, c);
         return out;
     }
     /// A float matrix whose every entry is a number of `format` (as read from such a tensor),
     /// kept in 16 bits, exactly.
-    static HalfMatrix narrowed(const Matrix<float>& values, HalfFormat format) {
+    static HalfMatrix narrowed(const RowMajorMatrix<float>& values, HalfFormat format) {
         HalfMatrix out{format, values.rows(), values.cols(), std::vector<std::uint16_t>(std::size_t(values.size()))};
         const float* from = values.data();
         for (std::size_t i = 0; i < out.bits.size(); ++i)
@@ -150,7 +150,7 @@ struct WeightRows {
     HalfFormat format = HalfFormat::bfloat16;
     Index rows = 0, cols = 0, stride = 0;
 
-    static WeightRows of(const Matrix<T>& m) {
+    static WeightRows of(const RowMajorMatrix<T>& m) {
         return {m.data(), nullptr, HalfFormat::bfloat16, m.rows(), m.cols(), m.cols()};
     }
     static WeightRows of(const HalfMatrix& m) { return {nullptr, m.bits.data(), m.format, m.rows, m.cols, m.cols}; }

@@ -4,10 +4,8 @@
 // 2 MiB and, on Linux, marked MADV_HUGEPAGE, so that where transparent huge pages are
 // enabled "always" or "madvise" (the common defaults) the kernel backs them with 2 MiB pages.
 // A fresh 2,048-position result then takes 32 page faults instead of 16,384, and rows are
-// written without a TLB walk every 4 KiB: on the AMD EPYC VM the weights path at 2,048
-// positions took 81.6–84.0 ms into a new result before and 57.0–58.6 ms after, 63.5–64.9
-// and 51.5–59.8 ms into reused storage (interleaved runs: docs/bench/huge_pages_before_after.txt).
-// Smaller arrays come from std::allocator, as before.
+// written without a TLB walk every 4 KiB (docs/DESIGN.md has what it saves, measured).
+// Smaller arrays come from std::allocator.
 
 #include <cstddef>
 #include <cstdlib>

@@ -17,8 +17,8 @@
 #include <limits>
 #include <string>
 
-#include "attn/core/error.hpp"
 #include "attn/detail/check.hpp"
+#include "attn/error.hpp"
 
 #if !defined(ATTN_PORTABLE_FILE_IO) && (defined(__unix__) || defined(__APPLE__))
 #define ATTN_DETAIL_POSIX_FILE_IO 1

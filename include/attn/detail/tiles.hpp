@@ -12,7 +12,7 @@
 
 #include <algorithm>
 
-#include "attn/core/types.hpp"
+#include "attn/detail/check.hpp"
 
 // gcc 12's AVX-512 intrinsics initialise a dummy operand from itself (GCC bug 105593, fixed
 // in gcc 13), which -Wall reports wherever they are inlined with -march=native.
@@ -179,13 +179,13 @@ void multiply_rows_from(Index rows, Index depth, Index cols, const T* a, Index a
     // row tile runs over them; with enough tiles a block is first copied side by side into
     // `panel`: b's rows lie a row of b apart, a multiple of 4 KiB at real widths (768 … 3,072
     // floats), so in place they share a few cache sets and a page each, and the tiles wait on
-    // L2 and the TLB (GPT-2's 768 × 3,072 products: 56 → 144 GFLOP/s on AVX-512). A tile adds
+    // L2 and the TLB (docs/DESIGN.md has the measurement). A tile adds
     // each block into c, so every entry of c is still one multiply-add chain over the depth
     // in order, whatever the blocks. A source that cannot be read in place (16-bit rows) is
     // always copied, converted, into the panel.
     // While a block's row tiles run, the next block is prefetched, a share of its rows per
     // tile: in a forward pass the weights come from L3, and the first tile of every block would
-    // otherwise wait for them (docs/bench/performance.md: 2–11 % of a forward, profiled).
+    // otherwise wait for them (docs/DESIGN.md: what it saves, profiled).
     constexpr Index kPanelBytes = 32 * 1024;
     constexpr Index kBlockDepth = kPanelBytes / (Tile::kColumns * Index(sizeof(T)));
     constexpr Index kPackedTiles = 8;  // fewer row tiles read b in place: the copy would not pay

@@ -27,11 +27,11 @@
 #include <utility>
 #include <vector>
 
-#include "attn/core/error.hpp"
 #include "attn/detail/byte_level.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/detail/hf_tokenizer.hpp"
 #include "attn/detail/pretokenize.hpp"
+#include "attn/error.hpp"
 
 namespace attn::detail::tokenizer_json {
 

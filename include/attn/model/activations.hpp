@@ -40,9 +40,9 @@
 #include <string_view>
 #include <vector>
 
-#include "attn/core/error.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
+#include "attn/error.hpp"
 #include "attn/model/types.hpp"
 
 namespace attn {

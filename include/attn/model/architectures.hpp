@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "attn/core/error.hpp"
 #include "attn/core/rope.hpp"
 #include "attn/detail/check.hpp"
+#include "attn/error.hpp"
 #include "attn/model/types.hpp"
 
 namespace attn {
@@ -320,7 +320,7 @@ inline TensorNames hugging_face_tensor_names(const ModelSettings& s, const std::
     return names;
 }
 
-/// The store model's tensor names (manifest.json's models: tools/export.py writes them).
+/// The store model's tensor names (manifest.json's models: tools/training/export.py writes them).
 inline TensorNames store_tensor_names(const ModelSettings& s) {
     TensorNames names;
     names.layout = WeightLayout::in_out;

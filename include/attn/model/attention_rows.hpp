@@ -14,13 +14,14 @@
 namespace attn {
 
 /// Layer `layer`'s weights of query positions `rows` in heads `heads` (empty: all of them)
-/// over keys `range` → heads.size() × (rows.size() × range width), from a ForwardResult
-/// of a model with these settings kept with keep_log_sum_exp. Throws argument_error if it was
-/// not kept or an index is out of range.
+/// over keys `range` → out.weights: heads.size() × (rows.size() × range width), from a
+/// ForwardResult of a model with these settings kept with keep_log_sum_exp. out.weights must be
+/// empty or of that shape (shape_error); a repeated call into the same `out` allocates nothing.
+/// Throws argument_error if the log-sum-exps were not kept or an index is out of range.
 template <class T>
-HeadStack<T> attention_rows(const ModelSettings& settings, const ForwardResult<T>& result, Index layer,
-                            const std::vector<Index>& chosen_heads, const std::vector<Index>& chosen_rows,
-                            KeyRange range = {}) {
+void attention_rows_into(const ModelSettings& settings, const ForwardResult<T>& result, Index layer,
+                         const std::vector<Index>& chosen_heads, const std::vector<Index>& chosen_rows, KeyRange range,
+                         WeightRowsResult<T>& out) {
     const char* function = "attention_rows";
     if (result.log_sum_exp.empty() || result.queries_keys.empty())
         throw argument_error(detail::message(function, ": the forward pass kept no log-sum-exps (set ",
@@ -43,15 +44,26 @@ HeadStack<T> attention_rows(const ModelSettings& settings, const ForwardResult<T
     AttentionOptions<T> options;  // causal; the kept queries and keys are already rotated
     options.scale = T(settings.score_scale(layer));
     const detail::DemandShape<T> shape = detail::demand_shape(function, n, n, d, range, options);
-    HeadStack<T> out(Index(chosen.size()), Index(rows.size()), range.last - range.first);
-    AttentionWorkspace<T> memory;
+    detail::reuse_storage(function, "weights", out.weights, Index(chosen.size()), Index(rows.size()),
+                          range.last - range.first);
     for (std::size_t a = 0; a < chosen.size(); ++a) {
         const Index h = chosen[a];
         const detail::DemandHead<T> head{{queries_keys.data() + h * d, width},
                                          {queries_keys.data() + query_width + (h / group) * d, width},
                                          lse.data() + h * n};
-        detail::demand_head(function, shape, head, rows, out.head(Index(a)).data(), out.cols(), memory);
+        detail::demand_head(function, shape, head, rows, out.weights.head(Index(a)).data(), out.weights.cols(),
+                            out.workspace);
     }
+}
+
+/// attention_rows_into into a fresh result: weights heads.size() × (rows.size() × range width).
+template <class T>
+WeightRowsResult<T> attention_rows(const ModelSettings& settings, const ForwardResult<T>& result, Index layer,
+                                   const std::vector<Index>& heads, const std::vector<Index>& rows,
+                                   KeyRange range = {}) {
+    WeightRowsResult<T> out;
+    attention_rows_into(settings, result, layer, heads, rows, range, out);
+    out.workspace = {};  // the numbers, not the call's memory
     return out;
 }
 

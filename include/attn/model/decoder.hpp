@@ -10,10 +10,9 @@
 //
 // Each call runs the fast forward (model/forward.hpp) on its new positions only, reading the
 // earlier ones' keys and values from the caches; the rows it returns are Model::forward's rows
-// for the whole text to rounding (tests/test_decoder.cpp). Memory: layers × context × 2C
-// numbers. A Decoder is one text's state; the Model stays immutable, so any number of
-// Decoders can run on one Model at once, from different threads. Memory: layers × capacity ×
-// 2 H_kv·d numbers, the capacity being the model's context unless the decoder is given less.
+// for the whole text to rounding (tests/test_decoder.cpp). A Decoder is one text's state; the Model stays immutable, so
+// any number of Decoders can run on one Model at once, from different threads. Memory: layers × capacity × 2 H_kv·d
+// numbers, the capacity being the model's context unless the decoder is given less.
 
 #include <Eigen/Core>
 
@@ -21,11 +20,10 @@
 
 #include "attn/core/kv_cache.hpp"
 #include "attn/core/types.hpp"
-#include "attn/core/workers.hpp"
 #include "attn/detail/check.hpp"
-#include "attn/detail/parallel.hpp"
 #include "attn/model/model.hpp"
 #include "attn/model/types.hpp"
+#include "attn/threads.hpp"
 
 namespace attn {
 
@@ -36,12 +34,11 @@ struct DecodeOptions {
     bool all_logits = false;
     /// Return the new positions' attention rows in every layer and head.
     bool keep_attention = false;
-    /// Threads: 1 runs on the calling thread; 0 uses one per hardware thread. With at least 16
-    /// new positions each they share the positions; with fewer (a single step) they share every
-    /// product's columns and attention's heads, if the model has 4 M weights or more or the
-    /// workers are kept (else the caller runs it). Bit-identical for every count.
-    int threads = 1;
-    Workers* workers = nullptr;  ///< kept threads to run on instead (see ForwardOptions::workers)
+    /// Threads (attn/threads.hpp). With at least 16 new positions each they share the
+    /// positions; with fewer (a single step) they share every product's columns and attention's
+    /// heads, if the model has 4 M weights or more or the threads are kept (else the caller runs
+    /// it). Bit-identical for every choice.
+    Threads threads;
 };
 
 /// What Decoder::append returns for n new positions, the last at position `positions − 1`.
@@ -52,6 +49,8 @@ struct DecodeResult {
     /// Per layer, heads × (n × positions): row i is what new position i attends to among all
     /// positions so far (zero beyond itself), if keep_attention.
     std::vector<AttentionWeights<T>> attention;
+    /// append_into's working memory for the next call (append and step return it empty).
+    ForwardWorkspace<T> workspace;
 };
 
 /// One text being decoded by a Model: its keys and values so far.
@@ -62,10 +61,10 @@ public:
     /// model's whole context; a model with a long context may want less, since the caches take
     /// layers × capacity × 2 H_kv·d numbers at once). ablate: heads whose output is zeroed at
     /// every position (as ForwardOptions::ablate). The model must outlive the decoder.
-    explicit Decoder(const Model<T>& model, std::vector<HeadId> ablate = {}, Index capacity = 0)
-        : model_(&model), ablate_(std::move(ablate)) {
+    explicit Decoder(const Model<T>& model, std::vector<HeadId> ablate = {}, Index capacity = 0) : model_(&model) {
         const ModelSettings& s = model.settings();
-        detail::silenced_heads("Decoder", s, ablate_);  // checks them now, not at the first append
+        detail::silenced_heads("Decoder", s, ablate);  // checks them now, not at the first append
+        forward_.ablate = std::move(ablate);
         if (capacity < 0 || capacity > s.longest)
             throw argument_error(detail::message("Decoder: capacity ", capacity, " is not in 0 … ", s.longest,
                                                  " (the model's context)"));
@@ -93,36 +92,56 @@ public:
     /// keeps their keys and values. Throws argument_error, with nothing changed, for an empty
     /// ids, an id outside the vocabulary, or positions past the model's context.
     DecodeResult<T> append(const std::vector<int>& ids, const DecodeOptions& options = {}) {
+        DecodeResult<T> result;
+        append_into(ids, options, result);
+        result.workspace = {};  // the numbers, not the call's memory
+        return result;
+    }
+
+    /// append into `result`, whose storage (logits, attention rows, working memory) is reused:
+    /// a loop of steps into one result, on one thread or kept Workers, allocates nothing once
+    /// the shapes repeat.
+    void append_into(const std::vector<int>& ids, const DecodeOptions& options, DecodeResult<T>& result) {
         const ModelSettings& s = model_->settings();
         detail::check_token_ids("Decoder::append", s, ids);  // 1 … context ids of the vocabulary
         if (static_cast<Index>(ids.size()) > room())
             throw argument_error(detail::message("Decoder::append: ", ids.size(), " more positions after the ",
                                                  positions(), " decoded would pass the decoder's capacity of ",
                                                  caches_.front().capacity(), " positions"));
-        const int available =
-            options.workers ? options.workers->size() : detail::resolve_threads("Decoder::append", options.threads);
+        const int available = options.threads.available("Decoder::append");
 
-        ForwardOptions forward;
-        forward.keep_attention = options.keep_attention;
-        forward.ablate = ablate_;
-        ForwardResult<T> result;
+        forward_.keep_attention = options.keep_attention;
         detail::PassSetup<T> setup;
         setup.caches = &caches_;
         setup.first_position = positions();
         setup.last_logits_only = !options.all_logits;
-        detail::FastForward<T> pass(*model_, ids, forward, result, setup);
-        pass.run(options.workers, available);
+        // The pass writes into a ForwardResult: `result`'s storage is lent to it for the call.
+        ForwardResult<T> pass_result;
+        const auto lend = [&] {
+            std::swap(pass_result.logits, result.logits);
+            std::swap(pass_result.workspace, result.workspace);
+            std::swap(pass_result.attention.layers_, result.attention);
+        };
+        lend();
+        try {
+            detail::FastForward<T>(*model_, ids, forward_, pass_result, setup).run(options.threads.kept(), available);
+        } catch (...) {
+            lend();
+            throw;
+        }
+        lend();
         for (KeyValueCache<T>& cache : caches_) cache.extend(static_cast<Index>(ids.size()));
-
-        DecodeResult<T> out;
-        out.logits = std::move(result.logits);
-        if (options.keep_attention) out.attention = std::move(pass.kept_attention());
-        return out;
     }
 
     /// Appends one token: its logits (1 × V), the scores of the token after it, and if asked
     /// its attention row, heads × (1 × positions) per layer.
     DecodeResult<T> step(int id, const DecodeOptions& options = {}) { return append(std::vector<int>{id}, options); }
+
+    /// step into `result`, whose storage is reused as append_into's.
+    void step_into(int id, const DecodeOptions& options, DecodeResult<T>& result) {
+        one_id_.assign(1, id);
+        append_into(one_id_, options, result);
+    }
 
     /// Forgets positions `positions` … (to continue the same prefix differently).
     void truncate(Index positions) {
@@ -132,8 +151,9 @@ public:
 
 private:
     const Model<T>* model_;
-    std::vector<HeadId> ablate_;
+    ForwardOptions forward_;                // its ablation, set once
     std::vector<KeyValueCache<T>> caches_;  // per layer
+    std::vector<int> one_id_;               // step_into's id, kept to allocate nothing
 };
 
 }  // namespace attn

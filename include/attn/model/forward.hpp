@@ -6,8 +6,8 @@
 //     side into one (n × H·d) matrix;
 //   - with rotary positions, layer 0's q, k, v looked up per token: that layer sees only the
 //     embeddings, so they depend on the token alone (Model::load computes the table once);
-//   - every product on the register-tiled kernel (detail/tiles.hpp), into buffers
-//     allocated once per call;
+//   - every product on the register-tiled kernel (detail/tiles.hpp), into buffers kept in the
+//     result (ForwardResult::workspace), so that a repeated call allocates nothing;
 //   - with several threads, each owns a share of the positions through every layer,
 //     attention included (causal queries read only earlier keys), and the threads meet
 //     once per layer, when every position's keys and values are ready;
@@ -25,18 +25,29 @@
 #include "attn/core/kv_cache.hpp"
 #include "attn/core/norm.hpp"
 #include "attn/core/types.hpp"
-#include "attn/core/workers.hpp"
 #include "attn/detail/causal_kernel.hpp"
 #include "attn/detail/half_weights.hpp"
-#include "attn/detail/parallel.hpp"
 #include "attn/detail/tiles.hpp"
 #include "attn/model/activations.hpp"
-#include "attn/model/model.hpp"
 #include "attn/model/types.hpp"
+#include "attn/threads.hpp"
 
 namespace attn {
 
+template <class T>
+class Model;  // model.hpp, which includes this header: the pass reads a Model's weights
+
 namespace detail {
+
+/// The fast pass's working memory (ForwardWorkspace, held by a ForwardResult between calls).
+template <class T>
+struct ForwardMemory {
+    Matrix<T> x, normed, qkv[2], attended, written, hidden, hidden_linear;  ///< the pass's (positions × …) buffers
+    std::vector<KernelMemory<T>> kernels;                                   ///< the attention kernel's, one per worker
+    std::vector<std::vector<bool>> silenced;                                ///< (layers × heads): ablated heads
+    std::vector<Index> markers;                                             ///< the statistics' markers, sorted
+    std::vector<StatisticsTarget<T>> targets;                               ///< per layer, if statistics are asked
+};
 
 /// A share of the positions: rows first … last − 1.
 struct Rows {
@@ -88,7 +99,7 @@ public:
           look_up_first_layer_(
               model.first_layer_qkv_.size() != 0 && !resume_ &&
               !(hooks_ && (hooks_->changes({Point::embed, 0}) || hooks_->changes({Point::resid_pre, 0})))),
-          memory_(result.workspace),
+          memory_(result.workspace.get()),
           silenced_(memory_.silenced),
           x_(memory_.x),
           normed_(memory_.normed),
@@ -252,9 +263,8 @@ private:
     }
 
     /// Fewest weights a pass reads for threads to be started only to share its columns: starting
-    /// one costs ~70 µs (docs/bench/performance.md) and every layer meets 8 times. models/store
-    /// (1 M weights) lost by it (16 positions: 0.58 → 1.67 ms on a loaded machine); GPT-2
-    /// small's 124 M gain (a step: ~40 → ~23 ms of the caller's time).
+    /// one, and every layer's meetings (8 a layer), cost more than a small model's step (the store model's
+    /// 1 M weights lose by it, GPT-2 small's 124 M gain; docs/DESIGN.md has the measurements).
     static constexpr double kColumnSplitWeights = double(1 << 22);
 
     /// Worker `worker`'s columns of `count`, of `workers`: whole packets, so that every column
@@ -285,8 +295,7 @@ private:
     /// Fewest positions per thread: below this, starting a thread costs more than it saves.
     static constexpr Index kPositionsPerThread = 16;
     /// How much more a FLOP of attention costs than a FLOP of the products (short rows of
-    /// keys, exponentials, another thread's keys); docs/bench/performance.md has how it was
-    /// measured.
+    /// keys, exponentials, another thread's keys); docs/DESIGN.md has how it was measured.
     static constexpr double kAttentionCost = 2.0;
 
     const Matrix<T>& qkv_of(std::size_t l) const { return qkv_[l % 2]; }
@@ -616,7 +625,7 @@ private:
     const Resume<T>* const resume_;                   // where a resumed pass starts, or null
     const std::size_t first_layer_;                   // the first layer the pass runs
     const bool look_up_first_layer_;                  // layer 0's q, k, v by token (its input is unchanged)
-    ForwardWorkspace<T>& memory_;                     // the result's: the buffers below, kernels' memory
+    ForwardMemory<T>& memory_;                        // the result's: the buffers below, kernels' memory
     const std::vector<std::vector<bool>>& silenced_;  // (layers × heads): ablated heads
     Matrix<T>& x_;                                    // (n × C) the residual stream
     Matrix<T>& normed_;                               // (n × C) layer_norm(x)
@@ -634,22 +643,5 @@ private:
 };
 
 }  // namespace detail
-
-template <class T>
-void Model<T>::forward_into(const std::vector<int>& ids, const ForwardOptions& options,
-                            ForwardResult<T>& result) const {
-    detail::check_token_ids("Model::forward", settings_, ids);
-    const int available =
-        options.workers ? options.workers->size() : detail::resolve_threads("Model::forward", options.threads);
-    detail::FastForward<T>(*this, ids, options, result).run(options.workers, available);
-}
-
-template <class T>
-ForwardResult<T> Model<T>::forward(const std::vector<int>& ids, const ForwardOptions& options) const {
-    ForwardResult<T> result;
-    forward_into(ids, options, result);
-    result.workspace = {};  // a result kept for its numbers does not keep the pass's memory too
-    return result;
-}
 
 }  // namespace attn

@@ -3,9 +3,8 @@
 // choosing each token with a TokenSampler (core/sampling.hpp), and can keep, for every token
 // it writes, the attention row of the position that chose it: where each head looked.
 //
-//   prompt = <s> name <sep> [description so far]          (Model::prompt_ids)
-//   prefill the prompt → logits of the next token → pick → step → … until </s>, the context's
-//   end or max_tokens.
+//   prefill the prompt → logits of the next token → pick → step → … until the model's end
+//   token, the context's end or max_tokens.
 
 #include <Eigen/Core>
 
@@ -15,11 +14,11 @@
 
 #include "attn/core/sampling.hpp"
 #include "attn/core/types.hpp"
-#include "attn/core/workers.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/model/decoder.hpp"
 #include "attn/model/model.hpp"
 #include "attn/model/types.hpp"
+#include "attn/threads.hpp"
 
 namespace attn {
 
@@ -27,15 +26,15 @@ struct GenerationOptions {
     SamplingOptions sampling;      ///< greedy by default
     Index max_tokens = 0;          ///< the most tokens to write (0: until </s> or the context's end)
     bool stop_at_end = true;       ///< stop after writing the model's end token (ModelSettings::end_token)
-    bool keep_attention = false;   ///< keep each written token's attention rows (Generation::attention)
+    bool keep_attention = false;   ///< keep each written token's attention rows (GenerationResult::attention)
     std::vector<HeadId> ablate{};  ///< heads silenced at every position (as ForwardOptions::ablate)
     /// Threads for the prompt's prefill and for each step (a step's products split by columns, see
-    /// DecodeOptions::threads); the written ids are the same for every count.
-    int threads = 1;
-    Workers* workers = nullptr;  ///< kept threads instead (best for the steps: none started per token)
+    /// DecodeOptions::threads); the written ids are the same for every choice. Kept Workers suit
+    /// the steps best: no threads started per token.
+    Threads threads;
 };
 
-/// Why generation stopped; when two hold at once, the first listed here (as tools/generate.py).
+/// Why generation stopped; when two hold at once, the first listed here (as tools/references/generate.py).
 enum class StopReason {
     end,         ///< it wrote </s>
     context,     ///< the text filled the model's context
@@ -55,7 +54,7 @@ inline const char* to_string(StopReason reason) {
 }
 
 template <class T>
-struct Generation {
+struct GenerationResult {
     std::vector<int> prompt;            ///< the ids it continued
     std::vector<int> ids;               ///< the ids it wrote (</s> included if it wrote it)
     std::vector<double> probabilities;  ///< the model's probability of each written id (softmax of its logits)
@@ -89,7 +88,8 @@ std::vector<AttentionWeights<T>> last_attention_row(const std::vector<AttentionW
 /// model, prompt and options write the same ids (on every machine in double; in float, where
 /// the same instructions run). Throws argument_error for a bad prompt or options.
 template <class T>
-Generation<T> generate(const Model<T>& model, const std::vector<int>& prompt, const GenerationOptions& options = {}) {
+GenerationResult<T> generate(const Model<T>& model, const std::vector<int>& prompt,
+                             const GenerationOptions& options = {}) {
     const ModelSettings& s = model.settings();
     detail::check_token_ids("generate", s, prompt);
     if (options.max_tokens < 0)
@@ -103,9 +103,8 @@ Generation<T> generate(const Model<T>& model, const std::vector<int>& prompt, co
     DecodeOptions decode;
     decode.keep_attention = options.keep_attention;
     decode.threads = options.threads;
-    decode.workers = options.workers;
 
-    Generation<T> out;
+    GenerationResult<T> out;
     out.prompt = prompt;
     using Clock = std::chrono::steady_clock;
     const auto milliseconds_since = [](Clock::time_point start) {
@@ -139,7 +138,7 @@ Generation<T> generate(const Model<T>& model, const std::vector<int>& prompt, co
             out.stop = StopReason::max_tokens;
             break;
         }
-        next = decoder.step(id, decode);
+        decoder.step_into(id, decode, next);  // the same storage every step
         ++step_count;
     }
     if (step_count > 0) out.step_milliseconds = milliseconds_since(steps) / double(step_count);

@@ -20,15 +20,15 @@
 #include <utility>
 #include <vector>
 
-#include "attn/core/error.hpp"
 #include "attn/core/norm.hpp"
 #include "attn/core/softmax.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
-#include "attn/detail/parallel.hpp"
+#include "attn/error.hpp"
 #include "attn/model/activations.hpp"
 #include "attn/model/model.hpp"
 #include "attn/model/types.hpp"
+#include "attn/threads.hpp"
 
 namespace attn {
 
@@ -42,7 +42,7 @@ struct HookOptions {
 };
 
 template <class T>
-struct HookedRun {
+struct HookedResult {
     ForwardResult<T> result;   ///< logits (and attention, …) as Model::forward returns them
     ActivationCache<T> cache;  ///< the kept activations, by name
 };
@@ -54,8 +54,7 @@ namespace detail {
 template <class T>
 void run_pass(const Model<T>& model, const std::vector<int>& ids, const ForwardOptions& options,
               ForwardResult<T>& result, const PassSetup<T>& setup, const char* function) {
-    const int available = options.workers ? options.workers->size() : resolve_threads(function, options.threads);
-    FastForward<T>(model, ids, options, result, setup).run(options.workers, available);
+    FastForward<T>(model, ids, options, result, setup).run(options.threads.kept(), options.threads.available(function));
 }
 
 }  // namespace detail
@@ -66,7 +65,7 @@ void run_pass(const Model<T>& model, const std::vector<int>& ids, const ForwardO
 /// longer kept are dropped.
 template <class T>
 void run_with_hooks_into(const Model<T>& model, const std::vector<int>& ids, const HookOptions<T>& options,
-                         HookedRun<T>& run) {
+                         HookedResult<T>& run) {
     detail::check_token_ids("run_with_hooks", model.settings(), ids);
     if (options.forward.keep_log_sum_exp || options.forward.statistics)
         throw argument_error("run_with_hooks: keep_log_sum_exp and statistics are Model::forward's options");
@@ -83,8 +82,8 @@ void run_with_hooks_into(const Model<T>& model, const std::vector<int>& ids, con
 /// Bad names, layers, heads, positions or value shapes are argument_error / shape_error
 /// before anything runs.
 template <class T>
-HookedRun<T> run_with_hooks(const Model<T>& model, const std::vector<int>& ids, const HookOptions<T>& options = {}) {
-    HookedRun<T> run;
+HookedResult<T> run_with_hooks(const Model<T>& model, const std::vector<int>& ids, const HookOptions<T>& options = {}) {
+    HookedResult<T> run;
     run_with_hooks_into(model, ids, options, run);
     run.result.workspace = {};  // as Model::forward: the numbers, not the pass's memory
     return run;
@@ -115,7 +114,7 @@ struct LogitMetric {
 /// reads is the sum of the components, so their shares, with the final LayerNorm's bias β · u,
 /// sum to the metric.
 template <class T>
-struct LogitAttribution {
+struct AttributionResult {
     /// "embed", "pos_embed" (learned positions), then per layer "L0H0" … "L0H3", "attn_bias0"
     /// (an output bias), "mlp0"; last "bias" (a LayerNorm's β · u)
     std::vector<std::string> components;
@@ -126,7 +125,7 @@ struct LogitAttribution {
 /// Attributes the metric over `run` (run_with_hooks keeping attribution_activations, every
 /// position or at least metric.position) of the same model.
 template <class T>
-LogitAttribution<T> logit_attribution(const Model<T>& model, const HookedRun<T>& run, const LogitMetric& metric) {
+AttributionResult<T> logit_attribution(const Model<T>& model, const HookedResult<T>& run, const LogitMetric& metric) {
     const ModelSettings& s = model.settings();
     const auto& positions = run.cache.positions();
     const auto found = std::find(positions.begin(), positions.end(), metric.position);
@@ -145,7 +144,7 @@ LogitAttribution<T> logit_attribution(const Model<T>& model, const HookedRun<T>&
         const T mean = centred ? component.sum() / T(s.dimensions) : T(0);
         return (component.array() - mean).matrix().dot(read.transpose());
     };
-    LogitAttribution<T> out;
+    AttributionResult<T> out;
     std::vector<T> shares;
     const auto add = [&](std::string name, T value) {
         out.components.push_back(std::move(name));
@@ -171,7 +170,7 @@ LogitAttribution<T> logit_attribution(const Model<T>& model, const HookedRun<T>&
 /// The logit lens at one position: after the embedding and after each layer, the final
 /// norm (with its own scale) and the unembedding, as probabilities.
 template <class T>
-struct LogitLens {
+struct LensResult {
     std::vector<std::string> stages;  ///< "embed", "blocks.0", …
     Matrix<T> probabilities;          ///< (stages × vocabulary)
 };
@@ -179,7 +178,7 @@ struct LogitLens {
 /// run: run_with_hooks keeping hook_embed (and hook_pos_embed, learned positions) and every
 /// blocks.L.hook_resid_post, at `position`.
 template <class T>
-LogitLens<T> logit_lens(const Model<T>& model, const HookedRun<T>& run, Index position) {
+LensResult<T> logit_lens(const Model<T>& model, const HookedResult<T>& run, Index position) {
     const ModelSettings& s = model.settings();
     const auto& positions = run.cache.positions();
     const auto found = std::find(positions.begin(), positions.end(), position);
@@ -187,7 +186,7 @@ LogitLens<T> logit_lens(const Model<T>& model, const HookedRun<T>& run, Index po
         throw argument_error(detail::message("logit_lens: position ", position, " was not kept by the run"));
     const Index row = Index(found - positions.begin());
     Matrix<T> stream(s.layers + 1, s.dimensions);  // (stages × C)
-    LogitLens<T> lens;
+    LensResult<T> lens;
     lens.stages.push_back("embed");
     stream.row(0) = run.cache["hook_embed"].row(row);
     if (s.positions == PositionEncoding::learned) stream.row(0) += run.cache["hook_pos_embed"].row(row);
@@ -236,7 +235,7 @@ inline void check_patching(const char* function, const ModelSettings& s, const s
 /// Activation patching results: scores (normalised: 0 = the corrupted run's metric, 1 = the
 /// clean run's) and the two runs' metrics.
 template <class T>
-struct Patching {
+struct PatchingResult {
     Matrix<T> scores;  ///< patch_heads: (layers × heads); patch_residual: (layers × positions)
     T clean = T(0);
     T corrupted = T(0);
@@ -288,8 +287,8 @@ public:
     }
 
     /// The result with its scores still to fill: (rows × cols) zeros.
-    Patching<T> result(Index rows, Index cols) const {
-        Patching<T> out = scores_;
+    PatchingResult<T> result(Index rows, Index cols) const {
+        PatchingResult<T> out = scores_;
         out.scores = Matrix<T>::Zero(rows, cols);
         return out;
     }
@@ -300,8 +299,8 @@ private:
     LogitMetric metric_;
     ForwardOptions forward_;
     std::vector<int> corrupted_text_;
-    HookedRun<T> clean_, corrupted_;
-    Patching<T> scores_;  // the two runs' metrics
+    HookedResult<T> clean_, corrupted_;
+    PatchingResult<T> scores_;  // the two runs' metrics
 };
 
 }  // namespace detail
@@ -311,12 +310,12 @@ private:
 /// residual stream and that layer's head outputs, and stops after the metric's position:
 /// what the patch cannot change is not computed again.
 template <class T>
-Patching<T> patch_heads(const Model<T>& model, const std::vector<int>& clean, const std::vector<int>& corrupted,
-                        const LogitMetric& metric, const ForwardOptions& options = {}) {
+PatchingResult<T> patch_heads(const Model<T>& model, const std::vector<int>& clean, const std::vector<int>& corrupted,
+                              const LogitMetric& metric, const ForwardOptions& options = {}) {
     const ModelSettings& s = model.settings();
     const detail::PatchingRuns<T> runs("patch_heads", model, clean, corrupted, metric, options,
                                        {Point::z, Point::resid_pre});
-    Patching<T> out = runs.result(s.layers, s.heads);
+    PatchingResult<T> out = runs.result(s.layers, s.heads);
     const Index d = s.head_size;
     for (Index l = 0; l < s.layers; ++l)
         for (Index h = 0; h < s.heads; ++h) {
@@ -331,11 +330,12 @@ Patching<T> patch_heads(const Model<T>& model, const std::vector<int>& clean, co
 /// entering the layer (hook_resid_pre) taken from the clean run; each patched run starts at
 /// that layer. Positions after the metric's cannot change it and score 0.
 template <class T>
-Patching<T> patch_residual(const Model<T>& model, const std::vector<int>& clean, const std::vector<int>& corrupted,
-                           const LogitMetric& metric, const ForwardOptions& options = {}) {
+PatchingResult<T> patch_residual(const Model<T>& model, const std::vector<int>& clean,
+                                 const std::vector<int>& corrupted, const LogitMetric& metric,
+                                 const ForwardOptions& options = {}) {
     const ModelSettings& s = model.settings();
     const detail::PatchingRuns<T> runs("patch_residual", model, clean, corrupted, metric, options, {Point::resid_pre});
-    Patching<T> out = runs.result(s.layers, Index(clean.size()));
+    PatchingResult<T> out = runs.result(s.layers, Index(clean.size()));
     for (Index l = 0; l < s.layers; ++l)
         for (Index i = 0; i <= metric.position; ++i) {
             Matrix<T> resid = runs.corrupted(Point::resid_pre, l);  // (n × C)

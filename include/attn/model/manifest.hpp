@@ -15,8 +15,8 @@
 #include <string>
 #include <utility>
 
-#include "attn/core/error.hpp"
 #include "attn/detail/check.hpp"
+#include "attn/error.hpp"
 #include "attn/model/types.hpp"
 
 namespace attn {

@@ -1,5 +1,5 @@
 #pragma once
-// A saved transformer, loaded: the store model (manifest.json, written by tools/export.py) or
+// A saved transformer, loaded: the store model (manifest.json, written by tools/training/export.py) or
 // a Hugging Face checkpoint (config.json and model.safetensors, or a sharded index) of GPT-2,
 // Llama (SmolLM, TinyLlama) or Qwen2. Pre-norm layers, one compiled Model<T> for all of them;
 // what differs is decided when the model is loaded (model/architectures.hpp):
@@ -35,6 +35,7 @@
 #include "attn/detail/half_weights.hpp"
 #include "attn/detail/tiles.hpp"
 #include "attn/model/architectures.hpp"
+#include "attn/model/forward.hpp"
 #include "attn/model/manifest.hpp"
 #include "attn/model/safetensors.hpp"
 #include "attn/model/tensor_files.hpp"
@@ -42,11 +43,6 @@
 #include "attn/model/types.hpp"
 
 namespace attn {
-
-namespace detail {
-template <class T>
-class FastForward;
-}
 
 /// How Model::load keeps the weights.
 enum class WeightStorage {
@@ -185,31 +181,28 @@ public:
                                                 : layer_norm(x, weight, bias, settings_.norm_epsilon);
     }
 
-    /// `<s> name <sep> description </s>` as ids, truncated to the context length.
-    std::vector<int> product_ids(std::string_view name, std::string_view description) const {
-        return tokenizer_.product_ids(name, description, static_cast<int>(settings_.longest));
-    }
-
-    /// `<s> name <sep> description`, without `</s>`: a prompt to continue (generate.hpp),
-    /// truncated to the context length.
-    std::vector<int> prompt_ids(std::string_view name, std::string_view description = {}) const {
-        return tokenizer_.prompt_ids(name, description, static_cast<int>(settings_.longest));
-    }
-
     /// ids: 1 … longest token ids → logits (positions × vocabulary) and, if asked,
     /// attention (layers × heads × positions × positions). The fast pass (model/forward.hpp);
     /// the same numbers as reference_forward to rounding, bit-identical for every thread count.
-    ForwardResult<T> forward(const std::vector<int>& ids, const ForwardOptions& options = {}) const;
+    ForwardResult<T> forward(const std::vector<int>& ids, const ForwardOptions& options = {}) const {
+        ForwardResult<T> result;
+        forward_into(ids, options, result);
+        result.workspace = {};  // a result kept for its numbers does not keep the pass's memory too
+        return result;
+    }
 
     /// forward into `result`, whose storage is reused: the same bits as forward. logits,
     /// attention (layers × heads × (positions × positions)), log_sum_exp, queries_keys and
     /// statistics are written where they are when their shapes fit this call (texts of one
     /// length in a loop), and resized otherwise: the result is the caller's buffer, and a text
     /// of another length is no error. What options do not ask for is dropped. result.workspace
-    /// keeps the pass's working memory, so that a repeated call of the same length, with
-    /// threads = 1 or options.workers, allocates nothing (ablated heads and statistics'
-    /// markers included).
-    void forward_into(const std::vector<int>& ids, const ForwardOptions& options, ForwardResult<T>& result) const;
+    /// keeps the pass's working memory, so that a repeated call of the same length, with one
+    /// thread or kept Workers, allocates nothing (ablated heads and statistics' markers included).
+    void forward_into(const std::vector<int>& ids, const ForwardOptions& options, ForwardResult<T>& result) const {
+        detail::check_token_ids("Model::forward", settings_, ids);
+        detail::FastForward<T>(*this, ids, options, result)
+            .run(options.threads.kept(), options.threads.available("Model::forward"));
+    }
 
 private:
     friend class detail::FastForward<T>;
@@ -537,5 +530,3 @@ private:
 };
 
 }  // namespace attn
-
-#include "attn/model/forward.hpp"  // Model::forward

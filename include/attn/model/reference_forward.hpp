@@ -78,8 +78,8 @@ ForwardResult<T> reference_forward(const Model<T>& model, const std::vector<int>
             model.rope().apply(q);  // position i turns row i
             model.rope().apply(k);
         }
-        attention_options.scale = T(s.score_scale(l));  // 1/√d, unless the config says otherwise
-        HeadsAttention<T> attended = attend_heads(q, k, v, attention_options);  // H × (n × d), H × (n × n)
+        attention_options.scale = T(s.score_scale(l));                       // 1/√d, unless the config says otherwise
+        HeadsResult<T> attended = attend_heads(q, k, v, attention_options);  // H × (n × d), H × (n × n)
         for (Index head = 0; head < s.heads; ++head)
             if (ablated[std::size_t(l)][std::size_t(head)]) attended.outputs.head(head).setZero();
         Matrix<T> merged = merge_heads(attended.outputs);      // (n × H·d)

@@ -62,13 +62,13 @@
 #include <utility>
 #include <vector>
 
-#include "attn/core/error.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/detail/endian.hpp"
 #include "attn/detail/half_float.hpp"
 #include "attn/detail/read_only_file.hpp"
 #include "attn/detail/utf8.hpp"
+#include "attn/error.hpp"
 
 #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "attn/model/safetensors.hpp supports little-endian hosts only"

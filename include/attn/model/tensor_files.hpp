@@ -38,9 +38,9 @@
 #include <utility>
 #include <vector>
 
-#include "attn/core/error.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
+#include "attn/error.hpp"
 #include "attn/model/safetensors.hpp"
 
 namespace attn {

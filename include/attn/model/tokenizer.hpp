@@ -1,6 +1,6 @@
 #pragma once
 // attn::Tokenizer: one type for the tokenizers attn reads (Tokenizer::Kind):
-//   store          the store model's own BPE (below; matches tools/tokenizer.py id for id);
+//   store          the store model's own BPE (below; matches tools/common/tokenizer.py id for id);
 //   byte_level     GPT-2-style byte-level BPE: vocab.json + merges.txt, OpenAI's
 //                  encoder.json + vocab.bpe, or a tokenizer.json with a ByteLevel
 //                  pre-tokenizer (GPT-2, SmolLM, Qwen2's and Llama-3's split patterns);
@@ -15,7 +15,7 @@
 // (Qwen2's) composes the text between added tokens to Unicode NFC (detail/nfc.hpp) before
 // pre-tokenization, so "e\u0301" encodes as "\u00e9" does; invalid bytes stay in place.
 //
-// The store model's files (UTF-8, "\n" line ends, as tools/tokenizer.py writes them):
+// The store model's files (UTF-8, "\n" line ends, as tools/common/tokenizer.py writes them):
 //   vocabulary.txt  one token per line, line k (from 0) is id k; ids 0..3 are the
 //                   specials <s>, <sep>, </s>, <unk>;
 //   merges.txt      "#version: attn-bpe 1", then one merge "left right" per line,
@@ -62,11 +62,11 @@
 #include <utility>
 #include <vector>
 
-#include "attn/core/error.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/detail/hf_tokenizer.hpp"
 #include "attn/detail/tokenizer_json.hpp"
 #include "attn/detail/utf8.hpp"
+#include "attn/error.hpp"
 
 namespace attn {
 
@@ -240,23 +240,6 @@ public:
         return ids;
     }
 
-    /// [<s>] + encode(name) + [<sep>] + encode(description) + [</s>], cut to the
-    /// first `longest` ids (longest ≥ 1, else argument_error).
-    std::vector<int> product_ids(std::string_view name, std::string_view description, std::ptrdiff_t longest) const {
-        std::vector<int> ids = name_and_description("Tokenizer::product_ids", name, description, longest);
-        ids.push_back(end_id());
-        if (static_cast<std::size_t>(longest) < ids.size()) ids.resize(static_cast<std::size_t>(longest));
-        return ids;
-    }
-
-    /// [<s>] + encode(name) + [<sep>] + encode(description), without </s>: a prompt for a
-    /// model to continue (model/generate.hpp), cut to the first `longest` ids (longest ≥ 1).
-    std::vector<int> prompt_ids(std::string_view name, std::string_view description, std::ptrdiff_t longest) const {
-        std::vector<int> ids = name_and_description("Tokenizer::prompt_ids", name, description, longest);
-        if (static_cast<std::size_t>(longest) < ids.size()) ids.resize(static_cast<std::size_t>(longest));
-        return ids;
-    }
-
     /// Text of `ids`; argument_error for an id out of range. Byte-level kinds: the bytes of the
     /// tokens, added tokens as their text (decode(encode(text)) == text when no
     /// post-processor token is added). SentencePiece: "▁" → " ", <0xNN> → the byte, less one
@@ -300,22 +283,6 @@ public:
     }
 
 private:
-    /// [<s>] + encode(name) + [<sep>] + encode(description), `function` naming errors.
-    std::vector<int> name_and_description(const char* function, std::string_view name, std::string_view description,
-                                          std::ptrdiff_t longest) const {
-        if (kind_ != Kind::store)
-            throw argument_error(detail::message(function,
-                                                 ": only the store model's tokenizer has <s>/<sep>/</s> "
-                                                 "markers; this one is ",
-                                                 kind_name()));
-        if (longest < 1) throw argument_error(detail::message(function, ": longest must be at least 1, got ", longest));
-        std::vector<int> ids{start_id()};
-        encode_into(name, detail::message(function, " (name)").c_str(), ids);
-        ids.push_back(separator_id());
-        encode_into(description, detail::message(function, " (description)").c_str(), ids);
-        return ids;
-    }
-
     static Tokenizer from_hf(detail::HfTokenizer hf) {
         Tokenizer t;
         t.kind_ = hf.model == detail::HfTokenizer::Model::byte_level ? Kind::byte_level : Kind::sentencepiece;
@@ -519,7 +486,7 @@ private:
             const int result_id = result->second;
             const int left_id = add_symbol(left);
             const int right_id = add_symbol(right);
-            // A pair listed twice keeps its first (lowest) rank, as tools/tokenizer.py.
+            // A pair listed twice keeps its first (lowest) rank, as tools/common/tokenizer.py.
             merges_.emplace(pair_key(left_id, right_id), Merge{static_cast<int>(k - 1), result_id});
         }
     }

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,9 +15,8 @@
 #include "attn/core/head_statistics.hpp"
 #include "attn/core/rope.hpp"
 #include "attn/core/types.hpp"
-#include "attn/core/workers.hpp"
-#include "attn/detail/causal_kernel.hpp"
 #include "attn/detail/check.hpp"
+#include "attn/threads.hpp"
 
 namespace attn {
 
@@ -24,6 +24,8 @@ namespace detail {
 template <class T>
 class FastForward;
 }
+template <class T>
+class Decoder;
 
 /// The family a model's layers follow: which tensors it has and how they are laid out
 /// (model/architectures.hpp describes each).
@@ -132,6 +134,7 @@ public:
 
 private:
     friend class detail::FastForward<T>;  // fills the layers in place (Model::forward_into)
+    friend class Decoder<T>;              // lends a DecodeResult's rows to its pass
 
     std::vector<AttentionWeights<T>> layers_;
 };
@@ -146,17 +149,15 @@ struct HeadId {
     friend bool operator==(const HeadId& a, const HeadId& b) { return a.layer == b.layer && a.head == b.head; }
 };
 
+/// One number per head, (layers × heads), row-major: entry (l, h) is head h of layer l.
+using HeadTable = Matrix<double>;
+
 struct ForwardOptions {
     bool keep_attention = false;   ///< return every layer's attention weights
     std::vector<HeadId> ablate{};  ///< heads whose output is zeroed before the output projection
-    /// Threads for the whole pass: 1 runs on the calling thread; 0 uses one per hardware
-    /// thread. Each owns a share of the positions for the whole pass, at least 16
-    /// positions each. Results are bit-identical for every thread count.
-    int threads = 1;
-    /// Threads kept by the caller (attn/core/workers.hpp): if set, the pass runs on them, as
-    /// many as workers->size() (at least 16 positions each), and `threads` is not used.
-    /// Saves starting and joining threads in every call; the results are the same bits.
-    Workers* workers = nullptr;
+    /// Threads for the whole pass (attn/threads.hpp): each owns a share of the positions for
+    /// the whole pass, at least 16 positions each. Bit-identical for every choice.
+    Threads threads;
     /// Keep, per layer, each row's log-sum-exp and the rotated queries and keys: O(layers ×
     /// positions × C), from which attention_rows (model/attention_rows.hpp) gives any heads'
     /// rows of exact weights afterwards.
@@ -165,16 +166,45 @@ struct ForwardOptions {
     const HeadStatisticsRequest* statistics = nullptr;
 };
 
-/// Model::forward_into's working memory, kept in its ForwardResult between calls: with the
-/// same number of positions a repeated call allocates nothing. Its contents are internal.
+namespace detail {
+
 template <class T>
-struct ForwardWorkspace {
-    Matrix<T> x, normed, qkv[2], attended, written, hidden, hidden_linear;  ///< the pass's (positions × …) buffers
-    std::vector<detail::KernelMemory<T>> kernels;                           ///< the attention kernel's, one per worker
-    std::vector<std::vector<bool>> silenced;                                ///< (layers × heads): ablated heads
-    std::vector<Index> markers;                                             ///< the statistics' markers, sorted
-    std::vector<detail::StatisticsTarget<T>> targets;                       ///< per layer, if statistics are asked
+struct ForwardMemory;  // model/forward.hpp: the fast pass's buffers
+
+/// Working memory a result holds for the next call into it: made by the call that uses it (where
+/// W is complete, so this header needs none of the kernel's types), moved with the result and
+/// never copied (a copy starts empty).
+template <class W>
+class HeldMemory {
+public:
+    HeldMemory() = default;
+    HeldMemory(const HeldMemory&) {}
+    HeldMemory& operator=(const HeldMemory&) {
+        held_.reset();
+        return *this;
+    }
+    HeldMemory(HeldMemory&&) noexcept = default;
+    HeldMemory& operator=(HeldMemory&&) noexcept = default;
+    ~HeldMemory() = default;
+
+    /// The memory, made empty on first use.
+    W& get() {
+        if (!held_) held_ = Owner(new W(), [](W* memory) { delete memory; });
+        return *held_;
+    }
+    bool empty() const { return !held_; }
+
+private:
+    using Owner = std::unique_ptr<W, void (*)(W*)>;
+    Owner held_{nullptr, nullptr};
 };
+
+}  // namespace detail
+
+/// Model::forward_into's working memory, kept in its ForwardResult between calls: with the same
+/// number of positions a repeated call allocates nothing. Its contents are internal.
+template <class T>
+using ForwardWorkspace = detail::HeldMemory<detail::ForwardMemory<T>>;
 
 template <class T>
 struct ForwardResult {

@@ -43,18 +43,19 @@
 #include <string_view>
 #include <vector>
 
-#include "attn/core/error.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
-#include "attn/detail/markup.hpp"
 #include "attn/detail/utf8.hpp"
+#include "attn/error.hpp"
 #include "attn/model/types.hpp"
 #include "attn/view/detail/page_assets.hpp"
+#include "attn/view/markup.hpp"
 
 namespace attn {
 
-/// Where a token sits in the text, for its style in the page.
-enum class TokenKind { plain, name, description, marker };
+/// How a token is shown in the page: as text, emphasised (the part of a text a reader
+/// should watch, e.g. a product's name), or as a marker (special tokens such as <s>).
+enum class TokenStyle { plain, emphasis, marker };
 
 /// One candidate next token and its probability.
 struct NextToken {
@@ -70,7 +71,7 @@ enum class PageView { model, head, matrix };
 
 struct PageOptions {
     std::string title = "attention";
-    std::vector<TokenKind> kinds;                     ///< empty, or one per token
+    std::vector<TokenStyle> styles;                   ///< empty, or one per token
     std::vector<std::vector<NextToken>> next_tokens;  ///< empty, or one list per position, most probable first
     Index selected_position = -1;                     ///< position selected when the page opens; -1: the last
     HeadId open_head{};                               ///< head the head and matrix views open with (0-based)
@@ -136,15 +137,13 @@ inline void append_base64(std::string& out, const std::vector<std::uint8_t>& byt
     }
 }
 
-inline const char* token_kind_name(TokenKind kind) {
-    switch (kind) {
-        case TokenKind::name:
-            return "name";
-        case TokenKind::description:
-            return "description";
-        case TokenKind::marker:
+inline const char* token_style_name(TokenStyle style) {
+    switch (style) {
+        case TokenStyle::emphasis:
+            return "emphasis";
+        case TokenStyle::marker:
             return "marker";
-        case TokenKind::plain:
+        case TokenStyle::plain:
             break;
     }
     return "plain";
@@ -179,8 +178,8 @@ bool check_page_inputs(const std::vector<std::string>& tokens, const std::vector
                     if (j > i && w != 0) lower = false;
                 }
     }
-    if (!options.kinds.empty() && static_cast<Index>(options.kinds.size()) != n)
-        throw shape_error(message(function, ": options.kinds has ", options.kinds.size(), " entries, expected ", n,
+    if (!options.styles.empty() && static_cast<Index>(options.styles.size()) != n)
+        throw shape_error(message(function, ": options.styles has ", options.styles.size(), " entries, expected ", n,
                                   " (one per token) or none"));
     if (!options.next_tokens.empty() && static_cast<Index>(options.next_tokens.size()) != n)
         throw shape_error(message(function, ": options.next_tokens has ", options.next_tokens.size(),
@@ -259,11 +258,11 @@ std::string attention_page(const std::vector<std::string>& tokens, const std::ve
         if (i) data += ',';
         detail::append_script_json_string(data, tokens[i]);
     }
-    data += "],\"kinds\":[";
+    data += "],\"styles\":[";
     for (Index i = 0; i < n; ++i) {
-        const TokenKind kind = options.kinds.empty() ? TokenKind::plain : options.kinds[std::size_t(i)];
+        const TokenStyle style = options.styles.empty() ? TokenStyle::plain : options.styles[std::size_t(i)];
         data += i ? ",\"" : "\"";
-        data += detail::token_kind_name(kind);
+        data += detail::token_style_name(style);
         data += '"';
     }
     data += "],\"layers\":" + std::to_string(layers.size()) + ",\"heads\":" + std::to_string(heads) +
@@ -300,7 +299,7 @@ std::string attention_page(const std::vector<std::string>& tokens, const std::ve
     std::string page;
     page.reserve(data.size() + 64 * 1024);
     page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>";
-    page += detail::markup_escape(options.title);
+    page += markup_escape(options.title);
     page += "</title>\n<style>\n";
     page += detail::page_style;
     page += "</style>\n</head>\n<body>\n";

@@ -19,10 +19,10 @@
 #include <utility>
 #include <vector>
 
-#include "attn/core/error.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/detail/endian.hpp"
+#include "attn/error.hpp"
 
 namespace attn {
 

@@ -13,7 +13,7 @@ int main() {
     attn::AttentionOptions<float> options;
     options.keep_weights = true;
     attn::Workers workers(2);  // a std::thread beside the caller: links only with Threads::Threads
-    options.workers = &workers;
+    options.threads = workers;
     const auto result = attn::multi_head_attention(x, {w, w, w, w}, 2, options);
     const bool causal = result.weights.head(0)(0, 1) == 0.0f && result.weights.head(1)(1, 2) == 0.0f;
     const bool sums = std::abs(result.weights.head(1).row(2).sum() - 1.0f) < 1e-6f;

@@ -36,7 +36,7 @@ figure canvas { display: block; image-rendering: pixelated; }
 .tokens { font: 12px/18px ui-monospace, "DejaVu Sans Mono", monospace; white-space: pre; }
 .tokens div { height: 18px; padding: 0 6px; border-radius: 3px; cursor: default; }
 #queries div { text-align: right; }
-.tokens .name { color: #0072b2; }
+.tokens .emphasis { color: #0072b2; }
 .tokens .marker { color: #555; font-style: italic; background: #eee; }
 .tokens .future { color: #bbb; background: none; }
 .tokens .selected { background: var(--select); font-weight: 700; }
@@ -251,7 +251,7 @@ function renderModelView() {
 
 // Head view.
 function tokenClass(i) {
-  return data.kinds[i] === 'plain' ? '' : data.kinds[i];
+  return data.styles[i] === 'plain' ? '' : data.styles[i];
 }
 function buildHeadControls() {
   const chooser = $('layer-select');
@@ -483,7 +483,7 @@ render();
 timings.total = performance.now() - started;
 
 window.attnViewer = {
-  data: { title: data.title, tokens: data.tokens, kinds: data.kinds, layers, heads, positions: n,
+  data: { title: data.title, tokens: data.tokens, styles: data.styles, layers, heads, positions: n,
           storage: data.storage, encoding: data.encoding, next: data.next },
   state: () => ({ selected: state.selected, layer: state.layer, head: state.head, view: state.view,
                   baseline: state.baseline, shown: state.shown.slice(), highlighted: state.highlighted.slice(),

@@ -1,0 +1,7 @@
+#pragma once
+// Nothing public.
+namespace attn::detail {
+inline int hidden() {
+    return 0;
+}
+}  // namespace attn::detail

@@ -1,0 +1,4 @@
+#pragma once
+/* a comment that never ends
+namespace attn {
+}  // namespace attn

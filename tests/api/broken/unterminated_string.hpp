@@ -1,0 +1,7 @@
+#pragma once
+namespace attn {
+
+inline const char* text() {
+    return "never closed; }
+
+}  // namespace attn

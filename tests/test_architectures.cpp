@@ -1,0 +1,487 @@
+// Model::load on Hugging Face checkpoints (GPT-2, Llama, Qwen2 in their exact layout, written by
+// tools/references/hf_checkpoints.py) against the float64 PyTorch reference written from the Hugging Face
+// formulas (tools/references/hf_reference.py): logits, attention and every TransformerLens activation; and
+// everything built on the model (the fast forward on any threads, decoding, attribution, the
+// logit lens, patching) on each architecture.
+#include <doctest/doctest.h>
+#include <attn/model/decoder.hpp>
+#include <attn/model/interventions.hpp>
+#include <attn/model/model.hpp>
+#include <attn/model/reference_forward.hpp>
+#include <attn/store.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "support.hpp"
+
+using attn::Index;
+
+namespace {
+
+const std::filesystem::path kCheckpoints = std::filesystem::path(ATTN_TEST_DATA_DIR) / "hf";
+
+// What each test checkpoint exercises (tools/references/hf_reference.py --regenerate writes them).
+const char* const kNames[] = {
+    "gpt2_prefixed_f32",      // transformer. prefix, saved mask buffers, gelu_new, tied
+    "gpt2_f16",               // F16, erf GELU, scores scaled by 1 / (layer + 1), n_inner
+    "gpt2_unscaled_f32",      // scale_attn_weights false, gelu_pytorch_tanh
+    "llama_gqa_bf16_shards",  // 4 heads over 2 key/value heads, BF16, two shards, tied
+    "llama_head_dim_untied",  // head_dim ≠ width / heads, one key/value head, untied, every bias
+    "qwen2_bias",             // q/k/v biases, rope_theta 1e6, 6 heads over 2
+};
+
+template <class T>
+const attn::Model<T>& checkpoint(const std::string& name) {
+    static std::map<std::string, std::unique_ptr<attn::Model<T>>> loaded;
+    auto& model = loaded[name];
+    if (!model) model = std::make_unique<attn::Model<T>>(attn::Model<T>::load(kCheckpoints / name));
+    return *model;
+}
+
+/// A checkpoint's goldens: the prompts and, per prompt, logits, attention and activations.
+struct CheckpointGolden {
+    explicit CheckpointGolden(const std::string& name) : CheckpointGolden(kCheckpoints / name, 0) {}
+    CheckpointGolden(const std::filesystem::path& directory, int)
+        : file(attn::SafeTensors::open(directory / "golden.safetensors")) {
+        std::ifstream in(directory / "golden.json");
+        const nlohmann::json json = nlohmann::json::parse(in);
+        for (const auto& prompt : json["prompts"]) {
+            keys.push_back(prompt["key"].get<std::string>());
+            prompts.push_back(prompt["ids"].get<std::vector<int>>());
+        }
+        hooks = json["hooks"].get<std::vector<std::string>>();
+    }
+    attn::SafeTensors file;
+    std::vector<std::string> keys;
+    std::vector<std::vector<int>> prompts;
+    std::vector<std::string> hooks;
+};
+
+/// max |a − b| over max |b|: the error relative to the tensor's scale.
+template <class A, class B>
+double scaled_error(const A& actual, const B& expected) {
+    REQUIRE(actual.rows() == expected.rows());
+    REQUIRE(actual.cols() == expected.cols());
+    const double scale = std::max(1e-300, double(expected.cwiseAbs().maxCoeff()));
+    return double((actual.template cast<double>() - expected).cwiseAbs().maxCoeff()) / scale;
+}
+
+template <class T>
+constexpr double checkpoint_bound() {
+    return sizeof(T) == 4 ? 1e-5 : 1e-12;
+}
+
+/// The prompt's full-context random ids, the longest golden prompt.
+std::vector<int> longest_prompt(const CheckpointGolden& golden) {
+    return *std::max_element(golden.prompts.begin(), golden.prompts.end(),
+                             [](const auto& a, const auto& b) { return a.size() < b.size(); });
+}
+
+}  // namespace
+
+TEST_CASE("Hugging Face checkpoints: the settings each config declares") {
+    const auto& gpt2 = checkpoint<float>("gpt2_prefixed_f32").settings();
+    CHECK(gpt2.architecture == attn::Architecture::gpt2);
+    CHECK(gpt2.positions == attn::PositionEncoding::learned);
+    CHECK(gpt2.norm == attn::Norm::layer_norm);
+    CHECK(gpt2.activation == attn::Activation::gelu_tanh);
+    CHECK(gpt2.tied_embeddings);
+    CHECK(gpt2.key_value_heads == gpt2.heads);
+    CHECK(gpt2.head_size * gpt2.heads == gpt2.dimensions);
+    const auto& f16 = checkpoint<float>("gpt2_f16").settings();
+    CHECK(f16.activation == attn::Activation::gelu_erf);
+    CHECK(f16.scale_by_layer);
+    CHECK(f16.mlp_width == 3 * f16.dimensions);
+    CHECK_FALSE(checkpoint<float>("gpt2_unscaled_f32").settings().scale_scores);
+    const auto& grouped = checkpoint<float>("llama_gqa_bf16_shards").settings();
+    CHECK(grouped.architecture == attn::Architecture::llama);
+    CHECK(grouped.heads == 4);
+    CHECK(grouped.key_value_heads == 2);
+    CHECK(grouped.norm == attn::Norm::rms_norm);
+    CHECK(grouped.gated_mlp);
+    CHECK(grouped.activation == attn::Activation::silu);
+    const auto& untied = checkpoint<float>("llama_head_dim_untied").settings();
+    CHECK_FALSE(untied.tied_embeddings);
+    CHECK(untied.key_value_heads == 1);
+    CHECK(untied.head_size * untied.heads != untied.dimensions);
+    CHECK(untied.attention_bias);
+    CHECK(untied.output_bias);
+    CHECK(untied.mlp_bias);
+    const auto& qwen = checkpoint<float>("qwen2_bias").settings();
+    CHECK(qwen.architecture == attn::Architecture::qwen2);
+    CHECK(qwen.rope_base == 1e6);
+    CHECK(qwen.attention_bias);
+    CHECK_FALSE(qwen.output_bias);
+    CHECK_THROWS_WITH_AS(checkpoint<float>("gpt2_f16").rope(), doctest::Contains("learned positions"),
+                         attn::argument_error);
+}
+
+TEST_CASE_TEMPLATE("Hugging Face checkpoints: logits, attention and every activation agree with the float64 reference",
+                   T, float, double) {
+    double worst = 0.0;
+    const auto agree = [&](double error) {
+        worst = std::max(worst, error);
+        return error < checkpoint_bound<T>();
+    };
+    for (const char* name : kNames) {
+        CAPTURE(name);
+        const attn::Model<T>& model = checkpoint<T>(name);
+        const CheckpointGolden golden(name);
+        for (std::size_t p = 0; p < golden.prompts.size(); ++p) {
+            const std::vector<int>& ids = golden.prompts[p];
+            const std::string key = golden.keys[p] + ".";
+            CAPTURE(ids.size());
+            attn::ForwardOptions options;
+            options.keep_attention = true;
+            const attn::ForwardResult<T> fast = model.forward(ids, options);
+            const attn::ForwardResult<T> reference = attn::reference_forward(model, ids, options);
+            const attn::Matrix<double> logits = golden.file.matrix<double>(key + "logits");
+            CHECK(agree(scaled_error(fast.logits, logits)));
+            CHECK(agree(scaled_error(reference.logits, logits)));
+            const attn::TensorData<double> attention = golden.file.tensor<double>(key + "attention");
+            const Index n = Index(ids.size());
+            REQUIRE(attention.shape ==
+                    std::vector<std::int64_t>{model.settings().layers, model.settings().heads, n, n});
+            for (Index l = 0; l < model.settings().layers; ++l)
+                for (Index h = 0; h < model.settings().heads; ++h) {
+                    const Eigen::Map<const attn::Matrix<double>> expected(
+                        attention.values.data() + (l * model.settings().heads + h) * n * n, n, n);
+                    CHECK(agree(scaled_error(fast.attention.head(l, h), expected)));
+                    CHECK(agree(scaled_error(reference.attention.head(l, h), expected)));
+                }
+
+            attn::HookOptions<T> hooks;
+            hooks.keep = {"*"};
+            const attn::HookedResult<T> run = attn::run_with_hooks(model, ids, hooks);
+            std::vector<std::string> kept = run.cache.names(), expected_names = golden.hooks;
+            std::sort(kept.begin(), kept.end());
+            std::sort(expected_names.begin(), expected_names.end());
+            CHECK(kept == expected_names);  // the architecture's points, no more, no fewer
+            for (const std::string& hook : golden.hooks) {
+                CAPTURE(hook);
+                CHECK(agree(scaled_error(run.cache[hook], golden.file.matrix<double>(key + hook))));
+            }
+            CHECK(run.result.logits == model.forward(ids).logits);  // keeping activations changes no bit
+        }
+    }
+    MESSAGE(std::string(sizeof(T) == 4 ? "float" : "double")
+            << ": worst error relative to a tensor's scale over logits, "
+               "attention and activations of every checkpoint: "
+            << worst);
+}
+
+// The fast forward equals reference_forward on every architecture with ablated heads, and its
+// bits are the same on 1–4 started threads and on kept workers.
+TEST_CASE_TEMPLATE("Hugging Face checkpoints threads: fast = reference, 1–4 threads and kept workers", T, float,
+                   double) {
+    const double bound = sizeof(T) == 4 ? 5e-6 : 1e-13;
+    attn::Workers workers(2);
+    for (const char* name : kNames) {
+        CAPTURE(name);
+        const attn::Model<T>& model = checkpoint<T>(name);
+        const std::vector<int> ids = longest_prompt(CheckpointGolden(name));
+        attn::ForwardOptions options;
+        options.keep_attention = true;
+        options.ablate = {{0, 1}, {model.settings().layers - 1, 0}};
+        const attn::ForwardResult<T> reference = attn::reference_forward(model, ids, options);
+        const attn::ForwardResult<T> one = model.forward(ids, options);
+        CHECK(scaled_error(one.logits, reference.logits.template cast<double>()) < bound);
+        for (Index l = 0; l < model.settings().layers; ++l)
+            for (Index h = 0; h < model.settings().heads; ++h)
+                CHECK(scaled_error(one.attention.head(l, h), reference.attention.head(l, h).template cast<double>()) <
+                      bound);
+        for (int threads : {2, 3, 4}) {
+            CAPTURE(threads);
+            options.threads = threads;
+            const attn::ForwardResult<T> many = model.forward(ids, options);
+            CHECK(many.logits == one.logits);  // bit-identical for every thread count
+            CHECK(many.attention.layer(model.settings().layers - 1) ==
+                  one.attention.layer(model.settings().layers - 1));
+        }
+        options.threads = workers;
+        CHECK(model.forward(ids, options).logits == one.logits);
+    }
+}
+
+TEST_CASE_TEMPLATE(
+    "Hugging Face checkpoints: decoding step by step gives the forward's rows (grouped heads in the "
+    "cache, learned positions)",
+    T, float, double) {
+    const double bound = sizeof(T) == 4 ? 2e-5 : 1e-12;
+    for (const char* name : kNames) {
+        CAPTURE(name);
+        const attn::Model<T>& model = checkpoint<T>(name);
+        const std::vector<int> ids = longest_prompt(CheckpointGolden(name));
+        attn::ForwardOptions keep;
+        keep.keep_attention = true;
+        const attn::ForwardResult<T> whole = model.forward(ids, keep);
+        attn::Decoder<T> decoder(model);
+        CHECK(decoder.cache(0).heads() == model.settings().key_value_heads);
+        attn::DecodeOptions options;
+        options.keep_attention = true;
+        options.all_logits = true;
+        const std::size_t prefix = ids.size() / 2;
+        const attn::DecodeResult<T> first = decoder.append({ids.begin(), ids.begin() + long(prefix)}, options);
+        CHECK(scaled_error(first.logits, whole.logits.topRows(Index(prefix)).template cast<double>()) < bound);
+        for (std::size_t i = prefix; i < ids.size(); ++i) {
+            const attn::DecodeResult<T> step = decoder.step(ids[i], options);
+            CHECK(scaled_error(step.logits, whole.logits.row(Index(i)).template cast<double>()) < bound);
+            const Index last = model.settings().layers - 1, h = model.settings().heads - 1;
+            CHECK(scaled_error(
+                      step.attention[std::size_t(last)].head(h).leftCols(Index(i) + 1),
+                      whole.attention.head(last, h).row(Index(i)).leftCols(Index(i) + 1).template cast<double>()) <
+                  bound);
+        }
+    }
+}
+
+TEST_CASE("Hugging Face checkpoints: logit attribution's components sum to the metric exactly, named by architecture") {
+    for (const char* name : kNames) {
+        CAPTURE(name);
+        const attn::Model<double>& model = checkpoint<double>(name);
+        const attn::ModelSettings& s = model.settings();
+        const std::vector<int> ids = longest_prompt(CheckpointGolden(name));
+        attn::HookOptions<double> hooks;
+        hooks.keep = attn::attribution_activations(s);
+        const attn::HookedResult<double> run = attn::run_with_hooks(model, ids, hooks);
+        const Index position = Index(ids.size()) - 2;
+        const attn::AttributionResult<double> attribution =
+            attn::logit_attribution(model, run, {position, ids.back(), ids.front()});
+        CHECK(attribution.shares.sum() == doctest::Approx(attribution.metric).epsilon(1e-12));
+        const auto has = [&](const std::string& component) {
+            return std::find(attribution.components.begin(), attribution.components.end(), component) !=
+                   attribution.components.end();
+        };
+        CHECK(has("pos_embed") == (s.positions == attn::PositionEncoding::learned));
+        CHECK(has("attn_bias0") == s.output_bias);
+        CHECK(has("bias") == (s.norm == attn::Norm::layer_norm));
+        CHECK(Index(attribution.shares.size()) ==
+              1 + Index(has("pos_embed")) + s.layers * (s.heads + 1 + Index(s.output_bias)) + Index(has("bias")));
+
+        // The logit lens's last stage is the model's own prediction.
+        attn::HookOptions<double> lens_hooks;
+        lens_hooks.keep = {"*"};
+        const attn::HookedResult<double> all = attn::run_with_hooks(model, ids, lens_hooks);
+        const attn::LensResult<double> lens = attn::logit_lens(model, all, position);
+        attn::Matrix<double> probabilities = all.result.logits.row(position);
+        attn::softmax_rows_in_place(probabilities);
+        CHECK(scaled_error(lens.probabilities.bottomRows(1), probabilities) < 1e-12);
+    }
+}
+
+TEST_CASE("Hugging Face checkpoints: interventions and patching on every architecture") {
+    for (const char* name : kNames) {
+        CAPTURE(name);
+        const attn::Model<float>& model = checkpoint<float>(name);
+        const attn::ModelSettings& s = model.settings();
+        std::vector<int> clean = longest_prompt(CheckpointGolden(name)), corrupted = clean;
+        corrupted[2] = (corrupted[2] + 1) % int(s.vocabulary_size);
+        // Replacing a point with its own values changes no bit.
+        const std::string point =
+            s.positions == attn::PositionEncoding::rotary ? "blocks.0.attn.hook_rot_k" : "hook_pos_embed";
+        attn::HookOptions<float> keep;
+        keep.keep = {point};
+        const attn::HookedResult<float> run = attn::run_with_hooks(model, clean, keep);
+        attn::HookOptions<float> replace;
+        replace.interventions = {attn::Intervention<float>::replace(point, run.cache[point])};
+        CHECK(attn::run_with_hooks(model, clean, replace).result.logits == run.result.logits);
+        // Zeroing one key/value head of the keys changes the logits after the first position.
+        attn::HookOptions<float> zero;
+        zero.interventions = {attn::Intervention<float>::zero("blocks.0.attn.hook_k", s.key_value_heads - 1)};
+        CHECK(attn::run_with_hooks(model, clean, zero).result.logits != run.result.logits);
+        attn::HookOptions<float> past_the_heads;
+        past_the_heads.interventions = {attn::Intervention<float>::zero("blocks.0.attn.hook_k", s.key_value_heads)};
+        CHECK_THROWS_WITH_AS(attn::run_with_hooks(model, clean, past_the_heads), doctest::Contains("intervention head"),
+                             attn::argument_error);
+
+        const attn::LogitMetric metric{Index(clean.size()) - 1, clean.back(), -1};
+        const attn::PatchingResult<float> heads = attn::patch_heads(model, clean, corrupted, metric);
+        CHECK(heads.scores.rows() == s.layers);
+        CHECK(heads.scores.cols() == s.heads);
+        CHECK(heads.scores.allFinite());
+        const attn::PatchingResult<float> residual = attn::patch_residual(model, clean, corrupted, metric);
+        // PatchingResult the whole residual stream at the corrupted position restores the clean run.
+        CHECK(residual.scores(0, 2) == doctest::Approx(1.0).epsilon(1e-4));
+    }
+}
+
+TEST_CASE("Model::load names what a Hugging Face directory gets wrong") {
+    attn::test::TempDir temp;
+    const auto copy = [&](const std::string& name) {
+        const std::filesystem::path dir = temp.path / name;
+        std::filesystem::remove_all(dir);
+        std::filesystem::copy(kCheckpoints / name, dir);
+        return dir;
+    };
+    const auto edit_config = [](const std::filesystem::path& dir, const auto& change) {
+        nlohmann::json config;
+        {
+            std::ifstream in(dir / "config.json");
+            config = nlohmann::json::parse(in);
+        }
+        change(config);
+        std::ofstream(dir / "config.json") << config.dump(2);
+    };
+    const auto config_error = [&](const char* name, const auto& change, const std::string& message) {
+        CAPTURE(message);
+        const std::filesystem::path dir = copy(name);
+        edit_config(dir, change);
+        CHECK_THROWS_WITH_AS(attn::Model<float>::load(dir), doctest::Contains(message.c_str()), attn::format_error);
+    };
+    using json = nlohmann::json;
+    config_error(
+        "gpt2_prefixed_f32", [](json& c) { c["model_type"] = "bert"; },
+        "\"model_type\" = \"bert\" is not supported (attn opens \"gpt2\", \"llama\" and \"qwen2\")");
+    config_error(
+        "gpt2_prefixed_f32", [](json& c) { c["architectures"] = {"GPT2ForSequenceClassification"}; },
+        "is not supported for model_type \"gpt2\" (attn reads GPT2LMHeadModel");
+    config_error(
+        "gpt2_prefixed_f32", [](json& c) { c.erase("n_head"); }, "config.json: missing \"n_head\"");
+    config_error(
+        "gpt2_prefixed_f32", [](json& c) { c["n_layer"] = -2; }, "\"n_layer\" must be a positive integer, got -2");
+    config_error(
+        "gpt2_prefixed_f32", [](json& c) { c["n_head"] = 5; }, "n_head = 5 does not divide n_embd");
+    config_error(
+        "gpt2_prefixed_f32", [](json& c) { c["activation_function"] = "relu"; },
+        "\"activation_function\" = \"relu\" is not supported");
+    config_error(
+        "gpt2_prefixed_f32", [](json& c) { c["scale_attn_weights"] = "yes"; },
+        "\"scale_attn_weights\" must be true or false");
+    config_error(
+        "llama_gqa_bf16_shards",
+        [](json& c) {
+            c["rope_scaling"] = {{"rope_type", "llama3"}};
+        },
+        "\"rope_scaling\" = {\"rope_type\":\"llama3\"} is not supported");
+    config_error(
+        "llama_gqa_bf16_shards", [](json& c) { c["hidden_act"] = "gelu"; },
+        "\"hidden_act\" = \"gelu\" is not supported (attn supports \"silu\")");
+    config_error(
+        "llama_gqa_bf16_shards", [](json& c) { c["num_key_value_heads"] = 3; },
+        "3 key/value heads do not divide 4 attention heads");
+    config_error(
+        "llama_gqa_bf16_shards", [](json& c) { c["head_dim"] = 15; },
+        "the head size 15 must be even for rotary positions");
+    config_error(
+        "qwen2_bias", [](json& c) { c["use_sliding_window"] = true; },
+        "\"use_sliding_window\" = true is not supported");
+    config_error(
+        "gpt2_prefixed_f32", [](json& c) { c["n_positions"] = 16; }, "wpe.weight is [32, 32], expected [16, 32]");
+
+    {
+        const std::filesystem::path dir = copy("qwen2_bias");
+        std::ofstream(dir / "config.json") << "{ not json";
+        CHECK_THROWS_WITH_AS(attn::Model<float>::load(dir), doctest::Contains("config.json: not valid JSON"),
+                             attn::format_error);
+        std::filesystem::remove(dir / "config.json");
+        CHECK_THROWS_WITH_AS(attn::Model<float>::load(dir),
+                             doctest::Contains("neither manifest.json (an attn model) nor config.json"),
+                             attn::io_error);
+    }
+
+    // Tensors: the checkpoint rewritten with one tensor removed, added, reshaped or poisoned.
+    const auto rewrite = [&](const char* name, const auto& change) {
+        const std::filesystem::path dir = copy(name);
+        const attn::SafeTensors file = attn::SafeTensors::open(dir / "model.safetensors");
+        std::map<std::string, attn::TensorData<float>> tensors;
+        for (const std::string& tensor : file.names()) tensors[tensor] = file.tensor<float>(tensor);
+        change(tensors);
+        std::vector<attn::SafeTensorsEntry> entries;
+        for (const auto& [tensor, data] : tensors)
+            entries.push_back(attn::safetensors_entry(tensor, data.shape, data.values));
+        attn::write_safetensors(dir / "model.safetensors", entries);
+        return dir;
+    };
+    using Tensors = std::map<std::string, attn::TensorData<float>>;
+    const std::filesystem::path missing_and_extra = rewrite("qwen2_bias", [](Tensors& t) {
+        t.erase("model.layers.1.self_attn.k_proj.bias");
+        t["model.layers.0.self_attn.o_proj.bias"] = {{t["model.norm.weight"].shape}, t["model.norm.weight"].values};
+    });
+    CHECK_THROWS_WITH_AS(attn::Model<float>::load(missing_and_extra),
+                         doctest::Contains("the weights do not fit the config; missing: "
+                                           "model.layers.1.self_attn.k_proj.bias; unexpected: "
+                                           "model.layers.0.self_attn.o_proj.bias"),
+                         attn::format_error);
+    const std::filesystem::path misshapen = rewrite("llama_head_dim_untied", [](Tensors& t) {
+        std::swap(t["model.layers.0.self_attn.q_proj.weight"].shape[0],
+                  t["model.layers.0.self_attn.q_proj.weight"].shape[1]);
+    });
+    CHECK_THROWS_WITH_AS(attn::Model<float>::load(misshapen),
+                         doctest::Contains("wrong shape: model.layers.0.self_attn.q_proj.weight is"),
+                         attn::format_error);
+    const std::filesystem::path poisoned = rewrite("gpt2_prefixed_f32", [](Tensors& t) {
+        t["transformer.h.1.mlp.c_fc.weight"].values[5] = std::numeric_limits<float>::quiet_NaN();
+    });
+    CHECK_THROWS_WITH_AS(attn::Model<float>::load(poisoned),
+                         doctest::Contains("tensor 'transformer.h.1.mlp.c_fc.weight' holds NaN or infinity"),
+                         attn::format_error);
+    // Without the prefix and without the mask buffers, GPT-2 loads the same model.
+    const std::filesystem::path plain = rewrite("gpt2_prefixed_f32", [](Tensors& t) {
+        Tensors renamed;
+        for (auto& [name, data] : t)
+            if (name.find(".attn.bias") == std::string::npos && name.find("masked_bias") == std::string::npos)
+                renamed[name.substr(std::string("transformer.").size())] = data;
+        t = renamed;
+    });
+    const std::vector<int> ids = {3, 1, 4, 1, 5};
+    CHECK(attn::Model<float>::load(plain).forward(ids).logits ==
+          checkpoint<float>("gpt2_prefixed_f32").forward(ids).logits);
+
+    // A shard the index lists but the directory lacks.
+    const std::filesystem::path sharded = copy("llama_gqa_bf16_shards");
+    std::filesystem::remove(sharded / "model-00002-of-00002.safetensors");
+    CHECK_THROWS_WITH(attn::Model<float>::load(sharded), doctest::Contains("model-00002-of-00002.safetensors"));
+}
+
+TEST_CASE_TEMPLATE(
+    "models/store-llama: the store corpus trained as a Llama checkpoint, opened as a downloaded one, "
+    "agrees with the float64 reference and copies from the name",
+    T, float, double) {
+    const attn::Model<T> model =
+        attn::Model<T>::load(std::filesystem::path(ATTN_SOURCE_DIR) / "models" / "store-llama");
+    CHECK(model.settings().architecture == attn::Architecture::llama);
+    CHECK(model.settings().key_value_heads == 2);
+    CHECK(model.tokenizer().kind() == attn::Tokenizer::Kind::store);
+    const CheckpointGolden golden(std::filesystem::path(ATTN_TEST_DATA_DIR) / "store_llama", 0);
+    const std::vector<int> exemplar = attn::store::product_ids(
+        model, "double chaise patio furniture cover",
+        "protect your outdoor patio furniture from harsh elements with this outdoor patio furniture cover.");
+    CHECK(exemplar == golden.prompts[0]);
+    for (std::size_t p = 0; p < golden.prompts.size(); ++p) {
+        const std::vector<int>& ids = golden.prompts[p];
+        const std::string key = golden.keys[p] + ".";
+        attn::ForwardOptions options;
+        options.keep_attention = true;
+        const attn::ForwardResult<T> result = model.forward(ids, options);
+        CHECK(scaled_error(result.logits, golden.file.matrix<double>(key + "logits")) < checkpoint_bound<T>());
+        attn::HookOptions<T> hooks;
+        hooks.keep = {"*"};
+        const attn::HookedResult<T> run = attn::run_with_hooks(model, ids, hooks);
+        for (const std::string& hook : golden.hooks) {
+            CAPTURE(hook);
+            CHECK(scaled_error(run.cache[hook], golden.file.matrix<double>(key + hook)) < checkpoint_bound<T>());
+        }
+    }
+    // At the description's second "furniture" the model writes the name's "cover" (the chapter's
+    // copy), and some head puts most of its weight on the name's "cover" (position 6) to do it.
+    attn::ForwardOptions options;
+    options.keep_attention = true;
+    const attn::ForwardResult<T> result = model.forward(exemplar, options);
+    const Index furniture = 22, cover = 6;
+    REQUIRE(exemplar[std::size_t(furniture) + 1] == exemplar[std::size_t(cover)]);
+    attn::Matrix<double> probabilities = result.logits.row(furniture).template cast<double>();
+    attn::softmax_rows_in_place(probabilities);
+    CHECK(probabilities(0, exemplar[std::size_t(cover)]) > 0.99);
+    double strongest = 0.0;
+    for (Index l = 0; l < model.settings().layers; ++l)
+        for (Index h = 0; h < model.settings().heads; ++h)
+            strongest = std::max(strongest, double(result.attention(l, h, furniture, cover)));
+    CHECK(strongest > 0.8);
+}

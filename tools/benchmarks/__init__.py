@@ -1,0 +1,1 @@
+"""Benchmarks of attn against its peers, and the peers themselves (peers/)."""

@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+"""Real model sizes: llama.cpp and PyTorch eager (and attn, through a hook) in one run.
+
+  /usr/bin/python3 tools/benchmarks/bench_llamacpp.py [--models gpt2-small:F32,smollm2-135m:BF16] [--threads 1,2]
+      [--reps 5] [--steps 32] [--cache ~/.cache/attn-peers] [--out docs/bench/<date>-<machine>/real_size.md]
+      [--attn-bench 'CMD ...'] [--attn-logits 'CMD ...'] [--attn-weights converted,stored_16_bit]
+
+For each model:dtype (gpt2-small or smollm2-135m; F32 or BF16):
+  1. a random checkpoint in Hugging Face's layout (tools/references/hf_checkpoints.py where it exists,
+     else tools/benchmarks/peers/hf_random.py; both take --shape --dtype --out);
+  2. its GGUF in the same dtype, by tools/benchmarks/peers/hf_to_gguf.py with the gguf writer of the
+     llama.cpp tree pinned in tools/benchmarks/peers (installed by tools/benchmarks/peers/llamacpp_setup.py into --cache);
+  3. the agreement check on a 16-token prompt: each system's last-position logits against a
+     float64 forward of the same weights (tools/references/hf_reference.py where it exists, and then the
+     PyTorch peer in float64 is checked too; else the PyTorch peer in float64),
+     max |a - b| / max |b|; a system over its tolerance stops the run before anything is timed;
+  4. timings, 1 and 2 threads, each system in a process of its own: prefill of 128 and 512
+     tokens (one batch), decode of --steps tokens one at a time after a context of 128 and 512,
+     medians over --reps; peak RSS.
+llama.cpp runs twice: with a float32 KV cache and flash attention off (float32 end to end,
+the other peers' arithmetic) and with its defaults (float16 cache, flash attention auto).
+
+attn's hook. --attn-bench is a command template run once per thread count, per weight storage
+of --attn-weights (attn::LoadOptions: converted to float, or the checkpoint's 16-bit matrices
+kept) and per keep_rows in (0, 1), with {hf_dir} {gguf} {threads} {prefill} {decode} {steps}
+{reps} {keep_rows} {weights} filled in (lists comma-separated); it must print one JSON object like tools/benchmarks/peers/llama_peer.cpp's
+bench: {"prefill": [{"tokens": n, "seconds": [...]}], "decode": [{"context": n, "steps": s,
+"seconds": [...]}], "peak_rss_bytes": b}. --attn-logits ({hf_dir} {gguf} {tokens} {weights}) prints
+{"logits": [vocab floats of the last position]} and joins the agreement check.
+
+OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are set on these machines and slow PyTorch; they are
+removed from the environment of the benchmarked processes only. Debian's PyTorch runs its
+matrix products in OpenBLAS's own threads while its OpenMP workers spin-wait beside them; at 2
+threads on 2 cores that halves prefill or worse, so the PyTorch peer runs with
+OMP_WAIT_POLICY=PASSIVE (--omp-wait-policy ACTIVE measures the default).
+"""
+import argparse
+import json
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role packages
+from common.run_folder import run_folder  # noqa: E402
+PEERS = ROOT / "tools" / "benchmarks" / "peers"
+sys.path.insert(0, str(ROOT / "tools"))  # the role packages
+from benchmarks.peers import llamacpp_setup  # noqa: E402
+
+PROMPT_LENGTH = 16
+TOLERANCE = {"F32": 2e-3, "F16": 1e-2, "BF16": 5e-2}  # a wrong layout convention gives O(1)
+LLAMA_VARIANTS = {
+    "llama.cpp": ["--kv-type", "f32", "--flash-attn", "off"],
+    "llama.cpp defaults": ["--kv-type", "f16", "--flash-attn", "auto"],
+}
+
+
+def bench_env(extra=None):
+    env = dict(os.environ)
+    for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        env.pop(name, None)
+    env.update(extra or {})
+    return env
+
+
+def run_json(command, what, extra_env=None):
+    done = subprocess.run(command, text=True, capture_output=True, env=bench_env(extra_env))
+    if done.returncode != 0:
+        raise RuntimeError(f"{what} failed ({done.returncode}): {shlex.join(map(str, command))}\n{done.stderr}")
+    return json.loads(done.stdout)
+
+
+def cpu_description():
+    text = subprocess.run(["lscpu"], text=True, capture_output=True).stdout
+    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    flags = fields.get("Flags", "").split()
+    vector = [f for f in flags if f.startswith(("sse", "ssse", "avx", "amx", "fma", "f16c"))]
+    return {"model_name": fields.get("Model name", "?").strip(), "vector_extensions": sorted(vector),
+            "cores": os.cpu_count(), "kernel": platform.release()}
+
+
+def prompt_tokens(vocab):
+    state, tokens = 2024, []
+    for _ in range(PROMPT_LENGTH):
+        state = (state * 1103515245 + 12345) % 2**31
+        tokens.append(state % vocab)
+    return tokens
+
+
+def checkpoint_writer():
+    shared = ROOT / "tools" / "references" / "hf_checkpoints.py"
+    return shared if shared.is_file() else PEERS / "hf_random.py"
+
+
+def prepare(shape, dtype, cache, llama):
+    """-> (hf_dir, gguf path), writing each only when missing or older than what it comes from."""
+    writer = checkpoint_writer()
+    hf_dir = cache / "checkpoints" / f"{shape}-{dtype}-{writer.stem}"
+    config = hf_dir / "config.json"
+    if not config.is_file() or config.stat().st_mtime < writer.stat().st_mtime:
+        subprocess.run([sys.executable, str(writer), "--shape", shape, "--dtype", dtype, "--out", str(hf_dir)],
+                       check=True, stdout=subprocess.DEVNULL)
+    gguf = cache / "gguf" / f"{hf_dir.name}-{llama.commit[:12]}.gguf"
+    if not gguf.is_file() or gguf.stat().st_mtime < config.stat().st_mtime:
+        gguf.parent.mkdir(parents=True, exist_ok=True)
+        partial = gguf.with_suffix(".partial")
+        subprocess.run([sys.executable, str(PEERS / "hf_to_gguf.py"), str(hf_dir), str(partial), "--type", dtype,
+                        "--gguf-py", str(llama.source / "gguf-py")], check=True, stdout=subprocess.DEVNULL)
+        partial.rename(gguf)
+    return hf_dir, gguf
+
+
+def relative_difference(values, reference):
+    if len(values) != len(reference):
+        raise ValueError(f"{len(values)} logits against {len(reference)} of the reference")
+    scale = max(abs(r) for r in reference)
+    return max(abs(v - r) for v, r in zip(values, reference)) / scale
+
+
+def agreement(hf_dir, gguf, dtype, llama, attn_logits, attn_weights):
+    config = json.loads((hf_dir / "config.json").read_text(encoding="utf-8"))
+    tokens = prompt_tokens(config["vocab_size"])
+    listed = ",".join(map(str, tokens))
+    torch_peer = [sys.executable, str(PEERS / "torch_peer.py"), str(hf_dir), "--threads", "2", "logits",
+                  "--tokens", listed]
+    reference = run_json(torch_peer + ["--float64"], "PyTorch float64")["logits"]
+    systems = {"pytorch-eager float32": run_json(torch_peer, "PyTorch float32")["logits"]}
+    for name, flags in LLAMA_VARIANTS.items():
+        command = [str(llama.harness), "--backends", str(llama.backends), "--model", str(gguf), "--threads", "2",
+                   *flags, "logits", "--tokens", listed]
+        systems[name] = run_json(command, name)["logits"]
+    if attn_logits:
+        for weights in attn_weights:
+            command = shlex.split(attn_logits.format(hf_dir=hf_dir, gguf=gguf, tokens=listed, weights=weights))
+            systems[attn_name(weights)] = run_json(command, "attn logits")["logits"]
+    shared_reference = ROOT / "tools" / "hf_reference.py"
+    shared_reference = ROOT / "tools" / "references" / "hf_reference.py"
+    if shared_reference.is_file():  # the loader tests' float64 reference, written independently
+        sys.path.insert(0, str(shared_reference.parent))
+        import hf_reference
+
+        logits = hf_reference.run(hf_reference.load(hf_dir), tokens)[0][-1]
+        systems["pytorch-eager float64"] = reference
+        reference = [float(v) for v in logits]
+    result = {"tokens": tokens, "tolerance": TOLERANCE[dtype],
+              "reference": "tools/references/hf_reference.py" if shared_reference.is_file() else "pytorch-eager float64",
+              "max_relative_difference": {name: relative_difference(v, reference) for name, v in systems.items()}}
+    over = {k: v for k, v in result["max_relative_difference"].items() if v > TOLERANCE[dtype]}
+    if over:
+        raise RuntimeError(f"{hf_dir.name}: logits disagree with the float64 reference beyond "
+                           f"{TOLERANCE[dtype]}: {over}")
+    return result
+
+
+def bench_commands(hf_dir, gguf, threads, args, llama):
+    lists = {"prefill": "128,512", "decode": "128,512"}
+    common = ["--prefill", lists["prefill"], "--decode", lists["decode"], "--steps", str(args.steps), "--reps",
+              str(args.reps)]
+    for name, flags in LLAMA_VARIANTS.items():
+        yield name, [str(llama.harness), "--backends", str(llama.backends), "--model", str(gguf), "--threads",
+                     str(threads), *flags, "bench", *common]
+    yield "pytorch-eager", [sys.executable, str(PEERS / "torch_peer.py"), str(hf_dir), "--threads", str(threads),
+                            "bench", *common]
+    if args.attn_bench:
+        for weights in args.attn_weights.split(","):
+            for keep_rows in (0, 1):
+                name = attn_name(weights) + (", keeping attention rows" if keep_rows else "")
+                yield name, shlex.split(args.attn_bench.format(
+                    hf_dir=hf_dir, gguf=gguf, threads=threads, prefill=lists["prefill"], decode=lists["decode"],
+                    steps=args.steps, reps=args.reps, keep_rows=keep_rows, weights=weights))
+
+
+def attn_name(weights):
+    """attn's row name for a weight storage: "attn" for float weights."""
+    return "attn" if weights == "converted" else "attn, 16-bit weights"
+
+
+def summarize(raw):
+    """Medians, and the best repetition (the least disturbed by other work on the machine)."""
+    row = {"peak_rss_mib": raw["peak_rss_bytes"] / 2**20}
+    for p in raw["prefill"]:
+        row[f"prefill_{p['tokens']}_tokens_per_second"] = p["tokens"] / statistics.median(p["seconds"])
+        row[f"prefill_{p['tokens']}_tokens_per_second_best"] = p["tokens"] / min(p["seconds"])
+    for d in raw["decode"]:
+        row[f"decode_{d['context']}_ms_per_token"] = 1e3 * statistics.median(d["seconds"]) / d["steps"]
+        row[f"decode_{d['context']}_ms_per_token_best"] = 1e3 * min(d["seconds"]) / d["steps"]
+    return row
+
+
+def markdown(results, cpu, llama, args):
+    lines = ["# Real model sizes: attn, llama.cpp and PyTorch eager", "",
+             "Written by `tools/benchmarks/bench_llamacpp.py`; "
+             f"CPU: {cpu['model_name']}, {cpu['cores']} cores; vector extensions: "
+             f"{' '.join(cpu['vector_extensions'])}.",
+             f"llama.cpp {llama.release} (commit {llama.commit[:12]}), prebuilt CPU libraries of "
+             "@node-llama-cpp/linux-x64@3.21.1; PyTorch eager float32 under inference_mode.",
+             f"Random weights in Hugging Face layout; prefill = one batch, last position's logits; decode = "
+             f"{args.steps} single-token steps after the context, logits each step; medians of {args.reps} "
+             "repetitions, the best in brackets; peak RSS of the system's process (PyTorch: after loading); "
+             "load: the machine's 1-minute load average before the row ran (2 cores, shared).",
+             "\"llama.cpp\": float32 KV cache, flash attention off; \"llama.cpp defaults\": float16 cache, "
+             f"flash attention auto. PyTorch with OMP_WAIT_POLICY={args.omp_wait_policy}.", ""]
+    for entry in results:
+        agree = entry["agreement"]["max_relative_difference"]
+        lines += [f"## {entry['model']} {entry['dtype']}", "",
+                  f"Run {entry.get('date', '?')}. Logits against {entry['agreement'].get('reference', 'float64')} "
+                  "(float64; 16-token prompt; max |a − b| / max |b|): "
+                  + ", ".join(f"{k} {v:.1e}" for k, v in agree.items()) + ".", "",
+                  "| system | threads | prefill 128 tok/s | prefill 512 tok/s | decode @128 ms/tok "
+                  "| decode @512 ms/tok | peak RSS MiB | load |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for row in entry["rows"]:
+            s = row["summary"]
+            cells = [f"{s[f'prefill_{n}_tokens_per_second']:.0f} ({s[f'prefill_{n}_tokens_per_second_best']:.0f})"
+                     for n in (128, 512)]
+            cells += [f"{s[f'decode_{n}_ms_per_token']:.2f} ({s[f'decode_{n}_ms_per_token_best']:.2f})"
+                      for n in (128, 512)]
+            lines.append(f"| {row['system']} | {row['threads']} | {' | '.join(cells)} | {s['peak_rss_mib']:.0f} "
+                         f"| {row['load_average']:.1f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", default="gpt2-small:F32", help="comma-separated shape:dtype")
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=32)
+    parser.add_argument("--cache", type=Path, default=llamacpp_setup.DEFAULT_CACHE)
+    parser.add_argument("--out", type=Path, default=run_folder(ROOT) / "real_size.md")
+    attn_bench = ROOT / "build" / "bench" / "bench" / "attn_bench_checkpoint"  # cmake --workflow --preset bench
+    default_bench = (f"{attn_bench} {{hf_dir}} peer --threads {{threads}} --prefill {{prefill}} --decode {{decode}} "
+                     "--steps {steps} --reps {reps} --keep-rows {keep_rows} --weights {weights}"
+                     ) if attn_bench.exists() else None
+    default_logits = f"{attn_bench} {{hf_dir}} logits {{tokens}} --weights {{weights}}" if attn_bench.exists() else None
+    parser.add_argument("--attn-bench", default=default_bench,
+                        help="command template for attn's timings (see above; default: build/bench's "
+                             "attn_bench_checkpoint if it is built)")
+    parser.add_argument("--attn-logits", default=default_logits,
+                        help="command template for attn's logits (default: attn_bench_checkpoint's)")
+    parser.add_argument("--attn-weights", default="converted",
+                        help="comma-separated weight storages attn runs with: converted (float), stored_16_bit "
+                             "(a 16-bit checkpoint's matrices kept in 16 bits)")
+    parser.add_argument("--omp-wait-policy", default="PASSIVE", choices=["PASSIVE", "ACTIVE"],
+                        help="OMP_WAIT_POLICY of the PyTorch peer (see above)")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the other models' results already in --out's JSON (same machine, another run)")
+    parser.add_argument("--agreement-only", action="store_true", help="check the logits, time nothing, write nothing")
+    args = parser.parse_args()
+    cache = args.cache.expanduser().resolve()
+    llama = llamacpp_setup.setup(cache)
+    cpu = cpu_description()
+    json_path = args.out.with_suffix(".json")
+    earlier = []
+    if args.merge and json_path.is_file():
+        earlier = json.loads(json_path.read_text(encoding="utf-8"))["results"]
+    results = []
+    for spec in args.models.split(","):
+        shape, _, dtype = spec.partition(":")
+        if dtype not in TOLERANCE:
+            raise SystemExit(f"--models {spec!r}: the dtype after ':' must be one of {sorted(TOLERANCE)}")
+        hf_dir, gguf = prepare(shape, dtype, cache, llama)
+        entry = {"model": shape, "dtype": dtype, "date": time.strftime("%Y-%m-%d %H:%M"),
+                 "agreement": agreement(hf_dir, gguf, dtype, llama, args.attn_logits,
+                                        args.attn_weights.split(",")),
+                 "rows": []}
+        print(f"{shape} {dtype}: agreement {entry['agreement']['max_relative_difference']}", flush=True)
+        if args.agreement_only:
+            continue
+        for threads in [int(t) for t in args.threads.split(",")]:
+            for system, command in bench_commands(hf_dir, gguf, threads, args, llama):
+                load_average = os.getloadavg()[0]
+                extra_env = {"OMP_WAIT_POLICY": args.omp_wait_policy} if system == "pytorch-eager" else None
+                raw = run_json(command, system, extra_env)
+                row = {"system": system, "threads": threads, "load_average": load_average,
+                       "summary": summarize(raw), "raw": raw}
+                entry["rows"].append(row)
+                print(f"  {system:32s} threads {threads}: {row['summary']}", flush=True)
+        results.append(entry)
+        # written after every model, so a long run that is stopped keeps what it measured
+        ran = {(e["model"], e["dtype"]) for e in results}
+        kept = [e for e in earlier if (e["model"], e["dtype"]) not in ran] + results
+        record = {"cpu": cpu, "llama_cpp": {"release": llama.release, "commit": llama.commit},
+                  "reps": args.reps, "steps": args.steps, "omp_wait_policy": args.omp_wait_policy, "results": kept}
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        args.out.write_text(markdown(kept, cpu, llama, args), encoding="utf-8")
+        print(f"wrote {args.out} and {json_path}", flush=True)
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""The PyTorch eager peer: GPT-2 and Llama forward passes from Hugging Face's formulas, with a KV cache.
+
+  /usr/bin/python3 tools/benchmarks/peers/torch_peer.py HF_DIR --threads T logits --tokens 1,2,3 [--float64]
+  /usr/bin/python3 tools/benchmarks/peers/torch_peer.py HF_DIR --threads T bench [--prefill 128,512]
+      [--decode 128,512] [--steps 32] [--reps 5]
+
+Prints JSON shaped like tools/benchmarks/peers/llama_peer.cpp's. Written from the modelling code's
+formulas (GPT2Model: learned positions, pre-LayerNorm, Conv1D (x @ W), gelu_new; LlamaModel:
+RMSNorm, half-split rotary (rotate_half), grouped key-value heads, SiLU-gated MLP), run under
+torch.inference_mode(), float32 (or float64 for the agreement check); bfloat16 checkpoints are
+widened exactly to float32. Like the llama.cpp peer, a prefill computes the logits of its last
+position only. Peak RSS is the high-water mark after the weights are loaded (VmHWM is reset
+then), so the file-reading copies do not count.
+"""
+import argparse
+import gc
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tools/: the role packages
+from common import safetensors_io  # noqa: E402
+
+
+class Cache:
+    """Per layer, keys and values of the positions seen: (heads_kv × capacity × head_dim)."""
+
+    def __init__(self, layers, kv_heads, head_dim, capacity, dtype):
+        shape = (layers, 2, kv_heads, capacity, head_dim)
+        self.kv = torch.zeros(shape, dtype=dtype)
+        self.length = 0
+
+    def append(self, layer, k, v):
+        n = k.shape[1]
+        self.kv[layer, 0, :, self.length:self.length + n] = k
+        self.kv[layer, 1, :, self.length:self.length + n] = v
+        end = self.length + n
+        return self.kv[layer, 0, :, :end], self.kv[layer, 1, :, :end]
+
+
+def attend(q, k, v, first):
+    """q (heads × n × d) at positions first.., k/v (heads × (first+n) × d) -> (n × heads·d)."""
+    n, total = q.shape[1], k.shape[1]
+    scores = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])
+    if n > 1:
+        visible = torch.arange(total)[None, :] <= (first + torch.arange(n))[:, None]
+        scores = scores.masked_fill(~visible, float("-inf"))
+    out = torch.softmax(scores, dim=-1) @ v
+    return out.transpose(0, 1).reshape(n, -1)
+
+
+class GPT2:
+    def __init__(self, config, w):
+        self.c, self.w = config, w
+        self.layers, self.heads = config["n_layer"], config["n_head"]
+        self.head_dim = config["n_embd"] // self.heads
+        self.kv_heads, self.eps = self.heads, config["layer_norm_epsilon"]
+
+    def norm(self, x, name):
+        return torch.nn.functional.layer_norm(x, x.shape[-1:], self.w[name + ".weight"], self.w[name + ".bias"], self.eps)
+
+    def conv1d(self, x, name):
+        return torch.addmm(self.w[name + ".bias"], x, self.w[name + ".weight"])
+
+    def forward(self, ids, cache):
+        w, first = self.w, cache.length
+        x = w["wte.weight"][ids] + w["wpe.weight"][first:first + len(ids)]
+        for i in range(self.layers):
+            p = f"h.{i}."
+            q, k, v = self.conv1d(self.norm(x, p + "ln_1"), p + "attn.c_attn").split(self.c["n_embd"], dim=1)
+            q, k, v = (t.reshape(len(ids), self.heads, self.head_dim).transpose(0, 1) for t in (q, k, v))
+            k, v = cache.append(i, k, v)
+            x = x + self.conv1d(attend(q, k, v, first), p + "attn.c_proj")
+            h = torch.nn.functional.gelu(self.conv1d(self.norm(x, p + "ln_2"), p + "mlp.c_fc"), approximate="tanh")
+            x = x + self.conv1d(h, p + "mlp.c_proj")
+        cache.length += len(ids)
+        return self.norm(x[-1:], "ln_f") @ w["wte.weight"].T
+
+
+class Llama:
+    def __init__(self, config, w):
+        self.c, self.w = config, w
+        self.layers, self.heads = config["num_hidden_layers"], config["num_attention_heads"]
+        self.kv_heads = config.get("num_key_value_heads", self.heads)
+        self.head_dim = config.get("head_dim") or config["hidden_size"] // self.heads
+        self.eps = config["rms_norm_eps"]
+        dtype = w["model.embed_tokens.weight"].dtype
+        exponent = torch.arange(0, self.head_dim, 2, dtype=torch.float64) / self.head_dim
+        self.inv_freq = (1.0 / config.get("rope_theta", 10000.0) ** exponent).to(dtype)
+        self.lm_head = w.get("lm_head.weight", w["model.embed_tokens.weight"])
+
+    def norm(self, x, name):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.w[name]
+
+    def rotate(self, x, cos, sin):
+        half = x.shape[-1] // 2
+        rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+        return x * cos + rotated * sin
+
+    def forward(self, ids, cache):
+        w, first, n = self.w, cache.length, len(ids)
+        angles = torch.arange(first, first + n, dtype=self.inv_freq.dtype)[:, None] * self.inv_freq[None, :]
+        angles = torch.cat((angles, angles), dim=-1)
+        cos, sin = angles.cos(), angles.sin()
+        group = self.heads // self.kv_heads
+        x = w["model.embed_tokens.weight"][ids]
+        for i in range(self.layers):
+            p = f"model.layers.{i}."
+            h = self.norm(x, p + "input_layernorm.weight")
+            q = (h @ w[p + "self_attn.q_proj.weight"].T).reshape(n, self.heads, self.head_dim).transpose(0, 1)
+            k = (h @ w[p + "self_attn.k_proj.weight"].T).reshape(n, self.kv_heads, self.head_dim).transpose(0, 1)
+            v = (h @ w[p + "self_attn.v_proj.weight"].T).reshape(n, self.kv_heads, self.head_dim).transpose(0, 1)
+            k, v = cache.append(i, self.rotate(k, cos, sin), v)
+            k, v = k.repeat_interleave(group, dim=0), v.repeat_interleave(group, dim=0)
+            x = x + attend(self.rotate(q, cos, sin), k, v, first) @ w[p + "self_attn.o_proj.weight"].T
+            h = self.norm(x, p + "post_attention_layernorm.weight")
+            gated = torch.nn.functional.silu(h @ w[p + "mlp.gate_proj.weight"].T) * (h @ w[p + "mlp.up_proj.weight"].T)
+            x = x + gated @ w[p + "mlp.down_proj.weight"].T
+        cache.length += n
+        return self.norm(x[-1:], "model.norm.weight") @ self.lm_head.T
+
+
+def load(hf_dir, dtype):
+    hf_dir = Path(hf_dir)
+    config = json.loads((hf_dir / "config.json").read_text(encoding="utf-8"))
+    weights = {}
+    for path in sorted(hf_dir.glob("*.safetensors")):
+        arrays, _ = safetensors_io.read_float32(path)
+        for name, array in arrays.items():
+            weights[name.removeprefix("transformer.")] = torch.from_numpy(array).to(dtype)
+    architecture = (config.get("architectures") or ["<none>"])[0]
+    if architecture == "GPT2LMHeadModel":
+        return GPT2(config, weights)
+    if architecture == "LlamaForCausalLM":
+        return Llama(config, weights)
+    raise ValueError(f"{hf_dir}/config.json: architecture {architecture!r} is neither GPT2LMHeadModel "
+                     "nor LlamaForCausalLM")
+
+
+def new_cache(model, capacity, dtype):
+    return Cache(model.layers, model.kv_heads, model.head_dim, capacity, dtype)
+
+
+def last_logits(model, tokens, dtype):
+    with torch.inference_mode():
+        return model.forward(torch.tensor(tokens), new_cache(model, len(tokens), dtype))[0]
+
+
+def reset_peak_rss():
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass  # the peak then includes loading
+
+
+def peak_rss_bytes():
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return -1
+
+
+def bench(model, prefill, decode, steps, reps):
+    longest = max(prefill + [n + steps for n in decode])
+    vocab = model.c["vocab_size"]
+    tokens = torch.randint(0, vocab, (longest,), generator=torch.Generator().manual_seed(12345))
+    cache = new_cache(model, longest, torch.float32)
+    gc.collect()
+    reset_peak_rss()
+    result = {"prefill": [], "decode": []}
+    with torch.inference_mode():
+        model.forward(tokens[:longest - steps], cache)  # first touch of everything, untimed
+        for n in prefill:
+            seconds = []
+            for _ in range(reps):
+                cache.length = 0
+                start = time.perf_counter()
+                model.forward(tokens[:n], cache)
+                seconds.append(time.perf_counter() - start)
+            result["prefill"].append({"tokens": n, "seconds": seconds})
+        for n in decode:
+            seconds = []
+            for _ in range(reps):
+                cache.length = 0
+                model.forward(tokens[:n], cache)
+                start = time.perf_counter()
+                for step in range(steps):
+                    model.forward(tokens[n + step:n + step + 1], cache)
+                seconds.append(time.perf_counter() - start)
+            result["decode"].append({"context": n, "steps": steps, "seconds": seconds})
+    result["peak_rss_bytes"] = peak_rss_bytes()
+    return result
+
+
+def int_list(text):
+    return [int(t) for t in text.split(",") if t]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("hf_dir", type=Path)
+    parser.add_argument("--threads", type=int, default=1)
+    sub = parser.add_subparsers(dest="command", required=True)
+    logits = sub.add_parser("logits")
+    logits.add_argument("--tokens", required=True, type=int_list)
+    logits.add_argument("--float64", action="store_true")
+    timing = sub.add_parser("bench")
+    timing.add_argument("--prefill", type=int_list, default=[128, 512])
+    timing.add_argument("--decode", type=int_list, default=[128, 512])
+    timing.add_argument("--steps", type=int, default=32)
+    timing.add_argument("--reps", type=int, default=5)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.set_num_interop_threads(1)
+    if args.command == "logits":
+        dtype = torch.float64 if args.float64 else torch.float32
+        values = last_logits(load(args.hf_dir, dtype), args.tokens, dtype)
+        print(json.dumps({"vocab": len(values), "logits": values.tolist()}))
+    else:
+        result = bench(load(args.hf_dir, torch.float32), args.prefill, args.decode, args.steps, args.reps)
+        print(json.dumps({"threads": args.threads, "torch": torch.__version__, **result}))
+
+
+if __name__ == "__main__":
+    main()

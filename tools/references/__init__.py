@@ -1,0 +1,1 @@
+"""Independent references and the writers of the committed golden files."""

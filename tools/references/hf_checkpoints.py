@@ -1,0 +1,483 @@
+#!/usr/bin/python3
+"""Write randomly initialised checkpoints in the exact layout Hugging Face's save_pretrained gives
+GPT2LMHeadModel (model_type gpt2), LlamaForCausalLM (llama) and Qwen2ForCausalLM (qwen2):
+config.json, and model.safetensors or model.safetensors.index.json + model-0000k-of-0000n shards.
+
+Nothing here comes from a trained model: the weights are Gaussian draws, scaled so that attention
+is neither uniform nor one-hot, so that a loader and a forward pass can be tested against an
+independent reference (tools/references/hf_reference.py) without downloading weights.
+
+    /usr/bin/python3 tools/references/hf_checkpoints.py --shape gpt2-small --dtype F32 --out /tmp/gpt2-small
+    /usr/bin/python3 tools/references/hf_checkpoints.py --shape smollm2-135m --dtype BF16 --out /tmp/smollm2
+
+Every tensor is drawn from its own generator, seeded by (seed, tensor name), so a tensor's values
+do not depend on the dtype's rounding of other tensors, on the shard count or on the write order.
+Tensors are generated and written one at a time, so a 124 M-parameter checkpoint needs memory for
+its largest tensor only.
+
+Run with Debian's Python (/usr/bin/python3: python3-torch for bfloat16 rounding, python3-numpy).
+"""
+
+import argparse
+import json
+import math
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role packages
+
+from common.safetensors_io import header_bytes  # noqa: E402
+
+ARCHITECTURES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM"}
+TORCH_DTYPE_NAMES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
+TRANSFORMERS_VERSION = "4.46.3"
+
+# Bytes per element of every safetensors dtype this tool writes or reads.
+ELEMENT_SIZE = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
+# The safetensors serializer lays tensors out by dtype (widest kind first), then by name.
+_DTYPE_ORDER = ["F64", "I64", "F32", "I32", "BF16", "F16", "I16", "U8", "I8", "BOOL"]
+
+# Scores q·k/√d have a standard deviation of about QK_GAIN² when q and k come from unit-variance
+# inputs through weights of standard deviation QK_GAIN/√fan_in: large enough that attention rows
+# are far from uniform, small enough that they are not one-hot.
+QK_GAIN = 1.4
+
+SHAPES = {
+    # GPT-2 small (124 M parameters).
+    "gpt2-small": ("gpt2", {"vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_layer": 12, "n_head": 12}),
+    # SmolLM2-135M's configuration (Llama, 9 query heads over 3 key/value heads, tied embeddings).
+    "smollm2-135m": ("llama", {"vocab_size": 49152, "hidden_size": 576, "intermediate_size": 1536,
+                               "num_hidden_layers": 30, "num_attention_heads": 9, "num_key_value_heads": 3,
+                               "max_position_embeddings": 8192, "rope_theta": 100000.0, "rms_norm_eps": 1e-5,
+                               "tie_word_embeddings": True, "bos_token_id": 1, "eos_token_id": 2}),
+}
+
+
+class ConfigError(ValueError):
+    """A configuration this tool cannot write (unknown architecture, dtype or key, bad sizes)."""
+
+
+# ---------------------------------------------------------------- configuration
+
+
+def gpt2_config(user, dtype, legacy=False):
+    """config.json of a GPT2LMHeadModel, as save_pretrained writes it.
+
+    legacy=True writes what the original GPT-2 checkpoints' config.json holds: no torch_dtype,
+    n_inner, scale_attn_weights, scale_attn_by_inverse_layer_idx, reorder_and_upcast_attn or
+    tie_word_embeddings (a loader must take the defaults: 4·n_embd, true, false, false, true)."""
+    config = {
+        "activation_function": "gelu_new",
+        "architectures": [ARCHITECTURES["gpt2"]],
+        "attn_pdrop": 0.1,
+        "bos_token_id": 50256,
+        "embd_pdrop": 0.1,
+        "eos_token_id": 50256,
+        "initializer_range": 0.02,
+        "layer_norm_epsilon": 1e-05,
+        "model_type": "gpt2",
+        "n_ctx": None,
+        "n_embd": 768,
+        "n_head": 12,
+        "n_inner": None,
+        "n_layer": 12,
+        "n_positions": 1024,
+        "reorder_and_upcast_attn": False,
+        "resid_pdrop": 0.1,
+        "scale_attn_by_inverse_layer_idx": False,
+        "scale_attn_weights": True,
+        "summary_activation": None,
+        "summary_first_dropout": 0.1,
+        "summary_proj_to_labels": True,
+        "summary_type": "cls_index",
+        "summary_use_proj": True,
+        "tie_word_embeddings": True,
+        "torch_dtype": TORCH_DTYPE_NAMES[dtype],
+        "transformers_version": TRANSFORMERS_VERSION,
+        "use_cache": True,
+        "vocab_size": 50257,
+    }
+    _update(config, user)
+    if config["n_ctx"] is None:
+        config["n_ctx"] = config["n_positions"]
+    if legacy:
+        defaults = {"n_inner": None, "scale_attn_weights": True, "scale_attn_by_inverse_layer_idx": False,
+                    "reorder_and_upcast_attn": False, "tie_word_embeddings": True}
+        for key, default in defaults.items():
+            if config[key] != default:
+                raise ConfigError(f"legacy config.json cannot hold {key}={config[key]!r} (its default is {default!r})")
+            del config[key]
+        del config["torch_dtype"], config["transformers_version"]
+    if config["n_embd"] % config["n_head"]:
+        raise ConfigError(f"n_embd {config['n_embd']} is not a multiple of n_head {config['n_head']}")
+    return config
+
+
+def llama_config(user, dtype):
+    """config.json of a LlamaForCausalLM, as save_pretrained writes it."""
+    config = {
+        "architectures": [ARCHITECTURES["llama"]],
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "bos_token_id": 1,
+        "eos_token_id": 2,
+        "hidden_act": "silu",
+        "hidden_size": 4096,
+        "initializer_range": 0.02,
+        "intermediate_size": 11008,
+        "max_position_embeddings": 2048,
+        "mlp_bias": False,
+        "model_type": "llama",
+        "num_attention_heads": 32,
+        "num_hidden_layers": 32,
+        "num_key_value_heads": None,
+        "pretraining_tp": 1,
+        "rms_norm_eps": 1e-06,
+        "rope_scaling": None,
+        "rope_theta": 10000.0,
+        "tie_word_embeddings": False,
+        "torch_dtype": TORCH_DTYPE_NAMES[dtype],
+        "transformers_version": TRANSFORMERS_VERSION,
+        "use_cache": True,
+        "vocab_size": 32000,
+    }
+    _update(config, user, optional=("head_dim",))
+    return _finish_rotary(config)
+
+
+def qwen2_config(user, dtype):
+    """config.json of a Qwen2ForCausalLM, as save_pretrained writes it."""
+    config = {
+        "architectures": [ARCHITECTURES["qwen2"]],
+        "attention_dropout": 0.0,
+        "bos_token_id": 151643,
+        "eos_token_id": 151643,
+        "hidden_act": "silu",
+        "hidden_size": 4096,
+        "initializer_range": 0.02,
+        "intermediate_size": 22016,
+        "max_position_embeddings": 32768,
+        "max_window_layers": 28,
+        "model_type": "qwen2",
+        "num_attention_heads": 32,
+        "num_hidden_layers": 32,
+        "num_key_value_heads": None,
+        "rms_norm_eps": 1e-06,
+        "rope_scaling": None,
+        "rope_theta": 10000.0,
+        "sliding_window": 4096,
+        "tie_word_embeddings": False,
+        "torch_dtype": TORCH_DTYPE_NAMES[dtype],
+        "transformers_version": TRANSFORMERS_VERSION,
+        "use_cache": True,
+        "use_sliding_window": False,
+        "vocab_size": 151936,
+    }
+    _update(config, user, optional=("head_dim",))
+    return _finish_rotary(config)
+
+
+def _update(config, user, optional=()):
+    for key, value in user.items():
+        if key not in config and key not in optional:
+            raise ConfigError(f"unknown {config['model_type']} config key {key!r}")
+        config[key] = value
+
+
+def _finish_rotary(config):
+    if config["num_key_value_heads"] is None:
+        config["num_key_value_heads"] = config["num_attention_heads"]
+    heads, kv_heads = config["num_attention_heads"], config["num_key_value_heads"]
+    if heads % kv_heads:
+        raise ConfigError(f"num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}")
+    if "head_dim" not in config and config["hidden_size"] % heads:
+        raise ConfigError(f"hidden_size {config['hidden_size']} is not a multiple of num_attention_heads {heads}")
+    if head_dim_of(config) % 2:
+        raise ConfigError(f"head dimension {head_dim_of(config)} is odd; rotary embeddings rotate pairs")
+    return config
+
+
+def head_dim_of(config):
+    """The per-head width of a rotary model: head_dim when the config gives it, else hidden / heads."""
+    if config.get("head_dim") is not None:
+        return config["head_dim"]
+    return config["hidden_size"] // config["num_attention_heads"]
+
+
+def make_config(architecture, user, dtype, legacy=False):
+    if architecture not in ARCHITECTURES:
+        raise ConfigError(f"unknown architecture {architecture!r}; expected one of {sorted(ARCHITECTURES)}")
+    if dtype not in TORCH_DTYPE_NAMES:
+        raise ConfigError(f"unknown dtype {dtype!r}; expected one of {sorted(TORCH_DTYPE_NAMES)}")
+    if legacy and architecture != "gpt2":
+        raise ConfigError("legacy config.json exists for gpt2 only")
+    if architecture == "gpt2":
+        return gpt2_config(user, dtype, legacy)
+    if architecture == "llama":
+        return llama_config(user, dtype)
+    return qwen2_config(user, dtype)
+
+
+# ---------------------------------------------------------------- tensor plan
+
+
+class Spec:
+    """One tensor of the checkpoint: its name, shape, dtype and how to draw it.
+
+    kind: "normal" (std · N), "norm" (1 + 0.1·N), "bias" (0.1·N), "tril" (a causal-mask buffer,
+    ones on and below the diagonal) or "constant" (a scalar buffer). column_std scales column
+    blocks separately: a list of (columns, std)."""
+
+    def __init__(self, name, shape, dtype, kind, std=None, column_std=None, value=None):
+        self.name, self.shape, self.dtype, self.kind = name, tuple(shape), dtype, kind
+        self.std, self.column_std, self.value = std, column_std, value
+
+    @property
+    def nbytes(self):
+        return math.prod(self.shape) * ELEMENT_SIZE[self.dtype]
+
+
+def tensor_plan(config, dtype, prefix=None, mask_buffers=False):
+    """The checkpoint's tensors in state_dict order (the order save_pretrained shards them in)."""
+    if config["model_type"] == "gpt2":
+        return _gpt2_plan(config, dtype, "transformer." if prefix is None else prefix, mask_buffers)
+    if mask_buffers:
+        raise ConfigError("mask buffers exist in GPT-2 checkpoints only")
+    if prefix not in (None, "model."):
+        raise ConfigError(f"{config['model_type']} tensors are always under 'model.', not {prefix!r}")
+    return _rotary_plan(config, dtype)
+
+
+def _gpt2_plan(config, dtype, prefix, mask_buffers):
+    if prefix not in ("", "transformer."):
+        raise ConfigError(f"GPT-2 tensor prefix must be '' or 'transformer.', not {prefix!r}")
+    width, heads, vocab = config["n_embd"], config["n_head"], config["vocab_size"]
+    positions = config["n_positions"]
+    inner = config.get("n_inner") or 4 * width
+    head_dim = width // heads
+    plan = [Spec(prefix + "wte.weight", (vocab, width), dtype, "normal", 0.5),
+            Spec(prefix + "wpe.weight", (positions, width), dtype, "normal", 0.5)]
+    for layer in range(config["n_layer"]):
+        qk_gain = QK_GAIN
+        if not config.get("scale_attn_weights", True):
+            qk_gain /= head_dim ** 0.25  # the scores skip the 1/√d, so q and k share it
+        if config.get("scale_attn_by_inverse_layer_idx", False):
+            qk_gain *= math.sqrt(layer + 1)  # the scores are divided by layer + 1
+        h = f"{prefix}h.{layer}."
+        plan += [Spec(h + "ln_1.weight", (width,), dtype, "norm"), Spec(h + "ln_1.bias", (width,), dtype, "bias")]
+        if mask_buffers:
+            # Older GPT-2 checkpoints saved the attention's causal mask and masked value as buffers.
+            plan += [Spec(h + "attn.bias", (1, 1, positions, positions), dtype, "tril"),
+                     Spec(h + "attn.masked_bias", (), dtype, "constant", value=-1e4)]
+        qk_std = qk_gain / math.sqrt(width)
+        plan += [
+            # Conv1D weights are (in, out): columns [q | k | v].
+            Spec(h + "attn.c_attn.weight", (width, 3 * width), dtype, "normal",
+                 column_std=[(2 * width, qk_std), (width, 1 / math.sqrt(width))]),
+            Spec(h + "attn.c_attn.bias", (3 * width,), dtype, "bias"),
+            Spec(h + "attn.c_proj.weight", (width, width), dtype, "normal", 1 / math.sqrt(width)),
+            Spec(h + "attn.c_proj.bias", (width,), dtype, "bias"),
+            Spec(h + "ln_2.weight", (width,), dtype, "norm"),
+            Spec(h + "ln_2.bias", (width,), dtype, "bias"),
+            Spec(h + "mlp.c_fc.weight", (width, inner), dtype, "normal", 1 / math.sqrt(width)),
+            Spec(h + "mlp.c_fc.bias", (inner,), dtype, "bias"),
+            Spec(h + "mlp.c_proj.weight", (inner, width), dtype, "normal", 1 / math.sqrt(inner)),
+            Spec(h + "mlp.c_proj.bias", (width,), dtype, "bias"),
+        ]
+    plan += [Spec(prefix + "ln_f.weight", (width,), dtype, "norm"), Spec(prefix + "ln_f.bias", (width,), dtype, "bias")]
+    if not config.get("tie_word_embeddings", True):
+        plan.append(Spec("lm_head.weight", (vocab, width), dtype, "normal", 0.5))
+    return plan
+
+
+def _rotary_plan(config, dtype):
+    width, vocab, inner = config["hidden_size"], config["vocab_size"], config["intermediate_size"]
+    heads, kv_heads, head_dim = config["num_attention_heads"], config["num_key_value_heads"], head_dim_of(config)
+    qwen2 = config["model_type"] == "qwen2"
+    qkv_bias = qwen2 or config.get("attention_bias", False)
+    o_bias = not qwen2 and config.get("attention_bias", False)
+    mlp_bias = not qwen2 and config.get("mlp_bias", False)
+    qk_std = QK_GAIN / math.sqrt(width)
+    plan = [Spec("model.embed_tokens.weight", (vocab, width), dtype, "normal", 0.5)]
+    for layer in range(config["num_hidden_layers"]):
+        a = f"model.layers.{layer}.self_attn."
+        m = f"model.layers.{layer}.mlp."
+        # PyTorch Linear weights are (out, in).
+        for proj, rows, std in (("q_proj", heads * head_dim, qk_std), ("k_proj", kv_heads * head_dim, qk_std),
+                                ("v_proj", kv_heads * head_dim, 1 / math.sqrt(width))):
+            plan.append(Spec(a + proj + ".weight", (rows, width), dtype, "normal", std))
+            if qkv_bias:
+                plan.append(Spec(a + proj + ".bias", (rows,), dtype, "bias"))
+        plan.append(Spec(a + "o_proj.weight", (width, heads * head_dim), dtype, "normal",
+                         1 / math.sqrt(heads * head_dim)))
+        if o_bias:
+            plan.append(Spec(a + "o_proj.bias", (width,), dtype, "bias"))
+        for proj, shape, std in (("gate_proj", (inner, width), 1 / math.sqrt(width)),
+                                 ("up_proj", (inner, width), 1 / math.sqrt(width)),
+                                 ("down_proj", (width, inner), 1 / math.sqrt(inner))):
+            plan.append(Spec(m + proj + ".weight", shape, dtype, "normal", std))
+            if mlp_bias:
+                plan.append(Spec(m + proj + ".bias", (shape[0],), dtype, "bias"))
+        plan += [Spec(f"model.layers.{layer}.input_layernorm.weight", (width,), dtype, "norm"),
+                 Spec(f"model.layers.{layer}.post_attention_layernorm.weight", (width,), dtype, "norm")]
+    plan.append(Spec("model.norm.weight", (width,), dtype, "norm"))
+    if not config.get("tie_word_embeddings", False):
+        plan.append(Spec("lm_head.weight", (vocab, width), dtype, "normal", 0.5))
+    return plan
+
+
+# ---------------------------------------------------------------- values
+
+
+def draw(spec, seed):
+    """The tensor's values as a float32 array, before rounding to the checkpoint's dtype."""
+    if spec.kind == "tril":
+        positions = spec.shape[-1]
+        return np.tril(np.ones((positions, positions), dtype=np.float32)).reshape(spec.shape)
+    if spec.kind == "constant":
+        return np.array(spec.value, dtype=np.float32)
+    rng = np.random.default_rng([seed, zlib.crc32(spec.name.encode())])
+    values = rng.standard_normal(spec.shape, dtype=np.float32)
+    if spec.kind == "norm":
+        values = 1 + np.float32(0.1) * values
+    elif spec.kind == "bias":
+        values *= np.float32(0.1)
+    elif spec.column_std is not None:
+        start = 0
+        for columns, std in spec.column_std:
+            values[..., start:start + columns] *= np.float32(std)
+            start += columns
+    else:
+        values *= np.float32(spec.std)
+    return values
+
+
+def encode(values, dtype):
+    """values rounded (to nearest, ties to even) to dtype, as a little-endian array to write.
+
+    F32 input is not copied: a 124 M-parameter checkpoint holds one copy of its largest tensor."""
+    if dtype in ("F32", "F64", "F16"):
+        return np.ascontiguousarray(values, dtype={"F32": "<f4", "F64": "<f8", "F16": "<f2"}[dtype])
+    if dtype == "I64":
+        return np.ascontiguousarray(values, dtype="<i8")
+    if dtype == "BF16":
+        rounded = torch.from_numpy(np.ascontiguousarray(values, dtype=np.float32)).to(torch.bfloat16)
+        return rounded.view(torch.int16).numpy().astype("<i2", copy=False)
+    raise ConfigError(f"cannot encode dtype {dtype!r}")
+
+
+# ---------------------------------------------------------------- files
+
+
+def safetensors_header(specs, metadata=None):
+    """The header bytes (length prefix included) and the specs in data order.
+
+    The JSON is padded with spaces so the data starts 8-byte aligned, as the safetensors
+    serializer does."""
+    ordered = sorted(specs, key=lambda s: (_DTYPE_ORDER.index(s.dtype), s.name))
+    header = {"__metadata__": metadata if metadata is not None else {"format": "pt"}}
+    offset = 0
+    for spec in ordered:
+        header[spec.name] = {"dtype": spec.dtype, "shape": list(spec.shape),
+                             "data_offsets": [offset, offset + spec.nbytes]}
+        offset += spec.nbytes
+    return header_bytes(header), ordered
+
+
+def write_safetensors(path, specs, values_of):
+    """Write specs to path, asking values_of(spec) for each tensor (an encoded array) in data order."""
+    header, ordered = safetensors_header(specs)
+    with open(path, "wb") as out:
+        out.write(header)
+        for spec in ordered:
+            data = values_of(spec)
+            if data.nbytes != spec.nbytes or not data.flags["C_CONTIGUOUS"]:
+                raise ConfigError(f"{spec.name}: {data.nbytes} bytes for {spec.nbytes}")
+            out.write(memoryview(data).cast("B"))
+
+
+def shard_plan(plan, shards):
+    """Split the plan, in order, into `shards` consecutive non-empty groups of about equal bytes:
+    a new shard starts once the bytes so far reach its share (as save_pretrained starts one when
+    the next tensor would pass max_shard_size), or when every tensor left must open one."""
+    if shards < 1 or shards > len(plan):
+        raise ConfigError(f"shards must be between 1 and the tensor count {len(plan)}, not {shards}")
+    total = sum(spec.nbytes for spec in plan)
+    groups, done = [[]], 0
+    for index, spec in enumerate(plan):
+        to_open = shards - len(groups)
+        if groups[-1] and to_open and (done >= len(groups) * total / shards or to_open >= len(plan) - index):
+            groups.append([])
+        groups[-1].append(spec)
+        done += spec.nbytes
+    return groups
+
+
+def write_checkpoint(directory, architecture, config, dtype="F32", seed=0, shards=1, prefix=None,
+                     mask_buffers=False, tied=None, legacy_config=False):
+    """Write a Hugging Face checkpoint to directory and return its full config.
+
+    architecture: "gpt2", "llama" or "qwen2". config: Hugging Face config keys overriding the
+    architecture's defaults (n_embd, n_head, ... or hidden_size, num_attention_heads, ...).
+    dtype: "F32", "F16" or "BF16" (the stored values are rounded to it). shards: 1 writes
+    model.safetensors; more write model.safetensors.index.json and model-0000k-of-0000n.safetensors.
+    prefix: GPT-2 only, "transformer." (the default, as GPT2LMHeadModel saves) or "" (as the
+    original GPT-2 checkpoints, saved from GPT2Model). mask_buffers: GPT-2 only, also write each
+    layer's attn.bias (tril ones, 1 × 1 × n_positions × n_positions) and attn.masked_bias (-1e4).
+    tied: overrides config's tie_word_embeddings; a tied checkpoint has no lm_head.weight.
+    legacy_config: GPT-2 only, omit the keys old config.json files lack (see gpt2_config)."""
+    config = dict(config)
+    if tied is not None:
+        config["tie_word_embeddings"] = bool(tied)
+    if legacy_config and config.get("tie_word_embeddings", True) is False:
+        raise ConfigError("legacy config.json cannot describe an untied GPT-2")
+    full = make_config(architecture, config, dtype, legacy_config)
+    plan_config = dict(full)
+    plan_config.setdefault("tie_word_embeddings", True)
+    plan = tensor_plan(plan_config, dtype, prefix, mask_buffers)
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    for stale in list(directory.glob("model*.safetensors")) + list(directory.glob("model.safetensors.index.json")):
+        stale.unlink()
+    with open(directory / "config.json", "w") as out:
+        out.write(json.dumps(full, indent=2, sort_keys=True) + "\n")
+
+    def values_of(spec):
+        return encode(draw(spec, seed), spec.dtype)
+
+    if shards == 1:
+        write_safetensors(directory / "model.safetensors", plan, values_of)
+        return full
+    weight_map = {}
+    groups = shard_plan(plan, shards)
+    for index, group in enumerate(groups, start=1):
+        name = f"model-{index:05d}-of-{len(groups):05d}.safetensors"
+        write_safetensors(directory / name, group, values_of)
+        weight_map.update({spec.name: name for spec in group})
+    index = {"metadata": {"total_size": sum(spec.nbytes for spec in plan)}, "weight_map": weight_map}
+    with open(directory / "model.safetensors.index.json", "w") as out:
+        out.write(json.dumps(index, indent=2, sort_keys=True) + "\n")
+    return full
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shape", required=True, choices=sorted(SHAPES))
+    parser.add_argument("--dtype", default="F32", choices=sorted(TORCH_DTYPE_NAMES))
+    parser.add_argument("--out", required=True, help="directory to write (created; model files replaced)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--shards", type=int, default=1)
+    args = parser.parse_args(argv)
+    architecture, config = SHAPES[args.shape]
+    full = write_checkpoint(args.out, architecture, config, args.dtype, args.seed, args.shards)
+    size = sum(f.stat().st_size for f in Path(args.out).glob("*.safetensors"))
+    print(f"wrote {args.out}: {full['architectures'][0]}, {args.dtype}, {size / 1e6:.1f} MB")
+
+
+if __name__ == "__main__":
+    main()

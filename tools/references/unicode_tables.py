@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""Writes two headers from Python's unicodedata (its Unicode version is written into both):
+
+include/attn/detail/unicode_tables.hpp: the code point classes that the tokenizers'
+pre-tokenizer patterns use (\\p{L}, \\p{N}, \\s), as sorted ranges.
+
+include/attn/detail/nfc_tables.hpp: the data of Unicode Normalization Form C (nfc.hpp):
+canonical combining classes as runs, and the canonical decompositions (unicodedata's
+decomposition() without a <tag>) as delta-coded packed integers. Whether a decomposable
+character is in Full_Composition_Exclusion (singletons, decompositions that start with a
+non-starter, the script-specific and post-composition-version exclusions) is read off
+unicodedata.normalize: exactly those characters are not their own NFC. Hangul syllables
+have no entries; nfc.hpp composes and decomposes them arithmetically.
+
+Letters and numbers are the general categories L* and N*. Whitespace is the White_Space
+property of PropList.txt, which unicodedata does not expose; that list has not
+changed since Unicode 6.3 and is spelled out below.
+
+Run: /usr/bin/python3 tools/references/unicode_tables.py  (from anywhere; rewrites both headers)
+"""
+
+import argparse
+import sys
+import unicodedata
+from pathlib import Path
+
+DETAIL = Path(__file__).resolve().parents[2] / "include" / "attn" / "detail"
+HEADER = DETAIL / "unicode_tables.hpp"
+NFC_HEADER = DETAIL / "nfc_tables.hpp"
+
+WHITE_SPACE = [(0x09, 0x0D), (0x20, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
+               (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000)]
+
+
+def ranges(predicate):
+    out = []
+    for code in range(0x110000):
+        if predicate(code):
+            if out and out[-1][1] == code - 1:
+                out[-1][1] = code
+            else:
+                out.append([code, code])
+    return out
+
+
+def category_is(prefix):
+    return lambda code: unicodedata.category(chr(code)).startswith(prefix)
+
+
+def table(name, items, comment):
+    lines = [f"// {comment}: {len(items)} ranges",
+             f"inline constexpr CodeRange {name}[] = {{"]
+    row = []
+    for first, last in items:
+        row.append(f"{{0x{first:X}, 0x{last:X}}}")
+        if len(row) == 6:
+            lines.append("    " + ", ".join(row) + ",")
+            row = []
+    if row:
+        lines.append("    " + ", ".join(row) + ",")
+    lines.append("};")
+    return "\n".join(lines)
+
+
+def packed_rows(values, per_row):
+    lines = []
+    for start in range(0, len(values), per_row):
+        lines.append("    " + ", ".join(f"0x{v:X}" for v in values[start:start + per_row]) + ",")
+    return "\n".join(lines)
+
+
+def canonical_decompositions():
+    """{code point: [one or two code points]} for every canonical (untagged) decomposition."""
+    out = {}
+    for code in range(0x110000):
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        mapping = unicodedata.decomposition(chr(code))
+        if mapping and not mapping.startswith("<"):
+            out[code] = [int(part, 16) for part in mapping.split()]
+    return out
+
+
+def combining_class_runs():
+    runs = []
+    for code in range(0x110000):
+        cls = 0 if 0xD800 <= code <= 0xDFFF else unicodedata.combining(chr(code))
+        if not cls:
+            continue
+        if runs and runs[-1][1] == code - 1 and runs[-1][2] == cls and runs[-1][1] - runs[-1][0] < 63:
+            runs[-1][1] = code
+        else:
+            runs.append([code, code, cls])
+    return runs
+
+
+def nfc_header():
+    decompositions = canonical_decompositions()
+    excluded = {code for code in decompositions if unicodedata.normalize("NFC", chr(code)) != chr(code)}
+    assert all(len(parts) in (1, 2) for parts in decompositions.values())
+    singletons = sorted((code, parts[0]) for code, parts in decompositions.items() if len(parts) == 1)
+    assert all(code in excluded for code, _ in singletons)  # a singleton is never recomposed
+    pairs = sorted((code, parts) for code, parts in decompositions.items() if len(parts) == 2)
+    seconds = sorted({parts[1] for _, parts in pairs})
+    second_index = {code: k for k, code in enumerate(seconds)}
+    assert len(seconds) < 128
+    # nfc.hpp's lookup table ends at U+30000
+    assert max(decompositions) < 0x30000 and max(max(parts) for parts in decompositions.values()) < 0x30000
+
+    runs = combining_class_runs()
+    assert runs[-1][1] < 0x30000
+    run_values = [(first << 14) | ((last - first) << 8) | cls for first, last, cls in runs]
+    pair_values, previous = [], 0
+    for code, (first, second) in pairs:
+        assert first < 1 << 21
+        pair_values.append(((code - previous) << 29) | ((code in excluded) << 28) | (first << 7) | second_index[second])
+        previous = code
+    singleton_values, previous = [], 0
+    for code, target in singletons:
+        singleton_values.append(((code - previous) << 21) | target)
+        previous = code
+    version = unicodedata.unidata_version
+    text = f"""#pragma once
+// Generated by tools/references/unicode_tables.py from Unicode {version} (Python's unicodedata); do not edit.
+// The data of Unicode Normalization Form C, read once by nfc.hpp into a lookup table. Packed
+// to keep this header small; "delta" is an entry's code point minus the previous entry's (the
+// first entry's: minus 0). Hangul syllables are left out: nfc.hpp handles them arithmetically.
+
+#include <cstdint>
+
+namespace attn::detail {{
+
+// clang-format off
+inline constexpr const char* nfc_tables_version = "{version}";
+
+// Canonical combining classes other than 0, as runs of consecutive code points with the same
+// class: (first << 14) | ((count - 1) << 8) | class. {len(runs)} runs, {sum(r[1] - r[0] + 1 for r in runs)} code points.
+inline constexpr std::uint32_t nfc_combining_class_runs[] = {{
+{packed_rows(run_values, 8)}
+}};
+
+// The second code points of the two-part canonical decompositions, indexed by the entries below.
+inline constexpr char32_t nfc_decomposition_seconds[] = {{
+{packed_rows(seconds, 12)}
+}};
+
+// Two-part canonical decompositions in code point order: (delta << 29) | (excluded << 28) |
+// (first << 7) | index of the second in nfc_decomposition_seconds; excluded: the character is in
+// Full_Composition_Exclusion (never recomposed). {len(pairs)} entries, {sum(c in excluded for c, _ in pairs)} excluded.
+inline constexpr std::uint64_t nfc_pair_decompositions[] = {{
+{packed_rows(pair_values, 8)}
+}};
+
+// One-part (singleton) canonical decompositions in code point order: (delta << 21) | the one
+// code point. Singletons are never recomposed. {len(singletons)} entries.
+inline constexpr std::uint64_t nfc_singleton_decompositions[] = {{
+{packed_rows(singleton_values, 10)}
+}};
+// clang-format on
+
+}}  // namespace attn::detail
+"""
+    return text, f"{len(runs)} class runs, {len(pairs)} pairs, {len(singletons)} singletons"
+
+
+def classes_header():
+    letters = ranges(category_is("L"))
+    numbers = ranges(category_is("N"))
+    text = f"""#pragma once
+// Generated by tools/references/unicode_tables.py from Unicode {unicodedata.unidata_version} (Python's unicodedata); do not edit.
+// Closed ranges [first, last] of code points, sorted, for the pre-tokenizer patterns:
+// letters (general category L*, the patterns' \\p{{L}}), numbers (N*, \\p{{N}}) and white
+// space (the White_Space property, \\s).
+
+namespace attn::detail {{
+
+// clang-format off
+inline constexpr const char* unicode_tables_version = "{unicodedata.unidata_version}";
+
+struct CodeRange {{
+    char32_t first;
+    char32_t last;
+}};
+
+{table("unicode_letters", letters, "General category L (Lu, Ll, Lt, Lm, Lo)")}
+
+{table("unicode_numbers", numbers, "General category N (Nd, Nl, No)")}
+
+{table("unicode_white_space", WHITE_SPACE, "White_Space property")}
+// clang-format on
+
+}}  // namespace attn::detail
+"""
+    return text, f"{len(letters)} letter, {len(numbers)} number ranges"
+
+
+def main():
+    # no options: --help only describes what the script rewrites
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
+    for path, (text, summary) in ((HEADER, classes_header()), (NFC_HEADER, nfc_header())):
+        path.write_text(text)
+        print(f"wrote {path} (Unicode {unicodedata.unidata_version}: {summary}; {len(text)} bytes)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

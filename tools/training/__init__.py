@@ -1,0 +1,1 @@
+"""The store models' pipeline: corpus, tokenizer and model training, export, quality."""
