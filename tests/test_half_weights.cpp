@@ -28,7 +28,7 @@ using attn::detail::WeightRows;
 
 namespace {
 
-const std::filesystem::path kCheckpoints = std::filesystem::path(ATTN_TEST_DATA_DIR) / "hf";
+const std::filesystem::path kHalfCheckpoints = std::filesystem::path(ATTN_TEST_DATA_DIR) / "hf";
 
 std::uint32_t bits_of(float f) {
     std::uint32_t bits;
@@ -80,7 +80,7 @@ const attn::Model<float>& loaded(const std::string& name, attn::WeightStorage st
     if (!model) {
         attn::LoadOptions options;
         options.weights = storage;
-        model = std::make_unique<attn::Model<float>>(attn::Model<float>::load(kCheckpoints / name, options));
+        model = std::make_unique<attn::Model<float>>(attn::Model<float>::load(kHalfCheckpoints / name, options));
     }
     return *model;
 }
@@ -239,10 +239,10 @@ TEST_CASE("16-bit weights: what needs float matrices is refused, naming the load
 
     attn::LoadOptions options;
     options.weights = attn::WeightStorage::stored_16_bit;
-    CHECK_THROWS_WITH_AS(attn::Model<double>::load(kCheckpoints / "gpt2_f16", options),
+    CHECK_THROWS_WITH_AS(attn::Model<double>::load(kHalfCheckpoints / "gpt2_f16", options),
                          doctest::Contains("Model::load: WeightStorage::stored_16_bit is for Model<float>"),
                          attn::argument_error);
-    CHECK_THROWS_WITH_AS(attn::Model<float>::load(kCheckpoints / "gpt2_prefixed_f32", options),
+    CHECK_THROWS_WITH_AS(attn::Model<float>::load(kHalfCheckpoints / "gpt2_prefixed_f32", options),
                          doctest::Contains("is F32; WeightStorage::stored_16_bit keeps the large matrices in the "
                                            "checkpoint's 16-bit format, so they must all be BF16 or all F16"),
                          attn::format_error);
@@ -250,7 +250,7 @@ TEST_CASE("16-bit weights: what needs float matrices is refused, naming the load
     // one matrix rewritten as BF16 in an F16 checkpoint
     attn::test::TempDir temp;
     const std::filesystem::path dir = temp.path / "mixed";
-    std::filesystem::copy(kCheckpoints / "gpt2_f16", dir);
+    std::filesystem::copy(kHalfCheckpoints / "gpt2_f16", dir);
     const attn::SafeTensors file = attn::SafeTensors::open(dir / "model.safetensors");
     // every matrix F16, as the checkpoint has them, but one BF16
     const auto entry_of = [](const std::string& name, const attn::TensorData<float>& data, attn::DType dtype) {
