@@ -172,12 +172,18 @@ def write_safetensors(path, tensors, metadata=None):
         offset += len(data)
     if metadata:
         header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
+    return write_blobs(path, header, blobs)
+
+
+def write_blobs(path, header, blobs):
+    """Writes a file of `header` (its data_offsets already set, in this order) and the tensors'
+    bytes one after another; returns the file's size."""
     prefix = header_bytes(header)
     with open(path, "wb") as f:
         f.write(prefix)
         for blob in blobs:
             f.write(blob)
-    return len(prefix) + offset
+    return len(prefix) + sum(len(blob) for blob in blobs)
 
 
 def write_streamed(path, shapes, dtype, make_tensor, metadata=None):

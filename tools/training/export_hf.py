@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role packages
-from common.safetensors_io import header_bytes, read_safetensors  # noqa: E402
+from common.safetensors_io import read_safetensors, write_blobs  # noqa: E402
 from training.export import training_markdown  # noqa: E402  (the store model's training table)
 
 # The LlamaConfig keys that transformers' save_pretrained writes for this model (the
@@ -115,12 +115,7 @@ def write_safetensors(path, tensors, metadata):
                                     ("data_offsets", [offset, offset + len(blob)])])
         blobs.append(blob)
         offset += len(blob)
-    prefix = header_bytes(header)
-    with open(path, "wb") as f:
-        f.write(prefix)
-        for blob in blobs:
-            f.write(blob)
-    return len(prefix) + offset
+    return write_blobs(path, header, blobs)
 
 
 def hf_tensors(state: dict, settings: dict) -> "OrderedDict[str, np.ndarray]":
