@@ -204,7 +204,7 @@ void multiply_rows_from(Index rows, Index depth, Index cols, const T* a, Index a
             if (packs) {
                 for (Index t = 0; t < count; ++t) b.copy(first + t, col, width, panel + t * Tile::kColumns);
             } else if constexpr (Source::kInPlace) {
-                block = b.at(first, col);
+                if (count > 0) block = b.at(first, col);  // no depth: nothing is read, and b may be null
                 block_row = b.row;
             }
             // the block after this one: the rest of this panel's depth, else the next panel's first
