@@ -11,20 +11,27 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attn::test {
 
-/// The message of the format_error `f` throws (fails the test if it throws nothing or something else).
-template <class F>
-std::string thrown_format_error(F&& f) {
+/// The message of the `Error` that `f` throws (fails the test if it throws nothing or something else).
+template <class Error, class F>
+std::string thrown_message(F&& f) {
     try {
         f();
-    } catch (const attn::format_error& e) {
+    } catch (const Error& e) {
         return e.what();
     }
-    FAIL("expected attn::format_error");
+    FAIL("expected an exception of the expected attn:: type");
     return {};
+}
+
+/// The message of the format_error `f` throws.
+template <class F>
+std::string thrown_format_error(F&& f) {
+    return thrown_message<attn::format_error>(std::forward<F>(f));
 }
 
 /// A fresh directory under the system's temporary directory, removed with everything in it.

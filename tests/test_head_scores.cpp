@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "support.hpp"
+
 using attn::Index;
 
 namespace {
@@ -126,17 +128,6 @@ std::pair<attn::ModelAttention<T>, std::vector<attn::HeadStatistics<T>>> random_
     return {attn::ModelAttention<T>(layers), std::move(statistics)};
 }
 
-/// The message of the argument_error `f` throws (fails the test if it throws nothing or something else).
-template <class F>
-std::string thrown_argument_error(F&& f) {
-    try {
-        f();
-    } catch (const attn::argument_error& e) {
-        return e.what();
-    }
-    FAIL("expected attn::argument_error");
-    return {};
-}
 }  // namespace
 
 TEST_CASE_TEMPLATE("score_heads, the fast route: each pattern the statistics hold equals plain sums of the weights", T,
@@ -201,7 +192,8 @@ TEST_CASE("score_heads, the fast route: patterns the statistics were not measure
          {attn::KeyPattern::duplicate_token(ids), attn::KeyPattern::induction(ids), attn::KeyPattern::positions({0}),
           attn::KeyPattern::positions({0, 9, 12}), attn::KeyPattern::at_least_back(3, {0, 9}),
           attn::KeyPattern::at_least_back(4), attn::KeyPattern::at_least_back(4, {0})}) {
-        const std::string message = thrown_argument_error([&] { attn::score_heads(statistics, queries, refused); });
+        const std::string message =
+            attn::test::thrown_message<attn::argument_error>([&] { attn::score_heads(statistics, queries, refused); });
         CHECK(message.find("score_heads: " + refused.describe() + " cannot be read from the kernel's statistics") !=
               std::string::npos);
         CHECK(message.find(measured) != std::string::npos);
@@ -209,7 +201,7 @@ TEST_CASE("score_heads, the fast route: patterns the statistics were not measure
     // the back statistic without excluded markers is at_least_back(k) with nothing left out
     request.back_excludes_markers = false;
     const auto plain = random_attention_and_statistics<double>(request);
-    CHECK(thrown_argument_error([&] {
+    CHECK(attn::test::thrown_message<attn::argument_error>([&] {
               attn::score_heads(plain.second, queries, attn::KeyPattern::at_least_back(4, {0, 9}));
           }).find("at_least_back(4, {})") != std::string::npos);
     double beyond = 0;  // at_least_back(4): every key 4 or more back, markers included

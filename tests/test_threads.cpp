@@ -14,18 +14,20 @@ using attn::Index;
 
 namespace {
 
-/// Rounds of write, sync, read another worker's writes, sync: counts reads that saw a stale value.
-int stale_reads(attn::Workers& pool, int workers, int& team_size) {
+/// Rounds of write, sync, read another worker's writes, sync, on the team run_team(body) runs:
+/// counts reads that saw a stale value.
+template <class RunTeam>
+int stale_reads(RunTeam run_team, Index rounds, int& team_size) {
     const Index n = 64;
     std::vector<Index> a(n, 0), b(n, 0);
     std::atomic<int> stale{0}, size{0};
-    attn::detail::run_team_on(pool, workers, [&](int worker, attn::detail::Team& team) {
+    run_team([&](int worker, attn::detail::Team& team) {
         size = team.size();
-        for (Index round = 1; round <= 20; ++round) {
+        for (Index round = 1; round <= rounds; ++round) {
             const Index first = n * worker / team.size(), last = n * (worker + 1) / team.size();
             for (Index i = first; i < last; ++i) a[std::size_t(i)] = round;
             team.sync();
-            for (Index i = first; i < last; ++i) b[std::size_t(i)] = a[std::size_t(n - 1 - i)];
+            for (Index i = first; i < last; ++i) b[std::size_t(i)] = a[std::size_t(n - 1 - i)];  // others' rows
             team.sync();
             for (Index i = 0; i < n; ++i)
                 if (b[std::size_t(i)] != round) ++stale;
@@ -34,6 +36,11 @@ int stale_reads(attn::Workers& pool, int workers, int& team_size) {
     });
     team_size = size;
     return stale;
+}
+
+/// stale_reads on `workers` of the kept `pool`.
+int stale_reads(attn::Workers& pool, int workers, int& team_size) {
+    return stale_reads([&](auto body) { attn::detail::run_team_on(pool, workers, body); }, 20, team_size);
 }
 
 }  // namespace
@@ -115,24 +122,9 @@ TEST_CASE("Workers threads: runs from several threads at once take turns") {
 TEST_CASE("run_team threads: sync() orders writes between phases, for 1 to 4 workers") {
     for (int workers : {1, 2, 3, 4}) {
         CAPTURE(workers);
-        const Index n = 64;
-        std::vector<Index> a(n, 0), b(n, 0);
-        std::atomic<int> stale{0}, team_size{0};
-        attn::detail::run_team(nullptr, workers, [&](int worker, attn::detail::Team& team) {
-            team_size = team.size();
-            for (Index round = 1; round <= 50; ++round) {
-                const Index first = n * worker / team.size(), last = n * (worker + 1) / team.size();
-                for (Index i = first; i < last; ++i) a[std::size_t(i)] = round;
-                team.sync();
-                for (Index i = first; i < last; ++i) b[std::size_t(i)] = a[std::size_t(n - 1 - i)];  // others' rows
-                team.sync();
-                for (Index i = 0; i < n; ++i)
-                    if (b[std::size_t(i)] != round) ++stale;
-                team.sync();
-            }
-        });
+        int team_size = 0;
+        CHECK(stale_reads([&](auto body) { attn::detail::run_team(nullptr, workers, body); }, 50, team_size) == 0);
         CHECK(team_size == workers);
-        CHECK(stale == 0);
     }
 }
 

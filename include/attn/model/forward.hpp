@@ -159,8 +159,6 @@ public:
             run_team(kept, workers, [&](int worker, Team& team) { run(worker, team); });
     }
 
-    std::vector<AttentionWeights<T>>& kept_attention() { return kept_; }
-
 private:
     /// The whole pass as worker `worker` of `team`: its positions through every layer, then
     /// its share of the unembedding.
