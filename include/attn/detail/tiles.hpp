@@ -126,37 +126,59 @@ struct DenseRows {
 /// Up to this many rows, multiply_rows streams b once, row by row (a decoding step's products).
 inline constexpr Index kStreamedRows = 2;
 
+/// Rows of b a streamed product adds into c per pass over c: c is loaded and stored once
+/// for this many rows of b, and as many streams of b are in flight; one row at a time, the
+/// loads and stores of c hold back the loads of b (measured: ~13 → ~16 GB/s for a decoding
+/// step's weights on one thread, docs/DESIGN.md).
+inline constexpr int kStreamedDepth = 4;
+
+namespace kernel {
+
+/// c(r, j) += Σ_{k < Depth} a(r, t + k) · b(t + k, j) for every row r < rows and every whole
+/// packet of columns j < whole, each entry's multiply-adds in the order of k.
+template <int Depth, class T, class Source>
+EIGEN_ALWAYS_INLINE void stream_rows(Index rows, Index whole, Index t, const T* a, Index a_row, const Source& b, T* c,
+                                     Index c_row) {
+    using Packet = typename RegisterTile<T>::Packet;
+    constexpr Index L = RegisterTile<T>::kLanes;
+    for (Index r = 0; r < rows; ++r) {
+        Packet y[Depth];
+        for (int k = 0; k < Depth; ++k) y[k] = ei::pset1<Packet>(a[r * a_row + t + k]);
+        T* c_r = c + r * c_row;
+        for (Index j = 0; j < whole; j += L) {
+            Packet sum = ei::ploadu<Packet>(c_r + j);
+            for (int k = 0; k < Depth; ++k) sum = ei::pmadd(y[k], b.template packet<Packet>(t + k, j), sum);
+            ei::pstoreu(c_r + j, sum);
+        }
+    }
+}
+
+}  // namespace kernel
+
 /// multiply_few_rows with b read from `b`, a source like DenseRows.
 template <class T, class Source>
 void multiply_few_rows_from(Index rows, Index depth, Index cols, const T* a, Index a_row, const Source& b, T* c,
                             Index c_row, bool accumulate) {
-    using Packet = typename RegisterTile<T>::Packet;
-    constexpr Index L = RegisterTile<T>::kLanes;
-    namespace ei = Eigen::internal;
-    const Index whole = cols / L * L;
+    const Index whole = cols / RegisterTile<T>::kLanes * RegisterTile<T>::kLanes;
     for (Index r = 0; r < rows; ++r)
         if (!accumulate) std::fill(c + r * c_row, c + r * c_row + cols, T(0));
-    for (Index t = 0; t < depth; ++t) {
-        for (Index r = 0; r < rows; ++r) {
-            const Packet y = ei::pset1<Packet>(a[r * a_row + t]);
-            T* c_r = c + r * c_row;
-            for (Index j = 0; j < whole; j += L)
-                ei::pstoreu(c_r + j, ei::pmadd(y, b.template packet<Packet>(t, j), ei::ploadu<Packet>(c_r + j)));
-        }
-    }
+    Index t = 0;
+    for (; t + kStreamedDepth <= depth; t += kStreamedDepth)
+        kernel::stream_rows<kStreamedDepth>(rows, whole, t, a, a_row, b, c, c_row);
+    for (; t < depth; ++t) kernel::stream_rows<1>(rows, whole, t, a, a_row, b, c, c_row);
     for (Index r = 0; r < rows; ++r)
         for (Index col = whole; col < cols; ++col) {
             T sum = accumulate ? c[r * c_row + col] : T(0);
-            for (Index t = 0; t < depth; ++t) sum += a[r * a_row + t] * b.value(t, col);
+            for (Index k = 0; k < depth; ++k) sum += a[r * a_row + k] * b.value(k, col);
             c[r * c_row + col] = sum;
         }
 }
 
-/// multiply_rows for 1 … kStreamedRows rows: each row of b is read once, contiguously, and
-/// added into every row of c, which stays in L1. With one row the tiles would walk b a column
-/// panel at a time, one cache line per row of b, waiting on each (b comes from L3: a decoding
-/// step's weights). Each entry of c is the same fused multiply-add chain over the depth in
-/// order, so the bits are those of the tiles.
+/// multiply_rows for 1 … kStreamedRows rows: b is read once, kStreamedDepth rows at a time,
+/// contiguously, and added into every row of c, which stays in L1. With one row the tiles
+/// would walk b a column panel at a time, one cache line per row of b, waiting on each (b
+/// comes from L3 or memory: a decoding step's weights). Each entry of c is the same fused
+/// multiply-add chain over the depth in order, so the bits are those of the tiles.
 template <class T>
 void multiply_few_rows(Index rows, Index depth, Index cols, const T* a, Index a_row, const T* b, Index b_row, T* c,
                        Index c_row, bool accumulate) {

@@ -43,10 +43,11 @@ namespace detail {
 template <class T>
 struct ForwardMemory {
     Matrix<T> x, normed, qkv[2], attended, written, hidden, hidden_linear;  ///< the pass's (positions × …) buffers
-    std::vector<KernelMemory<T>> kernels;                                   ///< the attention kernel's, one per worker
-    std::vector<std::vector<bool>> silenced;                                ///< (layers × heads): ablated heads
-    std::vector<Index> markers;                                             ///< the statistics' markers, sorted
-    std::vector<StatisticsTarget<T>> targets;                               ///< per layer, if statistics are asked
+    std::vector<Matrix<T>> worker_normed;      ///< (n × C) each: workers 1 … sharing columns, their own norm(x)
+    std::vector<KernelMemory<T>> kernels;      ///< the attention kernel's, one per worker
+    std::vector<std::vector<bool>> silenced;   ///< (layers × heads): ablated heads
+    std::vector<Index> markers;                ///< the statistics' markers, sorted
+    std::vector<StatisticsTarget<T>> targets;  ///< per layer, if statistics are asked
 };
 
 /// A share of the positions: rows first … last − 1.
@@ -153,6 +154,12 @@ public:
         const bool by_columns = splits_columns(available, kept != nullptr);
         const int workers = by_columns ? available : useful_workers(n_, available);
         if (memory_.kernels.size() < std::size_t(workers)) memory_.kernels.resize(std::size_t(workers));
+        if (by_columns) {
+            if (memory_.worker_normed.size() < std::size_t(workers - 1))
+                memory_.worker_normed.resize(std::size_t(workers - 1));
+            for (int w = 1; w < workers; ++w)
+                memory_.worker_normed[std::size_t(w - 1)].resize(n_, settings_.dimensions);
+        }
         if (by_columns)
             run_team(kept, workers, [&](int worker, Team& team) { run_by_columns(worker, team); });
         else
@@ -185,17 +192,25 @@ private:
     }
 
     /// The pass as worker `worker` of `team` when the positions are too few to share (a
-    /// decoding step): every product's columns are shared instead, attention's heads, and the
-    /// steps between them the positions (or all to worker 0). A step reads every weight once,
-    /// so each worker streams its share of them. Each entry of every product is the same
-    /// fused multiply-add chain as on one thread, so the bits are those of run(worker, team).
+    /// decoding step): every product's columns are shared instead, and attention's heads. A
+    /// step reads every weight once, so each worker streams its share of them. Each worker
+    /// normalises every row into its own copy and adds its own columns of what attention and
+    /// the MLP write to the residual stream, so the workers meet only where a product needs
+    /// another's columns: 5 times a layer. Each entry of every product is the same fused
+    /// multiply-add chain as on one thread, so the bits are those of run(worker, team).
     void run_by_columns(int worker, Team& team) {
         const int workers = team.size();
         const Rows mine{n_ * worker / workers, n_ * (worker + 1) / workers};
+        const Rows all{0, n_};
         const auto columns = [&](Index count) { return share_of_columns(count, worker, workers); };
+        Matrix<T>& normed = normed_of(worker);
         const Index group = settings_.heads / settings_.key_value_heads;
         const Index kv_first = settings_.key_value_heads * worker / workers;
         const Index kv_last = settings_.key_value_heads * (worker + 1) / workers;
+        const Rows width = columns(settings_.dimensions), hidden_columns = columns(hidden_.cols());
+        // The activation is elementwise, but Eigen's packets and its scalar tail may round it
+        // differently: by columns only where each column falls where it falls in a whole row's.
+        const bool activates_columns = n_ == 1 || settings_.mlp_width % RegisterTile<T>::kLanes == 0;
         for (std::size_t l = 0; l < std::size_t(settings_.layers); ++l) {
             const auto& layer = model_.layers_[l];
             const auto weights = model_.weights_of(l);
@@ -205,47 +220,49 @@ private:
                 for (Index i = mine.first; i < mine.last; ++i)
                     qkv.row(i) = model_.first_layer_qkv_.row(ids_[std::size_t(i)]);
             } else {
-                normalize(mine, layer.attention_norm_weight, layer.attention_norm_bias);
-                team.sync();
-                project_columns(normed_, weights.query_key_value, layer.query_key_value_bias, qkv, columns(qkv.cols()));
+                if (l == 0) team.sync();  // every position's embedding is in x
+                normalize(all, layer.attention_norm_weight, layer.attention_norm_bias, normed);
+                project_columns(normed, weights.query_key_value, layer.query_key_value_bias, qkv, columns(qkv.cols()));
             }
             team.sync();  // every column of q, k and v is ready
             // This worker's key/value heads and their query heads, every position: it alone reads them.
-            rotate_heads(qkv, Rows{0, n_}, kv_first, kv_last);
-            store_keys_values(l, Rows{0, n_}, kv_first, kv_last);
-            attend_heads(l, Rows{0, n_}, memory_.kernels[std::size_t(worker)], kv_first * group, kv_last * group);
-            team.sync();
-            project_columns(attended_, weights.output, layer.output_bias, written_, columns(written_.cols()));
-            team.sync();
-            x_.middleRows(mine.first, mine.count()) += written_.middleRows(mine.first, mine.count());
-            normalize(mine, layer.mlp_norm_weight, layer.mlp_norm_bias);
-            team.sync();
-            const Rows hidden_columns = columns(hidden_.cols());
+            rotate_heads(qkv, all, kv_first, kv_last);
+            store_keys_values(l, all, kv_first, kv_last);
+            attend_heads(l, all, memory_.kernels[std::size_t(worker)], kv_first * group, kv_last * group);
+            team.sync();  // every head's output is ready
+            project_columns(attended_, weights.output, layer.output_bias, written_, width);
+            x_.middleCols(width.first, width.count()) += written_.middleCols(width.first, width.count());
+            team.sync();  // every column of x after attention is ready
+            normalize(all, layer.mlp_norm_weight, layer.mlp_norm_bias, normed);
             if (settings_.gated_mlp) {
-                project_columns(normed_, weights.gate, layer.gate_bias, hidden_, hidden_columns);
-                project_columns(normed_, weights.up, layer.up_bias, hidden_linear_, hidden_columns);
+                project_columns(normed, weights.gate, layer.gate_bias, hidden_, hidden_columns);
+                project_columns(normed, weights.up, layer.up_bias, hidden_linear_, hidden_columns);
             } else {
-                project_columns(normed_, weights.up, layer.up_bias, hidden_, hidden_columns);
+                project_columns(normed, weights.up, layer.up_bias, hidden_, hidden_columns);
             }
-            team.sync();
-            auto hidden = hidden_.middleRows(mine.first, mine.count());  // (rows × M)
-            activate(hidden);                                            // on whole rows, as run(worker, team) does
-            if (settings_.gated_mlp) hidden.array() *= hidden_linear_.middleRows(mine.first, mine.count()).array();
-            team.sync();
-            project_columns(hidden_, weights.down, layer.down_bias, written_, columns(written_.cols()));
-            team.sync();
-            x_.middleRows(mine.first, mine.count()) += written_.middleRows(mine.first, mine.count());
+            if (activates_columns) {
+                activate_mlp(hidden_.middleCols(hidden_columns.first, hidden_columns.count()),
+                             hidden_linear_.middleCols(hidden_columns.first, hidden_columns.count()));
+            } else {
+                team.sync();  // every column of the hidden rows is ready: activated a row at a time
+                activate_mlp(hidden_.middleRows(mine.first, mine.count()),
+                             hidden_linear_.middleRows(mine.first, settings_.gated_mlp ? mine.count() : 0));
+            }
+            team.sync();  // every column of the MLP's hidden rows is ready
+            project_columns(hidden_, weights.down, layer.down_bias, written_, width);
+            x_.middleCols(width.first, width.count()) += written_.middleCols(width.first, width.count());
+            team.sync();  // every column of x after the layer is ready
         }
-        team.sync();  // every position's residual stream is final
         const Index first = first_logit_, count = n_ - first_logit_;
-        const Rows logit_rows{first + count * worker / workers, first + count * (worker + 1) / workers};
-        normalize(logit_rows, model_.final_norm_weight_, model_.final_norm_bias_);
-        team.sync();  // every logit row's norm is ready
+        normalize(Rows{first, n_}, model_.final_norm_weight_, model_.final_norm_bias_, normed);
         const Rows vocabulary = columns(logits_.cols());
-        multiply_rows(normed_.block(first, 0, count, normed_.cols()),
+        multiply_rows(normed.block(first, 0, count, normed.cols()),
                       model_.unembedding_rows().middleCols(vocabulary.first, vocabulary.count()),
                       logits_.middleCols(vocabulary.first, vocabulary.count()), false);
     }
+
+    /// Worker `worker`'s copy of norm(x) when the workers share columns: each reads all of it.
+    Matrix<T>& normed_of(int worker) { return worker == 0 ? normed_ : memory_.worker_normed[std::size_t(worker - 1)]; }
 
     /// Whether run_by_columns runs the pass: several workers, too few positions to share, kept
     /// workers or weights enough to pay for starting threads, and nothing asked that needs the
@@ -261,7 +278,7 @@ private:
     }
 
     /// Fewest weights a pass reads for threads to be started only to share its columns: starting
-    /// one, and every layer's meetings (8 a layer), cost more than a small model's step (the store model's
+    /// one, and every layer's meetings (5 a layer), cost more than a small model's step (the store model's
     /// 1 M weights lose by it, GPT-2 small's 124 M gain; docs/DESIGN.md has the measurements).
     static constexpr double kColumnSplitWeights = double(1 << 22);
 
@@ -321,14 +338,18 @@ private:
         hooks_->at({point, Index(l)}, rows.first, scale);
     }
 
-    /// The model's norm (weight, bias) of these rows of x into the same rows of normed_.
-    void normalize(Rows rows, const Vector<T>& weight, const Vector<T>& bias) {
+    /// The model's norm (weight, bias) of these rows of x into the same rows of `out` (n × C).
+    void normalize(Rows rows, const Vector<T>& weight, const Vector<T>& bias, Matrix<T>& out) {
         auto x = x_.middleRows(rows.first, rows.count());
-        auto normed = normed_.middleRows(rows.first, rows.count());
+        auto normed = out.middleRows(rows.first, rows.count());
         if (settings_.norm == Norm::rms_norm)
             rms_norm_into(x, weight, settings_.norm_epsilon, normed);
         else
             layer_norm_into(x, weight, bias, settings_.norm_epsilon, normed);
+    }
+    /// normalize into normed_.
+    void normalize(Rows rows, const Vector<T>& weight, const Vector<T>& bias) {
+        normalize(rows, weight, bias, normed_);
     }
 
     /// out = a · w, plus the bias on every row if there is one (bias: w.cols() entries, or none).
@@ -560,6 +581,14 @@ private:
         hook(Point::mlp_out, l, rows, written);
         x += written;
         hook(Point::resid_post, l, rows, x);
+    }
+
+    /// The MLP's activation of a block of its hidden rows, in place, times the same block of
+    /// the linear ones if the MLP is gated (else `linear` is empty).
+    template <class Hidden, class Linear>
+    void activate_mlp(Hidden hidden, const Linear& linear) const {
+        activate(hidden);
+        if (settings_.gated_mlp) hidden.array() *= linear.array();
     }
 
     /// The MLP's activation, in place.
