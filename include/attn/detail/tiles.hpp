@@ -90,7 +90,8 @@ struct Tiles {
 }  // namespace kernel
 
 /// Asks for the cache line holding p: a hint, and nothing where the compiler has no prefetch.
-inline void prefetch(const void* p) {
+/// Always inlined: gcc otherwise finds the function free of side effects and drops its calls.
+EIGEN_ALWAYS_INLINE void prefetch(const void* p) {
 #if defined(__GNUC__) || defined(__clang__)
     __builtin_prefetch(p);
 #else
@@ -109,6 +110,9 @@ struct DenseRows {
     static constexpr bool kInPlace = true;
     /// Entries per cache line of b.
     static constexpr Index kLineEntries = 64 / Index(sizeof(T));
+    /// Whether a streamed product prefetches b's next rows: not for plain numbers, whose loads
+    /// alone keep enough lines of memory in flight (prefetching them measured slower).
+    static constexpr bool kStreamPrefetch = false;
 
     const T* data = nullptr;
     Index row = 0;
@@ -135,17 +139,24 @@ inline constexpr int kStreamedDepth = 4;
 namespace kernel {
 
 /// c(r, j) += Σ_{k < Depth} a(r, t + k) · b(t + k, j) for every row r < rows and every whole
-/// packet of columns j < whole, each entry's multiply-adds in the order of k.
-template <int Depth, class T, class Source>
+/// packet of columns j < whole, each entry's multiply-adds in the order of k. With Prefetch
+/// (and a source that asks for it), b's rows t + Depth … t + 2·Depth − 1 (the next pass's) are
+/// prefetched line by line on the way: widening 16-bit numbers takes more instructions per
+/// line, fewer of b's lines are then in flight, and the loads wait on memory.
+template <int Depth, bool Prefetch, class T, class Source>
 EIGEN_ALWAYS_INLINE void stream_rows(Index rows, Index whole, Index t, const T* a, Index a_row, const Source& b, T* c,
                                      Index c_row) {
     using Packet = typename RegisterTile<T>::Packet;
     constexpr Index L = RegisterTile<T>::kLanes;
+    constexpr Index kLine = Source::kLineEntries;
+    static_assert(kLine % L == 0, "stream_rows: whole packets per cache line");
     for (Index r = 0; r < rows; ++r) {
         Packet y[Depth];
         for (int k = 0; k < Depth; ++k) y[k] = ei::pset1<Packet>(a[r * a_row + t + k]);
         T* c_r = c + r * c_row;
         for (Index j = 0; j < whole; j += L) {
+            if (Prefetch && Source::kStreamPrefetch && r == 0 && j % kLine == 0)
+                for (int k = 0; k < Depth; ++k) prefetch(b.address(t + Depth + k, j));
             Packet sum = ei::ploadu<Packet>(c_r + j);
             for (int k = 0; k < Depth; ++k) sum = ei::pmadd(y[k], b.template packet<Packet>(t + k, j), sum);
             ei::pstoreu(c_r + j, sum);
@@ -162,10 +173,11 @@ void multiply_few_rows_from(Index rows, Index depth, Index cols, const T* a, Ind
     const Index whole = cols / RegisterTile<T>::kLanes * RegisterTile<T>::kLanes;
     for (Index r = 0; r < rows; ++r)
         if (!accumulate) std::fill(c + r * c_row, c + r * c_row + cols, T(0));
+    constexpr Index D = kStreamedDepth;
     Index t = 0;
-    for (; t + kStreamedDepth <= depth; t += kStreamedDepth)
-        kernel::stream_rows<kStreamedDepth>(rows, whole, t, a, a_row, b, c, c_row);
-    for (; t < depth; ++t) kernel::stream_rows<1>(rows, whole, t, a, a_row, b, c, c_row);
+    for (; t + 2 * D <= depth; t += D) kernel::stream_rows<D, true>(rows, whole, t, a, a_row, b, c, c_row);
+    for (; t + D <= depth; t += D) kernel::stream_rows<D, false>(rows, whole, t, a, a_row, b, c, c_row);
+    for (; t < depth; ++t) kernel::stream_rows<1, false>(rows, whole, t, a, a_row, b, c, c_row);
     for (Index r = 0; r < rows; ++r)
         for (Index col = whole; col < cols; ++col) {
             T sum = accumulate ? c[r * c_row + col] : T(0);
