@@ -218,6 +218,70 @@ TEST_CASE_TEMPLATE("Decoder threads: steps shared between threads give the bits 
     }
 }
 
+/// A prompt, then a continuation, through the fast pass with key/value caches, as Decoder::append
+/// runs them, but with the workers' split forced (detail::SplitRule): each pass's logits (every
+/// position) and attention weights.
+template <class T>
+std::vector<attn::ForwardResult<T>> split_passes(const attn::Model<T>& model, const std::vector<int>& ids,
+                                                 std::size_t prompt, attn::detail::SplitRule rule,
+                                                 attn::Workers* workers) {
+    const attn::ModelSettings& s = model.settings();
+    std::vector<attn::KeyValueCache<T>> caches(std::size_t(s.layers),
+                                               attn::KeyValueCache<T>(s.key_value_heads, s.longest, s.head_size));
+    attn::ForwardOptions options;
+    options.keep_attention = true;
+    options.ablate.push_back(attn::HeadId{1, 1});
+    std::vector<attn::ForwardResult<T>> results(2);
+    const std::vector<int> parts[] = {{ids.begin(), ids.begin() + long(prompt)},
+                                      {ids.begin() + long(prompt), ids.end()}};
+    for (std::size_t p = 0; p < 2; ++p) {
+        attn::detail::PassSetup<T> setup;
+        setup.caches = &caches;
+        setup.first_position = p == 0 ? 0 : Index(prompt);
+        setup.split = rule;
+        attn::detail::FastForward<T>(model, parts[p], options, results[p], setup)
+            .run(workers, workers ? workers->size() : 1);
+        for (attn::KeyValueCache<T>& cache : caches) cache.extend(Index(parts[p].size()));
+    }
+    return results;
+}
+
+TEST_CASE_TEMPLATE("Forward threads: shared by positions or by columns, a pass gives the bits of one thread", T, float,
+                   double) {
+    // By columns, a pass with positions enough shares attention by queries (every head), and a
+    // step, or a pass with few positions, by key/value heads; GPT-2-like and Llama-like models
+    // (store-llama: grouped-query attention, a gated MLP, rotary positions).
+    const attn::Model<T> llama =
+        attn::Model<T>::load(std::filesystem::path(ATTN_SOURCE_DIR) / "models" / "store-llama");
+    std::vector<int> ids;
+    for (const auto& product : validation_products(3)) ids.insert(ids.end(), product.begin(), product.end());
+    for (const attn::Model<T>* model : {&store_model<T>(), &llama}) {
+        const std::size_t longest = std::size_t(model->settings().longest);
+        REQUIRE(ids.size() >= longest);
+        attn::Workers two(2), three(3);
+        for (const std::size_t length : {std::size_t(7), std::size_t(70), longest}) {
+            for (const std::size_t prompt : {length - 1, length / 2}) {
+                CAPTURE(length);
+                CAPTURE(prompt);
+                const std::vector<int> text(ids.begin(), ids.begin() + long(length));
+                const auto alone = split_passes(*model, text, prompt, attn::detail::SplitRule::measured, nullptr);
+                for (attn::Workers* workers : {&two, &three})
+                    for (const auto rule : {attn::detail::SplitRule::positions, attn::detail::SplitRule::columns}) {
+                        CAPTURE(workers->size());
+                        CAPTURE(rule == attn::detail::SplitRule::columns);
+                        const auto shared = split_passes(*model, text, prompt, rule, workers);
+                        for (std::size_t p = 0; p < 2; ++p) {
+                            CHECK(shared[p].logits == alone[p].logits);
+                            for (Index l = 0; l < alone[p].attention.layers(); ++l)
+                                for (Index h = 0; h < alone[p].attention.heads(); ++h)
+                                    CHECK(shared[p].attention.head(l, h) == alone[p].attention.head(l, h));
+                        }
+                    }
+            }
+        }
+    }
+}
+
 TEST_CASE_TEMPLATE("Decoder: rows without weights, and the last logits only, equal the full ones", T, float, double) {
     const attn::Model<T>& model = store_model<T>();
     const std::vector<int> ids = validation_products(1)[0];

@@ -67,6 +67,11 @@ struct Resume {
     const Matrix<T>* z = nullptr;
 };
 
+/// How a pass with several workers shares its work: as measured to be fastest (the default),
+/// or, where the pass allows it, by positions or by columns whatever the model and the text
+/// (for the tests: every way gives the same bits).
+enum class SplitRule { measured, positions, columns };
+
 /// What a pass does beyond Model::forward over a whole text.
 template <class T>
 struct PassSetup {
@@ -78,6 +83,7 @@ struct PassSetup {
     bool last_logits_only = false;  ///< logits of the last position only
     Hooks<T>* hooks = nullptr;      ///< activations to keep and change
     const Resume<T>* resume = nullptr;
+    SplitRule split = SplitRule::measured;
 };
 
 /// One forward pass of a Model on the fast path: its working memory and its steps, each on
@@ -96,6 +102,7 @@ public:
           first_logit_(setup.last_logits_only ? n_ - 1 : 0),
           hooks_(setup.hooks),
           resume_(setup.resume),
+          split_(setup.split),
           first_layer_(resume_ ? std::size_t(resume_->layer) : 0),
           look_up_first_layer_(
               model.first_layer_qkv_.size() != 0 && !resume_ &&
@@ -207,6 +214,11 @@ private:
         const Index group = settings_.heads / settings_.key_value_heads;
         const Index kv_first = settings_.key_value_heads * worker / workers;
         const Index kv_last = settings_.key_value_heads * (worker + 1) / workers;
+        // Attention by heads leaves a worker idle when the key/value heads do not share out evenly
+        // (SmolLM2: 3 among 2); with positions enough, each worker attends its share of the
+        // queries in every head instead, meeting once more (docs/DESIGN.md).
+        const bool attends_rows = n_ >= kPositionsPerThread * workers;
+        const Rows queries = attends_rows ? share_of_attention(worker, workers) : all;
         const Rows width = columns(settings_.dimensions), hidden_columns = columns(hidden_.cols());
         // The activation is elementwise, but Eigen's packets and its scalar tail may round it
         // differently: by columns only where each column falls where it falls in a whole row's.
@@ -224,11 +236,17 @@ private:
                 normalize(all, layer.attention_norm_weight, layer.attention_norm_bias, normed);
                 project_columns(normed, weights.query_key_value, layer.query_key_value_bias, qkv, columns(qkv.cols()));
             }
-            team.sync();  // every column of q, k and v is ready
-            // This worker's key/value heads and their query heads, every position: it alone reads them.
-            rotate_heads(qkv, all, kv_first, kv_last);
-            store_keys_values(l, all, kv_first, kv_last);
-            attend_heads(l, all, memory_.kernels[std::size_t(worker)], kv_first * group, kv_last * group);
+            team.sync();         // every column of q, k and v is ready
+            if (attends_rows) {  // every head, this worker's queries; they see the others' keys
+                rotate_heads(qkv, queries, 0, settings_.key_value_heads);
+                store_keys_values(l, queries);
+                team.sync();  // every position's keys are rotated (and in the cache)
+                attend_heads(l, queries, memory_.kernels[std::size_t(worker)], 0, settings_.heads);
+            } else {  // this worker's key/value heads and their query heads, every position: it alone reads them
+                rotate_heads(qkv, all, kv_first, kv_last);
+                store_keys_values(l, all, kv_first, kv_last);
+                attend_heads(l, all, memory_.kernels[std::size_t(worker)], kv_first * group, kv_last * group);
+            }
             team.sync();  // every head's output is ready
             project_columns(attended_, weights.output, layer.output_bias, written_, width);
             x_.middleCols(width.first, width.count()) += written_.middleCols(width.first, width.count());
@@ -264,16 +282,21 @@ private:
     /// Worker `worker`'s copy of norm(x) when the workers share columns: each reads all of it.
     Matrix<T>& normed_of(int worker) { return worker == 0 ? normed_ : memory_.worker_normed[std::size_t(worker - 1)]; }
 
-    /// Whether run_by_columns runs the pass: several workers, too few positions to share, kept
-    /// workers or weights enough to pay for starting threads, and nothing asked that needs the
+    /// Whether run_by_columns runs the pass: several workers, nothing asked that needs the
     /// layers' steps one at a time (hooks, a resumed pass) or a worker's whole positions in
-    /// attention (statistics, log-sum-exps).
+    /// attention (statistics, log-sum-exps), and either too few positions to share (with kept
+    /// workers, or weights enough to pay for starting threads) or a large model's short text:
+    /// shared by positions, every worker would pack the same blocks of every weight matrix for
+    /// its few rows, and the weights come from memory.
     bool splits_columns(int available, bool kept) const {
         const ModelSettings& s = settings_;
         const double per_layer = double(s.dimensions) * double(s.query_key_value_width() + s.query_width() +
                                                                (s.gated_mlp ? 3 : 2) * s.mlp_width);
         const double weights = double(s.layers) * per_layer + double(s.vocabulary_size) * double(s.dimensions);
-        return available > 1 && useful_workers(n_, available) == 1 && (kept || weights >= kColumnSplitWeights) &&
+        const bool large = weights >= kColumnSplitWeights;
+        const bool too_few = useful_workers(n_, available) == 1;
+        const bool measured = (too_few && (kept || large)) || (large && n_ <= kColumnSplitPositions);
+        return available > 1 && (split_ == SplitRule::columns || (split_ == SplitRule::measured && measured)) &&
                !hooks_ && !resume_ && targets_.empty() && log_sum_exp_.empty();
     }
 
@@ -281,6 +304,10 @@ private:
     /// one, and every layer's meetings (5 a layer), cost more than a small model's step (the store model's
     /// 1 M weights lose by it, GPT-2 small's 124 M gain; docs/DESIGN.md has the measurements).
     static constexpr double kColumnSplitWeights = double(1 << 22);
+
+    /// Most positions a large model's pass shares by columns rather than by positions
+    /// (docs/DESIGN.md: GPT-2 small and SmolLM2-135M prefill, 64 … 512 positions on 2 threads).
+    static constexpr Index kColumnSplitPositions = 192;
 
     /// Worker `worker`'s columns of `count`, of `workers`: whole packets, so that every column
     /// is summed by the same code (packets, then the scalar tail) whatever the share.
@@ -641,6 +668,23 @@ private:
         return Rows{boundary(worker), boundary(worker + 1)};
     }
 
+    /// Worker `worker`'s queries in attention alone, of `workers`: a position sees one key more
+    /// than the one before it, so earlier shares are longer.
+    Rows share_of_attention(int worker, int workers) const {
+        const auto keys_before = [&](Index i) {  // positions p0 … p0 + i − 1 see p0 + 1 … p0 + i keys
+            return double(p0_) * double(i) + double(i) * double(i + 1) / 2;
+        };
+        const auto boundary = [&](int w) {
+            if (w <= 0) return Index(0);
+            if (w >= workers) return n_;
+            const double target = keys_before(n_) * double(w) / double(workers);
+            Index i = 0;
+            while (i < n_ && keys_before(i + 1) <= target) ++i;
+            return i;
+        };
+        return Rows{boundary(worker), boundary(worker + 1)};
+    }
+
     const Model<T>& model_;
     const ModelSettings& settings_;
     const std::vector<int>& ids_;
@@ -650,6 +694,7 @@ private:
     const Index first_logit_;                         // logits_ row 0's row of x: 0, or n − 1 (last only)
     Hooks<T>* const hooks_;                           // activations kept and changed, or null
     const Resume<T>* const resume_;                   // where a resumed pass starts, or null
+    const SplitRule split_;                           // how several workers share the pass
     const std::size_t first_layer_;                   // the first layer the pass runs
     const bool look_up_first_layer_;                  // layer 0's q, k, v by token (its input is unchanged)
     ForwardMemory<T>& memory_;                        // the result's: the buffers below, kernels' memory
