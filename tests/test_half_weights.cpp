@@ -49,7 +49,8 @@ bool same_bits(const A& a, const B& b) {
 /// by arithmetic written here (sign × mantissa × 2^exponent), not by the library's conversions.
 HalfMatrix random_half(Index rows, Index cols, HalfFormat format, unsigned seed) {
     std::mt19937 engine(seed);
-    HalfMatrix m{format, rows, cols, std::vector<std::uint16_t>(std::size_t(rows * cols))};
+    HalfMatrix m{format, rows, cols, {}};
+    m.bits.resize(std::size_t(rows * cols));
     for (std::uint16_t& bits : m.bits) {
         // finite numbers around 1 (and a few subnormals in F16): sign, exponent, mantissa
         const std::uint32_t sign = engine() & 1u;

@@ -18,6 +18,7 @@
 
 #include "attn/detail/check.hpp"
 #include "attn/detail/half_float.hpp"
+#include "attn/detail/large_arrays.hpp"
 #include "attn/detail/tiles.hpp"
 
 #if defined(EIGEN_VECTORIZE_SSE2) || defined(EIGEN_VECTORIZE_AVX) || defined(EIGEN_VECTORIZE_AVX512)
@@ -115,7 +116,7 @@ struct HalfRows {
 struct HalfMatrix {
     HalfFormat format = HalfFormat::bfloat16;
     Index rows = 0, cols = 0;
-    std::vector<std::uint16_t> bits;  ///< rows · cols, row by row
+    std::vector<std::uint16_t, HugePagesInside<std::uint16_t>> bits;  ///< rows · cols, row by row
 
     Index size() const { return rows * cols; }
     /// Entry (r, c) widened to float.
@@ -133,7 +134,8 @@ struct HalfMatrix {
     /// A float matrix whose every entry is a number of `format` (as read from such a tensor),
     /// kept in 16 bits, exactly.
     static HalfMatrix narrowed(const RowMajorMatrix<float>& values, HalfFormat format) {
-        HalfMatrix out{format, values.rows(), values.cols(), std::vector<std::uint16_t>(std::size_t(values.size()))};
+        HalfMatrix out{format, values.rows(), values.cols(), {}};
+        out.bits.resize(std::size_t(values.size()));
         const float* from = values.data();
         for (std::size_t i = 0; i < out.bits.size(); ++i)
             out.bits[i] =

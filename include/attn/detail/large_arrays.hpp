@@ -8,6 +8,7 @@
 // Smaller arrays come from std::allocator.
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <memory>
@@ -21,6 +22,19 @@ namespace attn::detail {
 
 inline constexpr std::size_t kHugePageBytes = std::size_t(2) << 20;
 inline constexpr std::size_t kLargeArrayBytes = std::size_t(4) << 20;
+
+/// Asks for 2 MiB pages under the whole 2 MiB pages of an array from another allocator (an
+/// Eigen matrix's), arrays from kLargeArrayBytes up: call it before the array is first written,
+/// since pages already touched stay small.
+inline void advise_huge_pages([[maybe_unused]] const void* data, [[maybe_unused]] std::size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (bytes < kLargeArrayBytes) return;
+    const auto start = reinterpret_cast<std::uintptr_t>(data);
+    const std::uintptr_t first = (start + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+    const std::uintptr_t last = (start + bytes) / kHugePageBytes * kHugePageBytes;
+    if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);  // a request only
+#endif
+}
 
 template <class T>
 struct LargeArrayAllocator {
@@ -56,6 +70,28 @@ struct LargeArrayAllocator {
     friend bool operator!=(const LargeArrayAllocator&, const LargeArrayAllocator&) {
         return false;
     }
+};
+
+/// std::allocator, asking for 2 MiB pages under the whole 2 MiB pages of each large array
+/// (advise_huge_pages) before it is written: for arrays kept for long (16-bit weights), where
+/// LargeArrayAllocator's rounding up to whole 2 MiB pages would cost up to 2 MiB each.
+template <class T>
+struct HugePagesInside {
+    using value_type = T;
+
+    HugePagesInside() = default;
+    template <class U>
+    HugePagesInside(const HugePagesInside<U>&) noexcept {}
+
+    T* allocate(std::size_t count) {
+        T* memory = std::allocator<T>().allocate(count);
+        advise_huge_pages(memory, count * sizeof(T));
+        return memory;
+    }
+    void deallocate(T* memory, std::size_t count) noexcept { std::allocator<T>().deallocate(memory, count); }
+
+    friend bool operator==(const HugePagesInside&, const HugePagesInside&) { return true; }
+    friend bool operator!=(const HugePagesInside&, const HugePagesInside&) { return false; }
 };
 
 }  // namespace attn::detail

@@ -33,6 +33,7 @@
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/detail/half_weights.hpp"
+#include "attn/detail/large_arrays.hpp"
 #include "attn/detail/tiles.hpp"
 #include "attn/model/architectures.hpp"
 #include "attn/model/forward.hpp"
@@ -317,10 +318,16 @@ private:
             files.read_matrix_into<T>(name, block, transposed);
             finite(name, block);
         };
+        // The large matrices on 2 MiB pages where the system has them: a decoding step streams
+        // every weight, a prefill reads them a column panel at a time (docs/DESIGN.md).
+        const auto sized = [](Matrix<T>& values, Index rows, Index cols) {
+            values.resize(rows, cols);
+            detail::advise_huge_pages(values.data(), std::size_t(values.size()) * sizeof(T));
+        };
         const auto weight = [&](const std::string& name, Index in, Index out) {
             Matrix<T> values;
             if (name.empty()) return values;
-            values.resize(in, out);
+            sized(values, in, out);
             weight_into(name, values, 0, out);
             return values;
         };
@@ -349,16 +356,16 @@ private:
         };
 
         if (s.tied_embeddings) {  // U = Eᵀ, the only copy kept
-            unembedding_.resize(c, s.vocabulary_size);
+            sized(unembedding_, c, s.vocabulary_size);
             files.read_matrix_into<T>(names.embedding, unembedding_, true);
             finite(names.embedding, unembedding_);
             keep_16_bit({names.embedding}, unembedding_, half_unembedding_);
         } else {
-            embedding_.resize(s.vocabulary_size, c);
+            sized(embedding_, s.vocabulary_size, c);
             files.read_matrix_into<T>(names.embedding, embedding_, false);
             finite(names.embedding, embedding_);
             keep_16_bit({names.embedding}, embedding_, half_embedding_);
-            unembedding_.resize(c, s.vocabulary_size);
+            sized(unembedding_, c, s.vocabulary_size);
             files.read_matrix_into<T>(names.unembedding, unembedding_, true);
             finite(names.unembedding, unembedding_);
             keep_16_bit({names.unembedding}, unembedding_, half_unembedding_);
@@ -376,7 +383,7 @@ private:
             layer.key_value_width = kv;
             layer.attention_norm_weight = vector(names_of.attention_norm_weight);
             layer.attention_norm_bias = vector(names_of.attention_norm_bias);
-            layer.query_key_value.resize(c, q + 2 * kv);
+            sized(layer.query_key_value, c, q + 2 * kv);
             if (names_of.query_key_value.size() == 1) {
                 weight_into(names_of.query_key_value[0], layer.query_key_value, 0, q + 2 * kv);
             } else {
