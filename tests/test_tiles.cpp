@@ -56,6 +56,25 @@ TEST_CASE_TEMPLATE("multiply_rows: blocks of rows and columns give the whole pro
     }
 }
 
+TEST_CASE_TEMPLATE("multiply_rows: b's rows 4 KiB apart, copied side by side, give the bits of b read in place", T,
+                   float, double) {
+    // With rows a multiple of 4 KiB apart and row tiles enough (500 rows), a block of b is
+    // copied into a panel first; 16 bytes more between the rows and it is read where it lies.
+    const Index rows = 500, depth = 70, cols = 300;
+    const Index aliased = 4096 / Index(sizeof(T)), apart = aliased + 16 / Index(sizeof(T));
+    const auto a = random_matrix<T>(rows, depth, 6), values = random_matrix<T>(depth, cols, 7);
+    attn::Matrix<T> wide_aliased = attn::Matrix<T>::Zero(depth, aliased),
+                    wide_apart = attn::Matrix<T>::Zero(depth, apart);
+    wide_aliased.leftCols(cols) = values;
+    wide_apart.leftCols(cols) = values;
+    attn::Matrix<T> copied(rows, cols), in_place(rows, cols);
+    attn::detail::multiply_rows(a, wide_aliased.leftCols(cols), copied, false);
+    attn::detail::multiply_rows(a, wide_apart.leftCols(cols), in_place, false);
+    CHECK(copied == in_place);
+    const auto expected = attn::test::naive_matmul(attn::test::to_table(a), attn::test::to_table(values));
+    CHECK(attn::test::max_abs_difference(copied, expected) < attn::test::tolerance<T>() * double(depth));
+}
+
 TEST_CASE_TEMPLATE("multiply_rows: empty shares (no rows, no columns, no depth) are accepted", T, float, double) {
     const auto a = random_matrix<T>(4, 3, 1), b = random_matrix<T>(3, 5, 2);
     attn::Matrix<T> c = random_matrix<T>(4, 5, 3);

@@ -210,23 +210,25 @@ void multiply_rows_from(Index rows, Index depth, Index cols, const T* a, Index a
     using Run = kernel::Tiles<T, Tile::kRows, Tile::kPackets>;
     const Index whole = cols / Tile::kLanes * Tile::kLanes;
     // Column panels outermost, each cut along the depth into blocks that stay in L1 while every
-    // row tile runs over them; with enough tiles a block is first copied side by side into
-    // `panel`: b's rows lie a row of b apart, a multiple of 4 KiB at real widths (768 … 3,072
-    // floats), so in place they share a few cache sets and a page each, and the tiles wait on
-    // L2 and the TLB (docs/DESIGN.md has the measurement). A tile adds
-    // each block into c, so every entry of c is still one multiply-add chain over the depth
-    // in order, whatever the blocks. A source that cannot be read in place (16-bit rows) is
-    // always copied, converted, into the panel.
+    // row tile runs over them. A tile adds each block into c, so every entry of c is still one
+    // multiply-add chain over the depth in order, whatever the blocks. The tiles read a block
+    // where it lies, unless b's rows lie a multiple of 4 KiB apart (1,024 or 3,072 floats): then
+    // they share a few L1 sets, and with enough row tiles the block is first copied side by side
+    // into `panel` - from 8 tiles when a tile's row of b is one cache line (16 registers), from
+    // 128 when it is several, which the hardware fetches together (docs/DESIGN.md has the
+    // measurements). A source that cannot be read in place (16-bit rows) is always copied,
+    // converted, into the panel.
     // While a block's row tiles run, the next block is prefetched, a share of its rows per
-    // tile: in a forward pass the weights come from L3, and the first tile of every block would
-    // otherwise wait for them (docs/DESIGN.md: what it saves, profiled).
+    // tile: in a forward pass the weights come from L3 or memory, and the first tile of every
+    // block would otherwise wait for them (docs/DESIGN.md: what it saves, profiled).
     constexpr Index kPanelBytes = 32 * 1024;
     constexpr Index kBlockDepth = kPanelBytes / (Tile::kColumns * Index(sizeof(T)));
-    constexpr Index kPackedTiles = 8;  // fewer row tiles read b in place: the copy would not pay
     constexpr Index kLine = Source::kLineEntries;
+    constexpr Index kPackedTiles = Tile::kColumns <= kLine ? 8 : 128;  // fewer row tiles read b in place
     alignas(64) T panel[kBlockDepth * Tile::kColumns];
     const Index tiles = (rows + Tile::kRows - 1) / Tile::kRows;
-    const bool packs = !Source::kInPlace || tiles >= kPackedTiles;
+    const bool aliased = (b.row * Index(sizeof(typename Source::Scalar))) % 4096 == 0;
+    const bool packs = !Source::kInPlace || (aliased && tiles >= kPackedTiles);
     for (Index col = 0; col < whole; col += Tile::kColumns) {
         const Index width = std::min(Tile::kColumns, whole - col);
         const int packets = int(width / Tile::kLanes);
