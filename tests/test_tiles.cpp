@@ -58,9 +58,9 @@ TEST_CASE_TEMPLATE("multiply_rows: blocks of rows and columns give the whole pro
 
 TEST_CASE_TEMPLATE("multiply_rows: b's rows 4 KiB apart, copied side by side, give the bits of b read in place", T,
                    float, double) {
-    // With rows a multiple of 4 KiB apart and row tiles enough (500 rows), a block of b is
+    // With rows a multiple of 4 KiB apart and row tiles enough (800 rows), a block of b is
     // copied into a panel first; 16 bytes more between the rows and it is read where it lies.
-    const Index rows = 500, depth = 70, cols = 300;
+    const Index rows = 800, depth = 70, cols = 300;
     const Index aliased = 4096 / Index(sizeof(T)), apart = aliased + 16 / Index(sizeof(T));
     const auto a = random_matrix<T>(rows, depth, 6), values = random_matrix<T>(depth, cols, 7);
     attn::Matrix<T> wide_aliased = attn::Matrix<T>::Zero(depth, aliased),
