@@ -9,10 +9,11 @@ if(ATTN_SANITIZE)
     -fno-sanitize-recover=all)
   target_link_options(attn_project_options INTERFACE -fsanitize=${ATTN_SANITIZE})
 endif()
-# gcc 12's AVX-512 intrinsics headers trip -Wmaybe-uninitialized inside Eigen
-# (GCC bug 105593, fixed in gcc 13); only with -march=native on such machines.
+# gcc 12's AVX-512 intrinsics headers trip -Wmaybe-uninitialized and -Wuninitialized inside
+# Eigen (its exp of double packets; GCC bug 105593, fixed in gcc 13); only with -march=native on
+# such machines.
 if(ATTN_NATIVE AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
-  target_compile_options(attn_project_options INTERFACE -Wno-maybe-uninitialized)
+  target_compile_options(attn_project_options INTERFACE -Wno-maybe-uninitialized -Wno-uninitialized)
 endif()
 find_package(Threads REQUIRED)
 target_link_libraries(attn_project_options INTERFACE attn::attn Threads::Threads)
