@@ -516,6 +516,11 @@ private:
         problem.first_row = p0_ + rows.first;  // errors name the position and head, whichever thread finds them
         problem.first_head = first_head;
         problem.memory = &memory;
+        // A decoding step's one query is scored along d, keys across a packet's lanes
+        // (FusedProblem::few_queries), rather than alone in a packet of query lanes. Only for a
+        // pass of one position: that route's bits depend on how many rows it takes together, and
+        // a text's rows must give the same bits however they are appended or shared out.
+        problem.few_queries = n_ == 1;
         const LentInputs<T> lent(problem.inputs, &memory.inputs);
         for (Index h = first_head; h < last_head; ++h) {
             const T* queries = qkv.data() + rows.first * width + h * d;  // row stride (H + 2 H_kv)·d
