@@ -160,11 +160,16 @@ struct FusedProblem {
     Index log_sum_exp_head_stride = 0;  ///< between heads' rows; 0: queries
     const StatisticsTarget<T>* statistics = nullptr;  ///< head statistics to measure, or null
     KernelMemory<T>* memory = nullptr;                ///< working memory kept by the caller, or null
-    /// Decoding: with at most kDecodeRows query rows per head and neither weights nor statistics
-    /// asked, score each row against the keys along d (decode_task). The streaming layout puts
-    /// queries across a packet's lanes, which one new position would leave mostly idle. Agrees
-    /// with the streaming path to rounding, not bit for bit; ignored where it does not apply.
+    /// Decoding: with at most kDecodeRows query rows per head and neither weights (unless
+    /// weights_when_decoding) nor statistics asked, score each row against the keys along d
+    /// (decode_task). The streaming layout puts queries across a packet's lanes, which one new
+    /// position would leave mostly idle. Agrees with the streaming path to rounding, not bit for
+    /// bit; ignored where it does not apply.
     bool few_queries = false;
+    /// With few_queries, kept weights too take the decoding route: each row's scores, normalised
+    /// once its softmax is final, to rounding of the exact path's (which first copies every key
+    /// into panels: most of a decoding step's attention over a long cache).
+    bool weights_when_decoding = false;
     /// If > 0, each head's query rows are this many query heads at one position (attend_cache's
     /// folded step): row i of head h is query head h·folded_heads + i, for error messages.
     Index folded_heads = 0;
@@ -661,6 +666,20 @@ void finish_output(const FusedProblem<T>& problem, Index h, Index i, const T* o,
     for (Index c = 0; c < problem.value_size; ++c) out[c] = o[c * o_step] * inverse;
 }
 
+/// A kept row of weights from its scores: exp(score − largest) / total for the `visible` keys,
+/// exactly 0 for the rest of the row's `keys` (decode_task's, once a row's largest score and
+/// total are final).
+template <class T>
+void weights_from_scores(T* row, Index visible, Index keys, T largest, T total) {
+    if (total == T(0)) visible = 0;  // every visible score was −∞: every weight 0, as softmax_rows gives
+    const Index whole = visible / KernelTiling<T>::kLanes * KernelTiling<T>::kLanes;
+    exp_shifted(row, whole, largest);
+    for (Index j = whole; j < visible; ++j) row[j] = flushed_exp(row[j] - largest);
+    const T inverse = total == T(0) ? T(0) : T(1) / total;
+    for (Index j = 0; j < visible; ++j) row[j] *= inverse;
+    std::fill(row + visible, row + keys, T(0));
+}
+
 /// oᵀ(c, i) += Σ_j v(j, c) · w(j, i) for the dv columns c of the values and `packets` packets of
 /// queries i: w = weightsᵀ (count keys × the packets, row stride w_row), v row-major (row stride
 /// v_row), oᵀ (dv × the packets, row stride o_row). The streaming output, on the scores' tile:
@@ -708,9 +727,10 @@ void load_queries(const FusedProblem<T>& problem, Index h, Index i0, Index i1, T
 
 }  // namespace kernel
 
-/// Phase 0, one head: rotated keys (RoPE), key panels (exact path), padded values (if needed).
+/// Phase 0, one head: rotated keys (RoPE), key panels (the exact path's, if `panels`), padded
+/// values (if needed).
 template <class T>
-void prepare_head(const FusedProblem<T>& problem, Index h, PreparedHead<T>& out) {
+void prepare_head(const FusedProblem<T>& problem, Index h, PreparedHead<T>& out, bool panels) {
     using Tiling = KernelTiling<T>;
     const Index d = problem.depth, n = problem.keys, dv = problem.value_size;
     const HeadInputs<T>& in = problem.inputs[std::size_t(h)];
@@ -721,7 +741,7 @@ void prepare_head(const FusedProblem<T>& problem, Index h, PreparedHead<T>& out)
         problem.rope(out.rotated_keys.data(), n, 0);
         out.keys = {out.rotated_keys.data(), d};
     }
-    if (problem.weights) {
+    if (problem.weights && panels) {
         const Index panel = Tiling::kPanel;
         out.panels.setZero(kernel::round_up(n, panel) * d);
         for (Index j = 0; j < n; ++j) {
@@ -877,6 +897,8 @@ void decode_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
     T* packed = scratch.queries.data();       // the same, whole packets interleaved (score_rows)
     T* m = scratch.largest.data();
     T* l = scratch.total.data();
+    T* const weights = problem.weights ? problem.weights_at(h, i0) : nullptr;  // kept: rows × keys
+    const Index weights_row = problem.weights_row();
     kernel::load_queries(problem, h, i0, i1, q);
     for (Index c = 0; c + lanes <= d; c += lanes)
         for (Index r = 0; r < rows; ++r)
@@ -894,6 +916,7 @@ void decode_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
             T* row = s + r * block;
             // keys this row may not see, and the padding to whole packets: weight exactly 0
             const Index own = std::max<Index>(0, std::min(count, problem.allowed(i0 + r) - j0));
+            if (weights) std::copy(row, row + own, weights + r * weights_row + j0);  // scores, for the end
             std::fill(row + own, row + whole, minus_infinity);
             const T largest = kernel::row_max(row, whole);
             if (kernel::bad_largest(largest)) problem.bad_scores(h, i0 + r);
@@ -917,6 +940,8 @@ void decode_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
 
     for (Index r = 0; r < rows; ++r) {
         if (problem.log_sum_exp) problem.log_sum_exp_at(h, i0 + r) = kernel::log_sum_exp(m[r], l[r]);
+        if (weights)
+            kernel::weights_from_scores(weights + r * weights_row, problem.allowed(i0 + r), problem.keys, m[r], l[r]);
         kernel::finish_output(problem, h, i0 + r, o + r * padded, 1, l[r]);
     }
 }
@@ -1007,7 +1032,8 @@ void fused_attention(const FusedProblem<T>& problem) {
     if (!problem.outputs && (problem.weights || !problem.statistics))
         throw argument_error("attention: without outputs the kernel measures statistics only");
     // (statistics-only problems, without outputs, are streamed: decoding measures no statistics)
-    const bool decoding = problem.few_queries && nq <= Tiling::kDecodeRows && !problem.weights && !problem.statistics;
+    const bool decoding = problem.few_queries && nq <= Tiling::kDecodeRows && !problem.statistics &&
+                          (!problem.weights || problem.weights_when_decoding);
     const Index tasks = heads * blocks_per_head;
 
     if (problem.key_value_heads < 0 || (problem.key_value_heads != 0 && heads % problem.key_value_heads != 0))
@@ -1060,7 +1086,7 @@ void fused_attention(const FusedProblem<T>& problem) {
         mine.largest.resize(width);
         mine.total.resize(width);
         mine.factor.resize(width);
-        if (problem.weights)
+        if (problem.weights && !decoding)
             mine.tile.resize(Tiling::kValueRows * Tiling::kPanel);
         else
             mine.scores.resize(Tiling::kKeyBlock * width);
@@ -1073,7 +1099,7 @@ void fused_attention(const FusedProblem<T>& problem) {
     std::atomic<Index> next_head{0}, next_task{0};
     run_team(problem.workers, workers, [&](int worker, Team& team) {
         for (Index g = next_head++; g < key_value_heads && !team.stopped(); g = next_head++)
-            prepare_head(problem, g * group, prepared[std::size_t(g)]);
+            prepare_head(problem, g * group, prepared[std::size_t(g)], !decoding);
         team.sync();
         Scratch<T>& mine = scratch[std::size_t(worker)];
         for (Index task = next_task++; task < tasks && !team.stopped(); task = next_task++) {

@@ -521,6 +521,7 @@ private:
         // pass of one position: that route's bits depend on how many rows it takes together, and
         // a text's rows must give the same bits however they are appended or shared out.
         problem.few_queries = n_ == 1;
+        problem.weights_when_decoding = true;  // a step's kept rows: not the exact path's key panels
         const LentInputs<T> lent(problem.inputs, &memory.inputs);
         for (Index h = first_head; h < last_head; ++h) {
             const T* queries = qkv.data() + rows.first * width + h * d;  // row stride (H + 2 H_kv)·d
