@@ -660,32 +660,29 @@ private:
                                     (look_up_first_layer_ ? double(s.query_key_value_width()) : 0.0);
         // attention's FLOPs per visible key (4·H·d per layer) ÷ 2C, weighted by kAttentionCost
         const double per_key = double(s.layers) * 2.0 * double(s.query_width()) / double(s.dimensions) * kAttentionCost;
-        const auto cost_before = [&](Index i) {  // positions p0 … p0 + i − 1 see p0 + 1 … p0 + i keys
-            return per_position * double(i) + per_key * (double(p0_) * double(i) + double(i) * double(i + 1) / 2);
-        };
+        return share_by_cost(worker, workers,
+                             [&](Index i) { return per_position * double(i) + per_key * keys_seen_by(i); });
+    }
+
+    /// Worker `worker`'s queries in attention alone, of `workers`: a position sees one key more
+    /// than the one before it, so earlier shares are longer.
+    Rows share_of_attention(int worker, int workers) const {
+        return share_by_cost(worker, workers, [&](Index i) { return keys_seen_by(i); });
+    }
+
+    /// The keys positions p0 … p0 + i − 1 see between them: p0 + 1 … p0 + i.
+    double keys_seen_by(Index i) const { return double(p0_) * double(i) + double(i) * double(i + 1) / 2; }
+
+    /// Worker `worker`'s share of the positions, of `workers`: cut where cost_before(i), the
+    /// cost of the first i positions (increasing in i), reaches the worker's part of the whole's.
+    template <class Cost>
+    Rows share_by_cost(int worker, int workers, const Cost& cost_before) const {
         const auto boundary = [&](int w) {  // the first position of worker w's share
             if (w <= 0) return Index(0);
             if (w >= workers) return n_;
             const double target = cost_before(n_) * double(w) / double(workers);
             Index i = 0;
             while (i < n_ && cost_before(i + 1) <= target) ++i;
-            return i;
-        };
-        return Rows{boundary(worker), boundary(worker + 1)};
-    }
-
-    /// Worker `worker`'s queries in attention alone, of `workers`: a position sees one key more
-    /// than the one before it, so earlier shares are longer.
-    Rows share_of_attention(int worker, int workers) const {
-        const auto keys_before = [&](Index i) {  // positions p0 … p0 + i − 1 see p0 + 1 … p0 + i keys
-            return double(p0_) * double(i) + double(i) * double(i + 1) / 2;
-        };
-        const auto boundary = [&](int w) {
-            if (w <= 0) return Index(0);
-            if (w >= workers) return n_;
-            const double target = keys_before(n_) * double(w) / double(workers);
-            Index i = 0;
-            while (i < n_ && keys_before(i + 1) <= target) ++i;
             return i;
         };
         return Rows{boundary(worker), boundary(worker + 1)};
