@@ -258,13 +258,15 @@ private:
             } else {
                 project_columns(normed, weights.up, layer.up_bias, hidden_, hidden_columns);
             }
+            const bool gated = settings_.gated_mlp;  // else hidden_linear_ is empty: a block of nothing at 0
             if (activates_columns) {
-                activate_mlp(hidden_.middleCols(hidden_columns.first, hidden_columns.count()),
-                             hidden_linear_.middleCols(hidden_columns.first, hidden_columns.count()));
+                activate_mlp(
+                    hidden_.middleCols(hidden_columns.first, hidden_columns.count()),
+                    hidden_linear_.middleCols(gated ? hidden_columns.first : 0, gated ? hidden_columns.count() : 0));
             } else {
                 team.sync();  // every column of the hidden rows is ready: activated a row at a time
                 activate_mlp(hidden_.middleRows(mine.first, mine.count()),
-                             hidden_linear_.middleRows(mine.first, settings_.gated_mlp ? mine.count() : 0));
+                             hidden_linear_.middleRows(gated ? mine.first : 0, gated ? mine.count() : 0));
             }
             team.sync();  // every column of the MLP's hidden rows is ready
             project_columns(hidden_, weights.down, layer.down_bias, written_, width);
