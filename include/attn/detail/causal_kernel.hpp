@@ -671,11 +671,14 @@ void finish_output(const FusedProblem<T>& problem, Index h, Index i, const T* o,
 /// total are final).
 template <class T>
 void weights_from_scores(T* row, Index visible, Index keys, T largest, T total) {
-    if (total == T(0)) visible = 0;  // every visible score was −∞: every weight 0, as softmax_rows gives
+    if (total == T(0)) {  // every visible score was −∞: every weight 0, as softmax_rows gives
+        std::fill(row, row + keys, T(0));
+        return;
+    }
     const Index whole = visible / KernelTiling<T>::kLanes * KernelTiling<T>::kLanes;
     exp_shifted(row, whole, largest);
     for (Index j = whole; j < visible; ++j) row[j] = flushed_exp(row[j] - largest);
-    const T inverse = total == T(0) ? T(0) : T(1) / total;
+    const T inverse = T(1) / total;
     for (Index j = 0; j < visible; ++j) row[j] *= inverse;
     std::fill(row + visible, row + keys, T(0));
 }

@@ -32,7 +32,8 @@ inline void advise_huge_pages([[maybe_unused]] const void* data, [[maybe_unused]
     const auto start = reinterpret_cast<std::uintptr_t>(data);
     const std::uintptr_t first = (start + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
     const std::uintptr_t last = (start + bytes) / kHugePageBytes * kHugePageBytes;
-    if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);  // a request only
+    // a request: where huge pages are off, nothing changes
+    if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
 #endif
 }
 
@@ -51,9 +52,7 @@ struct LargeArrayAllocator {
         const std::size_t whole_pages = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
         void* memory = std::aligned_alloc(kHugePageBytes, whole_pages);
         if (!memory) throw std::bad_alloc();
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-        madvise(memory, whole_pages, MADV_HUGEPAGE);  // a request: where huge pages are off, nothing changes
-#endif
+        advise_huge_pages(memory, whole_pages);  // 2 MiB-aligned, whole pages: all of it
         return static_cast<T*>(memory);
     }
 
@@ -64,12 +63,8 @@ struct LargeArrayAllocator {
             std::free(memory);
     }
 
-    friend bool operator==(const LargeArrayAllocator&, const LargeArrayAllocator&) {
-        return true;
-    }
-    friend bool operator!=(const LargeArrayAllocator&, const LargeArrayAllocator&) {
-        return false;
-    }
+    friend bool operator==(const LargeArrayAllocator&, const LargeArrayAllocator&) { return true; }
+    friend bool operator!=(const LargeArrayAllocator&, const LargeArrayAllocator&) { return false; }
 };
 
 /// std::allocator, asking for 2 MiB pages under the whole 2 MiB pages of each large array

@@ -227,8 +227,8 @@ void multiply_rows_from(Index rows, Index depth, Index cols, const T* a, Index a
     constexpr Index kPackedTiles = Tile::kColumns <= kLine ? 8 : 128;  // fewer row tiles read b in place
     alignas(64) T panel[kBlockDepth * Tile::kColumns];
     const Index tiles = (rows + Tile::kRows - 1) / Tile::kRows;
-    const bool aliased = (b.row * Index(sizeof(typename Source::Scalar))) % 4096 == 0;
-    const bool packs = !Source::kInPlace || (aliased && tiles >= kPackedTiles);
+    // (an in-place source holds T: its rows are b.row · sizeof(T) bytes apart)
+    const bool packs = !Source::kInPlace || (tiles >= kPackedTiles && b.row * Index(sizeof(T)) % 4096 == 0);
     for (Index col = 0; col < whole; col += Tile::kColumns) {
         const Index width = std::min(Tile::kColumns, whole - col);
         const int packets = int(width / Tile::kLanes);
