@@ -22,6 +22,20 @@
 //                                        the forward's kernel) or eigen (c.noalias() += a * b, row-major);
 //                                        <weights> warm (one b, stays in cache) or streamed (b cycles
 //                                        through 32 MB of copies, as a forward's 4 MB of weights do)
+//   stream_parts/<part>/d:64             one thread: the streaming kernel's parts on one task's key
+//                                        block (96 queries × 128 keys, d 64), alone and over again: scores,
+//                                        softmax, values, block (all three); GFLOP/s (the products'
+//                                        multiply-adds) against fma_peak, ns_per_score
+//   from_memory/<model>/<product>/<layout>  one thread: GPT-2 small's and SmolLM2-135M's layer
+//                                        products, rows:1 (a decoding step's), 128 … 512 (a prefill's),
+//                                        b cycling through pool_MiB:1024 of weights (beyond any L3 here)
+//                                        or pool_MiB:256;
+//                                        <layout> float (the forward's rule), float_packed, float_padded
+//                                        (rows never 4 KiB apart), bf16, and for rows:1 the ways to
+//                                        stream b (float_one_row, float_four_rows, bf16_prefetch,
+//                                        bf16_no_prefetch, bf16_one_row); counters GFLOP/s and
+//                                        weights_GB/s. Left
+//                                        out unless the filter names it
 //   model_forward/threads:<t>            the store model's whole forward pass, logits only,
 //                                        16 … 160 positions (ForwardOptions::threads = t)
 //   model_forward/workers:<t>            the same on an attn::Workers of t kept across calls
@@ -41,11 +55,16 @@
 // with Eigen::setNbThreads(1).
 #include <benchmark/benchmark.h>
 #include <attn/attn.hpp>
+#include <attn/detail/causal_kernel.hpp>
+#include <attn/detail/half_weights.hpp>
+#include <attn/detail/large_arrays.hpp>
 #include <attn/model/model.hpp>
 
 #include <sys/resource.h>
 
+#include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -273,7 +292,10 @@ void rows_benchmark(benchmark::State& state) {
 void fma_peak(benchmark::State& state, int threads) {
     using Packet = attn::detail::RegisterTile<float>::Packet;
     constexpr int lanes = attn::detail::RegisterTile<float>::kLanes;
-    constexpr int kAccumulators = 16;  // FMA latency 4 × 2 ports, with room
+    // FMA latency 4 × 2 ports, with room, and x and y in registers beside them: 16 chains with
+    // 32 registers; 12 with 16 (16 chains and the two constants would not fit, one chain would
+    // live in memory, and the store-to-load round trip on it would hold every step back).
+    constexpr int kAccumulators = attn::detail::RegisterTile<float>::kWide ? 16 : 12;
     constexpr long kSteps = 1 << 22;
     const auto chain = [](float seed) {
         namespace ei = Eigen::internal;
@@ -370,6 +392,243 @@ void product_benchmark(benchmark::State& state, Product product, ProductImpl imp
                                                    benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// ---- The streaming kernel's parts on one block, one thread -----------------------------
+// What stream_task does for one task (kQueryBlock queries) and one key block (kKeyBlock keys)
+// that no query's mask reaches, d = dv = 64, each part alone, over and over on the same data
+// (it stays in L1/L2, as a task's does): scores (the keysᵀ · queriesᵀ tiles), softmax (the
+// online softmax of those scores), values (outputᵀ += valuesᵀ · weightsᵀ) and block (the three
+// in turn). GFLOP/s counts the two products' multiply-adds, so block's against fma_peak is the
+// kernel's ceiling here, and softmax's ns_per_score is the exponential's share. (The softmax's
+// work does not depend on the numbers: after the first call it runs on weights, as well.)
+
+enum class StreamPart { scores, softmax, values, block };
+
+const char* stream_part_name(StreamPart part) {
+    switch (part) {
+        case StreamPart::scores:
+            return "scores";
+        case StreamPart::softmax:
+            return "softmax";
+        case StreamPart::values:
+            return "values";
+        case StreamPart::block:
+            return "block";
+    }
+    return "?";
+}
+
+void stream_part(benchmark::State& state, StreamPart part) {
+    using Rows = attn::detail::RowMajorMatrix<float>;
+    namespace d = attn::detail;
+    using Tiling = d::KernelTiling<float>;
+    using ScoreTiles = d::kernel::Tiles<float, Tiling::kScoreKeys, Tiling::kScorePackets>;
+    constexpr Index depth = 64, width = Tiling::kQueryBlock, block = Tiling::kKeyBlock, chunk = Tiling::kChunk;
+    constexpr int packets = Tiling::kScorePackets;
+    std::srand(8);
+    const Rows keys = Rows::Random(block, depth);
+    const Rows values = Rows::Random(block, depth);
+    const Rows queries_t = Rows::Random(depth, width) * 0.125f;
+    Rows scores_t = Rows::Random(block, width);
+    Rows output_t = Rows::Zero(depth, width);
+    std::vector<float> largest(width, -std::numeric_limits<float>::infinity()), total(width, 0.0f), factor(width, 1.0f);
+    for (auto _ : state) {
+        for (Index c0 = 0; c0 < width; c0 += chunk) {
+            float* st = scores_t.data() + c0;
+            if (part == StreamPart::scores || part == StreamPart::block)
+                for (Index j = 0; j < block; j += Tiling::kScoreKeys)
+                    ScoreTiles::run(Tiling::kScoreKeys, packets, keys.data() + j * depth, depth, 1,
+                                    queries_t.data() + c0, width, depth, st + j * width, width, false);
+            if (part == StreamPart::softmax || part == StreamPart::block)
+                d::kernel::online_softmax_packets(packets, st, width, block, largest.data() + c0, total.data() + c0,
+                                                  factor.data() + c0);
+            if (part == StreamPart::values || part == StreamPart::block)
+                d::kernel::values_times_weights(depth, packets, st, width, block, values.data(), depth,
+                                                output_t.data() + c0, width);
+        }
+        benchmark::DoNotOptimize(output_t.data());
+        benchmark::ClobberMemory();
+    }
+    const double multiply_adds = part == StreamPart::softmax ? 0.0
+                                 : part == StreamPart::block ? 2.0 * block * width * depth
+                                                             : 1.0 * block * width * depth;
+    if (multiply_adds > 0)
+        state.counters["GFLOP/s"] =
+            benchmark::Counter(2.0 * multiply_adds * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["ns_per_score"] = benchmark::Counter(
+        double(block * width) * 1e-9, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+// ---- Real-size products with the weights from memory, one thread -----------------------
+// a (rows × depth) · b (depth × cols) added into c, b cycling through pool_MiB of weights, as a
+// real model's layers do: 1,024 (more than any L3 of these machines: from memory) or 256 (what
+// a large L3 may keep); rows 1 (a decoding step's product) and 128 … 512 (a prefill's, or a
+// thread's share of one). GPT-2 small's and SmolLM2-135M's layer shapes.
+
+struct RealShape {
+    const char* name;
+    Index depth, cols;
+};
+
+constexpr RealShape kRealShapes[] = {
+    {"gpt2/query_key_value", 768, 2304},
+    {"gpt2/output", 768, 768},
+    {"gpt2/up", 768, 3072},
+    {"gpt2/down", 3072, 768},
+    {"gpt2/unembedding", 768, 50257},
+    {"smollm2/query", 576, 576},
+    {"smollm2/gate", 576, 1536},
+    {"smollm2/down", 1536, 576},
+    {"smollm2/unembedding", 576, 49152},
+};
+
+/// How b is laid out and read:
+///   float            float rows, as the forward reads them (tiles.hpp's rules: the tiles read
+///                    in place, or packed; 1 or 2 rows stream b as kStreamedNarrowBytes says)
+///   float_packed     float rows, every block copied into a panel first
+///   float_padded     float rows 16 numbers further apart than cols (never 4 KiB-aliased), in place
+///   float_one_row    (1 row) one row of b per pass over c, no prefetching
+///   float_four_rows  (1 row) four rows of b per pass over c, no prefetching
+///   bf16             16-bit rows (BF16), widened in registers, as a stored_16_bit model's
+///   bf16_prefetch    (1 row) four rows per pass, the next pass's rows prefetched
+///   bf16_no_prefetch (1 row) four rows per pass, no prefetching
+///   bf16_one_row     (1 row) one row per pass, the next row prefetched
+enum class Layout {
+    float_rows,
+    float_packed,
+    float_padded,
+    float_one_row,
+    float_four_rows,
+    bf16,
+    bf16_prefetch,
+    bf16_no_prefetch,
+    bf16_one_row
+};
+
+const char* layout_name(Layout layout) {
+    switch (layout) {
+        case Layout::float_rows:
+            return "float";
+        case Layout::float_packed:
+            return "float_packed";
+        case Layout::float_padded:
+            return "float_padded";
+        case Layout::float_one_row:
+            return "float_one_row";
+        case Layout::float_four_rows:
+            return "float_four_rows";
+        case Layout::bf16:
+            return "bf16";
+        case Layout::bf16_prefetch:
+            return "bf16_prefetch";
+        case Layout::bf16_no_prefetch:
+            return "bf16_no_prefetch";
+        case Layout::bf16_one_row:
+            return "bf16_one_row";
+    }
+    return "?";
+}
+
+bool streams_only(Layout layout) {
+    return layout == Layout::float_one_row || layout == Layout::float_four_rows || layout == Layout::bf16_prefetch ||
+           layout == Layout::bf16_no_prefetch || layout == Layout::bf16_one_row;
+}
+
+/// Float rows that the tiles always copy into a panel.
+struct PackedFloatRows : attn::detail::DenseRows<float> {
+    static constexpr bool kInPlace = false;
+};
+
+/// 1 GiB of weights, 2 MiB pages asked for as a model's are, filled once with numbers in [−1, 1).
+struct WeightPool {
+    static constexpr std::size_t kBytes = std::size_t(1) << 30;
+    std::vector<float, attn::detail::HugePagesInside<float>> floats;
+    std::vector<std::uint16_t, attn::detail::HugePagesInside<std::uint16_t>> halves;
+
+    static WeightPool& get() {
+        static WeightPool pool;
+        return pool;
+    }
+
+private:
+    WeightPool() : floats(kBytes / sizeof(float)), halves(kBytes / sizeof(std::uint16_t)) {
+        std::uint32_t state = 12345;
+        const auto next = [&state] {
+            state = state * 1664525u + 1013904223u;
+            return float(state >> 8) * (2.0f / 16777216.0f) - 1.0f;
+        };
+        for (float& x : floats) x = next();
+        for (std::uint16_t& h : halves) h = attn::detail::float_to_bfloat16_exact(next());
+    }
+};
+
+void weights_from_memory(benchmark::State& state, RealShape shape, Layout layout) {
+    using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    namespace d = attn::detail;
+    const Index rows = state.range(0), depth = shape.depth, cols = shape.cols;
+    const bool half = layout == Layout::bf16 || layout == Layout::bf16_prefetch || layout == Layout::bf16_no_prefetch ||
+                      layout == Layout::bf16_one_row;
+    const Index stride = layout == Layout::float_padded ? cols + 16 : cols;
+    const Index entry_bytes = half ? 2 : 4;
+    const Index matrix_bytes = depth * stride * entry_bytes;
+    const Index copies = std::max<Index>(1, (state.range(1) << 20) / matrix_bytes);
+    WeightPool& pool = WeightPool::get();
+    std::srand(7);
+    const RowMajor a = RowMajor::Random(rows, depth);
+    RowMajor c = RowMajor::Zero(rows, cols);
+    Index next = 0;
+    for (auto _ : state) {
+        const Index offset = next * depth * stride;
+        next = next + 1 == copies ? 0 : next + 1;
+        const float* floats = pool.floats.data() + offset;
+        const std::uint16_t* halves = pool.halves.data() + offset;
+        const d::DenseRows<float> float_rows{floats, stride};
+        const d::HalfRows<d::HalfFormat::bfloat16> bf16_rows{halves, stride};
+        using Bf16 = d::HalfRows<d::HalfFormat::bfloat16>;
+        switch (layout) {
+            case Layout::float_rows:
+            case Layout::float_padded:
+                d::multiply_rows_from(rows, depth, cols, a.data(), depth, float_rows, c.data(), cols, true);
+                break;
+            case Layout::float_packed: {
+                PackedFloatRows b;
+                b.data = floats;
+                b.row = stride;
+                d::multiply_rows_from(rows, depth, cols, a.data(), depth, b, c.data(), cols, true);
+                break;
+            }
+            case Layout::float_one_row:
+                d::stream_few_rows<float, d::DenseRows<float>, 1, false>(rows, depth, cols, a.data(), depth, float_rows,
+                                                                         c.data(), cols, true);
+                break;
+            case Layout::float_four_rows:
+                d::stream_few_rows<float, d::DenseRows<float>, 4, false>(rows, depth, cols, a.data(), depth, float_rows,
+                                                                         c.data(), cols, true);
+                break;
+            case Layout::bf16:
+                d::multiply_rows_from(rows, depth, cols, a.data(), depth, bf16_rows, c.data(), cols, true);
+                break;
+            case Layout::bf16_prefetch:
+                d::stream_few_rows<float, Bf16, 4, true>(rows, depth, cols, a.data(), depth, bf16_rows, c.data(), cols,
+                                                         true);
+                break;
+            case Layout::bf16_no_prefetch:
+                d::stream_few_rows<float, Bf16, 4, false>(rows, depth, cols, a.data(), depth, bf16_rows, c.data(), cols,
+                                                          true);
+                break;
+            case Layout::bf16_one_row:
+                d::stream_few_rows<float, Bf16, 1, true>(rows, depth, cols, a.data(), depth, bf16_rows, c.data(), cols,
+                                                         true);
+                break;
+        }
+        benchmark::DoNotOptimize(c.data());
+        benchmark::ClobberMemory();
+    }
+    state.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(rows) * double(depth) * double(cols) * 1e-9,
+                                                   benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["weights_GB/s"] =
+        benchmark::Counter(double(depth * cols * entry_bytes) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // ---- The store model's full forward, 16 … 160 positions -------------------------------
 // Logits only (the default), on the first `positions` ids of a 160-token product text.
 
@@ -433,6 +692,25 @@ void register_benchmarks() {
                     ->Unit(benchmark::kMicrosecond)
                     ->UseRealTime();
             }
+    for (StreamPart part : {StreamPart::scores, StreamPart::softmax, StreamPart::values, StreamPart::block})
+        benchmark::RegisterBenchmark((std::string("stream_parts/") + stream_part_name(part) + "/d:64").c_str(),
+                                     stream_part, part)
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
+    for (const RealShape& shape : kRealShapes)
+        for (Layout layout : {Layout::float_rows, Layout::float_packed, Layout::float_padded, Layout::float_one_row,
+                              Layout::float_four_rows, Layout::bf16, Layout::bf16_prefetch, Layout::bf16_no_prefetch,
+                              Layout::bf16_one_row}) {
+            const bool one_row = streams_only(layout);
+            const std::string name = std::string("from_memory/") + shape.name + "/" + layout_name(layout);
+            auto* benchmark = benchmark::RegisterBenchmark(name.c_str(), weights_from_memory, shape, layout);
+            for (Index pool : {1024, 256}) {
+                benchmark->Args({1, pool});
+                if (!one_row)
+                    for (Index rows : {128, 256, 512}) benchmark->Args({rows, pool});
+            }
+            benchmark->ArgNames({"rows", "pool_MiB"})->Unit(benchmark::kMicrosecond)->UseRealTime();
+        }
     for (Path path : {Path::stream, Path::weights, Path::plain})
         for (Index d : {32, 64, 128})
             for (int threads : {1, 2}) {
@@ -517,7 +795,8 @@ void register_benchmarks() {
 
 int main(int argc, char** argv) {
     register_benchmarks();
-    // Without a filter, leave out the long shapes (run them with --benchmark_filter=long or sight_long);
+    // Without a filter, leave out the long shapes and the 1 GiB of weights (run them with
+    // --benchmark_filter=long, sight_long or from_memory);
     // short runs by default (0.1 s per benchmark, at least one iteration) keep the suite near 3 minutes.
-    return bench::run(argc, argv, "-^(long|sight_long)/", "0.1");
+    return bench::run(argc, argv, "-^(long|sight_long|from_memory)/", "0.1");
 }

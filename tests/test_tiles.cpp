@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <attn/detail/tiles.hpp>
 
+#include <algorithm>
 #include <vector>
 
 #include "support.hpp"
@@ -56,23 +57,64 @@ TEST_CASE_TEMPLATE("multiply_rows: blocks of rows and columns give the whole pro
     }
 }
 
-TEST_CASE_TEMPLATE("multiply_rows: b's rows 4 KiB apart, copied side by side, give the bits of b read in place", T,
+TEST_CASE_TEMPLATE("multiply_rows: one or two rows, c in L1 or wider, any rows of b per pass give the tiles' bits", T,
                    float, double) {
-    // With rows a multiple of 4 KiB apart and row tiles enough (800 rows), a block of b is
-    // copied into a panel first; 16 bytes more between the rows and it is read where it lies.
-    const Index rows = 800, depth = 70, cols = 300;
+    // 9,000 columns make c wider than kStreamedNarrowBytes (four rows of b a pass, nothing
+    // prefetched); slices of 300 keep it in L1 (the source's way). A depth of 131 ends every
+    // grouping short.
+    const Index depth = 131, cols = 9000, slice = 300;
+    const auto a = random_matrix<T>(8, depth, 8), b = random_matrix<T>(depth, cols, 9);
+    attn::Matrix<T> tiled(8, cols);
+    attn::detail::multiply_rows(a, b, tiled, false);  // 8 rows: the register tiles
+    const attn::detail::DenseRows<T> rows_of_b{b.data(), cols};
+    for (Index count : {1, 2}) {
+        CAPTURE(count);
+        const auto a_rows = a.topRows(count);
+        attn::Matrix<T> wide(count, cols), sliced(count, cols), one(count, cols), four(count, cols);
+        attn::detail::multiply_rows(a_rows, b, wide, false);
+        for (Index first = 0; first < cols; first += slice) {
+            auto block = sliced.middleCols(first, slice);
+            attn::detail::multiply_rows(a_rows, b.middleCols(first, slice), block, false);
+        }
+        attn::detail::stream_few_rows<T, attn::detail::DenseRows<T>, 1, false>(count, depth, cols, a.data(), depth,
+                                                                               rows_of_b, one.data(), cols, false);
+        attn::detail::stream_few_rows<T, attn::detail::DenseRows<T>, 4, true>(count, depth, cols, a.data(), depth,
+                                                                              rows_of_b, four.data(), cols, false);
+        CHECK(wide == tiled.topRows(count));
+        CHECK(sliced == tiled.topRows(count));
+        CHECK(one == tiled.topRows(count));
+        CHECK(four == tiled.topRows(count));
+    }
+}
+
+TEST_CASE_TEMPLATE("multiply_rows: b copied side by side into panels gives the bits of b read in place", T, float,
+                   double) {
+    // A block of b is copied into a panel first when many row tiles read it (800 rows), or when
+    // b's rows lie a multiple of 4 KiB apart (with 16 registers, from 8 row tiles); a share of
+    // 30 rows (5 tiles) with 16 bytes more between b's rows reads it where it lies. Each row of
+    // c is the same multiply-add chains either way.
+    const Index rows = 800, depth = 70, cols = 300, share = 30;
     const Index aliased = 4096 / Index(sizeof(T)), apart = aliased + 16 / Index(sizeof(T));
     const auto a = random_matrix<T>(rows, depth, 6), values = random_matrix<T>(depth, cols, 7);
     attn::Matrix<T> wide_aliased = attn::Matrix<T>::Zero(depth, aliased),
                     wide_apart = attn::Matrix<T>::Zero(depth, apart);
     wide_aliased.leftCols(cols) = values;
     wide_apart.leftCols(cols) = values;
-    attn::Matrix<T> copied(rows, cols), in_place(rows, cols);
-    attn::detail::multiply_rows(a, wide_aliased.leftCols(cols), copied, false);
-    attn::detail::multiply_rows(a, wide_apart.leftCols(cols), in_place, false);
-    CHECK(copied == in_place);
+    attn::Matrix<T> many_aliased(rows, cols), many_apart(rows, cols), in_place(rows, cols), shares_aliased(rows, cols);
+    attn::detail::multiply_rows(a, wide_aliased.leftCols(cols), many_aliased, false);
+    attn::detail::multiply_rows(a, wide_apart.leftCols(cols), many_apart, false);
+    for (Index first = 0; first < rows; first += share) {
+        const Index count = std::min(share, rows - first);
+        attn::detail::multiply_rows(a.middleRows(first, count), wide_apart.leftCols(cols),
+                                    in_place.middleRows(first, count), false);
+        attn::detail::multiply_rows(a.middleRows(first, count), wide_aliased.leftCols(cols),
+                                    shares_aliased.middleRows(first, count), false);
+    }
+    CHECK(many_aliased == in_place);
+    CHECK(many_apart == in_place);
+    CHECK(shares_aliased == in_place);
     const auto expected = attn::test::naive_matmul(attn::test::to_table(a), attn::test::to_table(values));
-    CHECK(attn::test::max_abs_difference(copied, expected) < attn::test::tolerance<T>() * double(depth));
+    CHECK(attn::test::max_abs_difference(in_place, expected) < attn::test::tolerance<T>() * double(depth));
 }
 
 TEST_CASE_TEMPLATE("multiply_rows: empty shares (no rows, no columns, no depth) are accepted", T, float, double) {

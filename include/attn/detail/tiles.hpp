@@ -110,8 +110,10 @@ struct DenseRows {
     static constexpr bool kInPlace = true;
     /// Entries per cache line of b.
     static constexpr Index kLineEntries = 64 / Index(sizeof(T));
-    /// Whether a streamed product prefetches b's next rows: not for plain numbers, whose loads
-    /// alone keep enough lines of memory in flight (prefetching them measured slower).
+    /// How a streamed product whose c stays in L1 reads b: four rows per pass over c (one
+    /// measured slower in a model's decoding step, though not in one product alone), without
+    /// prefetching (plain numbers' loads alone keep enough lines in flight; docs/DESIGN.md).
+    static constexpr int kNarrowStreamDepth = 4;
     static constexpr bool kStreamPrefetch = false;
 
     const T* data = nullptr;
@@ -130,19 +132,21 @@ struct DenseRows {
 /// Up to this many rows, multiply_rows streams b once, row by row (a decoding step's products).
 inline constexpr Index kStreamedRows = 2;
 
-/// Rows of b a streamed product adds into c per pass over c: c is loaded and stored once
-/// for this many rows of b, and as many streams of b are in flight; one row at a time, the
-/// loads and stores of c hold back the loads of b (measured: ~13 → ~16 GB/s for a decoding
-/// step's weights on one thread, docs/DESIGN.md).
+/// A streamed product's c (its rows × cols) up to this size stays in L1 beside b's streams,
+/// and b is read as its source says (kNarrowStreamDepth, kStreamPrefetch). A wider c (an
+/// unembedding's logits) lives in L2: then kStreamedDepth rows of b go into c per pass, c
+/// loaded and stored once for four rows, and nothing is prefetched (the loads of c and b keep
+/// enough lines in flight, and prefetches would compete with them; docs/DESIGN.md).
+inline constexpr Index kStreamedNarrowBytes = 32 * 1024;
 inline constexpr int kStreamedDepth = 4;
 
 namespace kernel {
 
 /// c(r, j) += Σ_{k < Depth} a(r, t + k) · b(t + k, j) for every row r < rows and every whole
-/// packet of columns j < whole, each entry's multiply-adds in the order of k. With Prefetch
-/// (and a source that asks for it), b's rows t + Depth … t + 2·Depth − 1 (the next pass's) are
-/// prefetched line by line on the way: widening 16-bit numbers takes more instructions per
-/// line, fewer of b's lines are then in flight, and the loads wait on memory.
+/// packet of columns j < whole, each entry's multiply-adds in the order of k. With Prefetch,
+/// b's rows t + Depth … t + 2·Depth − 1 (the next pass's) are prefetched line by line on the
+/// way: widening 16-bit numbers takes more instructions per line, fewer of b's lines are then
+/// in flight, and the loads wait on memory.
 template <int Depth, bool Prefetch, class T, class Source>
 EIGEN_ALWAYS_INLINE void stream_rows(Index rows, Index whole, Index t, const T* a, Index a_row, const Source& b, T* c,
                                      Index c_row) {
@@ -155,7 +159,7 @@ EIGEN_ALWAYS_INLINE void stream_rows(Index rows, Index whole, Index t, const T* 
         for (int k = 0; k < Depth; ++k) y[k] = ei::pset1<Packet>(a[r * a_row + t + k]);
         T* c_r = c + r * c_row;
         for (Index j = 0; j < whole; j += L) {
-            if (Prefetch && Source::kStreamPrefetch && r == 0 && j % kLine == 0)
+            if (Prefetch && r == 0 && j % kLine == 0)
                 for (int k = 0; k < Depth; ++k) prefetch(b.address(t + Depth + k, j));
             Packet sum = ei::ploadu<Packet>(c_r + j);
             for (int k = 0; k < Depth; ++k) sum = ei::pmadd(y[k], b.template packet<Packet>(t + k, j), sum);
@@ -166,17 +170,19 @@ EIGEN_ALWAYS_INLINE void stream_rows(Index rows, Index whole, Index t, const T* 
 
 }  // namespace kernel
 
-/// multiply_few_rows with b read from `b`, a source like DenseRows.
-template <class T, class Source>
-void multiply_few_rows_from(Index rows, Index depth, Index cols, const T* a, Index a_row, const Source& b, T* c,
-                            Index c_row, bool accumulate) {
+/// multiply_few_rows_from with Depth rows of b per pass over c, b's next rows prefetched or
+/// not: every choice gives the same bits (the benchmarks compare them).
+template <class T, class Source, int Depth, bool Prefetch>
+void stream_few_rows(Index rows, Index depth, Index cols, const T* a, Index a_row, const Source& b, T* c, Index c_row,
+                     bool accumulate) {
     const Index whole = cols / RegisterTile<T>::kLanes * RegisterTile<T>::kLanes;
     for (Index r = 0; r < rows; ++r)
         if (!accumulate) std::fill(c + r * c_row, c + r * c_row + cols, T(0));
-    constexpr Index D = kStreamedDepth;
+    constexpr Index D = Depth;
     Index t = 0;
-    for (; t + 2 * D <= depth; t += D) kernel::stream_rows<D, true>(rows, whole, t, a, a_row, b, c, c_row);
-    for (; t + D <= depth; t += D) kernel::stream_rows<D, false>(rows, whole, t, a, a_row, b, c, c_row);
+    for (; t + 2 * D <= depth; t += D) kernel::stream_rows<D, Prefetch>(rows, whole, t, a, a_row, b, c, c_row);
+    if constexpr (D > 1)
+        for (; t + D <= depth; t += D) kernel::stream_rows<D, false>(rows, whole, t, a, a_row, b, c, c_row);
     for (; t < depth; ++t) kernel::stream_rows<1, false>(rows, whole, t, a, a_row, b, c, c_row);
     for (Index r = 0; r < rows; ++r)
         for (Index col = whole; col < cols; ++col) {
@@ -186,8 +192,20 @@ void multiply_few_rows_from(Index rows, Index depth, Index cols, const T* a, Ind
         }
 }
 
-/// multiply_rows for 1 … kStreamedRows rows: b is read once, kStreamedDepth rows at a time,
-/// contiguously, and added into every row of c, which stays in L1. With one row the tiles
+/// multiply_few_rows with b read from `b`, a source like DenseRows: as the source says while
+/// c stays in L1 (kStreamedNarrowBytes), else kStreamedDepth rows a pass without prefetching.
+template <class T, class Source>
+void multiply_few_rows_from(Index rows, Index depth, Index cols, const T* a, Index a_row, const Source& b, T* c,
+                            Index c_row, bool accumulate) {
+    if (rows * cols * Index(sizeof(T)) <= kStreamedNarrowBytes)
+        stream_few_rows<T, Source, Source::kNarrowStreamDepth, Source::kStreamPrefetch>(rows, depth, cols, a, a_row, b,
+                                                                                        c, c_row, accumulate);
+    else
+        stream_few_rows<T, Source, kStreamedDepth, false>(rows, depth, cols, a, a_row, b, c, c_row, accumulate);
+}
+
+/// multiply_rows for 1 … kStreamedRows rows: b is read once, contiguously, and added into
+/// every row of c, which stays in L1 or L2 (multiply_few_rows_from). With one row the tiles
 /// would walk b a column panel at a time, one cache line per row of b, waiting on each (b
 /// comes from L3 or memory: a decoding step's weights). Each entry of c is the same fused
 /// multiply-add chain over the depth in order, so the bits are those of the tiles.
@@ -211,24 +229,26 @@ void multiply_rows_from(Index rows, Index depth, Index cols, const T* a, Index a
     const Index whole = cols / Tile::kLanes * Tile::kLanes;
     // Column panels outermost, each cut along the depth into blocks that stay in L1 while every
     // row tile runs over them. A tile adds each block into c, so every entry of c is still one
-    // multiply-add chain over the depth in order, whatever the blocks. The tiles read a block
-    // where it lies, unless b's rows lie a multiple of 4 KiB apart (1,024 or 3,072 floats): then
-    // they share a few L1 sets, and with enough row tiles the block is first copied side by side
-    // into `panel` - from 8 tiles when a tile's row of b is one cache line (16 registers), from
-    // 128 when it is several, which the hardware fetches together (docs/DESIGN.md has the
-    // measurements). A source that cannot be read in place (16-bit rows) is always copied,
-    // converted, into the panel.
+    // multiply-add chain over the depth in order, whatever the blocks. A block is first copied
+    // side by side into `panel` when many row tiles will read it (kPackedTiles: its rows come
+    // from memory a short run each, and the copy reads them once), or when b's rows lie a
+    // multiple of 4 KiB apart (1,024 or 3,072 floats), share a few L1 sets, and a tile's row of
+    // b is one cache line (16 registers) - from 8 tiles; otherwise the tiles read it where it
+    // lies (docs/DESIGN.md has the measurements). A source that cannot be read in place (16-bit
+    // rows) is always copied, converted, into the panel.
     // While a block's row tiles run, the next block is prefetched, a share of its rows per
     // tile: in a forward pass the weights come from L3 or memory, and the first tile of every
     // block would otherwise wait for them (docs/DESIGN.md: what it saves, profiled).
     constexpr Index kPanelBytes = 32 * 1024;
     constexpr Index kBlockDepth = kPanelBytes / (Tile::kColumns * Index(sizeof(T)));
     constexpr Index kLine = Source::kLineEntries;
-    constexpr Index kPackedTiles = Tile::kColumns <= kLine ? 8 : 128;  // fewer row tiles read b in place
+    constexpr Index kPackedTiles = 64;
+    constexpr Index kAliasedPackedTiles = Tile::kColumns <= kLine ? 8 : kPackedTiles;
     alignas(64) T panel[kBlockDepth * Tile::kColumns];
     const Index tiles = (rows + Tile::kRows - 1) / Tile::kRows;
     // (an in-place source holds T: its rows are b.row · sizeof(T) bytes apart)
-    const bool packs = !Source::kInPlace || (tiles >= kPackedTiles && b.row * Index(sizeof(T)) % 4096 == 0);
+    const bool aliased = b.row * Index(sizeof(T)) % 4096 == 0;
+    const bool packs = !Source::kInPlace || tiles >= kPackedTiles || (aliased && tiles >= kAliasedPackedTiles);
     for (Index col = 0; col < whole; col += Tile::kColumns) {
         const Index width = std::min(Tile::kColumns, whole - col);
         const int packets = int(width / Tile::kLanes);
