@@ -90,9 +90,9 @@ TEST_CASE_TEMPLATE("multiply_rows: one or two rows, c in L1 or wider, any rows o
 TEST_CASE_TEMPLATE("multiply_rows: b copied side by side into panels gives the bits of b read in place", T, float,
                    double) {
     // A block of b is copied into a panel first when many row tiles read it (800 rows), or when
-    // b's rows lie a multiple of 4 KiB apart (with 16 registers, from 8 row tiles); a share of
-    // 30 rows (5 tiles) with 16 bytes more between b's rows reads it where it lies. Each row of
-    // c is the same multiply-add chains either way.
+    // b's rows lie a multiple of 4 KiB apart (with 16 registers, from 8 row tiles) or of 64 KiB;
+    // a share of 30 rows (5 tiles) with 16 bytes more between b's rows reads it where it lies.
+    // Each row of c is the same multiply-add chains either way.
     const Index rows = 800, depth = 70, cols = 300, share = 30;
     const Index aliased = 4096 / Index(sizeof(T)), apart = aliased + 16 / Index(sizeof(T));
     const auto a = random_matrix<T>(rows, depth, 6), values = random_matrix<T>(depth, cols, 7);
@@ -113,6 +113,17 @@ TEST_CASE_TEMPLATE("multiply_rows: b copied side by side into panels gives the b
     CHECK(many_aliased == in_place);
     CHECK(many_apart == in_place);
     CHECK(shares_aliased == in_place);
+    // rows 64 KiB apart (an unembedding's 16,384 or 49,152 floats) share L2 sets too: copied from
+    // 8 row tiles (60 rows) whatever the registers
+    attn::Matrix<T> wide_l2_aliased = attn::Matrix<T>::Zero(depth, 65536 / Index(sizeof(T)));
+    wide_l2_aliased.leftCols(cols) = values;
+    attn::Matrix<T> l2_shares(rows, cols);
+    for (Index first = 0; first < rows; first += 2 * share) {
+        const Index count = std::min(2 * share, rows - first);
+        attn::detail::multiply_rows(a.middleRows(first, count), wide_l2_aliased.leftCols(cols),
+                                    l2_shares.middleRows(first, count), false);
+    }
+    CHECK(l2_shares == in_place);
     const auto expected = attn::test::naive_matmul(attn::test::to_table(a), attn::test::to_table(values));
     CHECK(attn::test::max_abs_difference(in_place, expected) < attn::test::tolerance<T>() * double(depth));
 }

@@ -232,9 +232,11 @@ void multiply_rows_from(Index rows, Index depth, Index cols, const T* a, Index a
     // multiply-add chain over the depth in order, whatever the blocks. A block is first copied
     // side by side into `panel` when many row tiles will read it (kPackedTiles: its rows come
     // from memory a short run each, and the copy reads them once), or when b's rows lie a
-    // multiple of 4 KiB apart (1,024 or 3,072 floats), share a few L1 sets, and a tile's row of
-    // b is one cache line (16 registers) - from 8 tiles; otherwise the tiles read it where it
-    // lies (docs/DESIGN.md has the measurements). A source that cannot be read in place (16-bit
+    // multiple of 4 KiB apart (1,024 or 3,072 floats) and share a few L1 sets: from 8 tiles if
+    // a tile's row of b is one cache line (16 registers), else from kPackedTiles; and from 8
+    // tiles whatever the registers if they are a multiple of 64 KiB apart (16,384 or 49,152
+    // floats, an unembedding), where they share a few L2 sets too. Otherwise the tiles read it
+    // where it lies (docs/DESIGN.md has the measurements). A source that cannot be read in place (16-bit
     // rows) is always copied, converted, into the panel.
     // While a block's row tiles run, the next block is prefetched, a share of its rows per
     // tile: in a forward pass the weights come from L3 or memory, and the first tile of every
@@ -244,11 +246,14 @@ void multiply_rows_from(Index rows, Index depth, Index cols, const T* a, Index a
     constexpr Index kLine = Source::kLineEntries;
     constexpr Index kPackedTiles = 64;
     constexpr Index kAliasedPackedTiles = Tile::kColumns <= kLine ? 8 : kPackedTiles;
+    constexpr Index kL2AliasedPackedTiles = 8;
     alignas(64) T panel[kBlockDepth * Tile::kColumns];
     const Index tiles = (rows + Tile::kRows - 1) / Tile::kRows;
     // (an in-place source holds T: its rows are b.row · sizeof(T) bytes apart)
-    const bool aliased = b.row * Index(sizeof(T)) % 4096 == 0;
-    const bool packs = !Source::kInPlace || tiles >= kPackedTiles || (aliased && tiles >= kAliasedPackedTiles);
+    const Index row_bytes = b.row * Index(sizeof(T));
+    const bool aliased = row_bytes % 4096 == 0, l2_aliased = row_bytes % 65536 == 0;
+    const bool packs = !Source::kInPlace || tiles >= kPackedTiles || (aliased && tiles >= kAliasedPackedTiles) ||
+                       (l2_aliased && tiles >= kL2AliasedPackedTiles);
     for (Index col = 0; col < whole; col += Tile::kColumns) {
         const Index width = std::min(Tile::kColumns, whole - col);
         const int packets = int(width / Tile::kLanes);
