@@ -92,9 +92,8 @@ struct HalfRows {
     using Scalar = float;
     static constexpr bool kInPlace = false;
     static constexpr Index kLineEntries = 32;
-    /// How a streamed product whose c stays in L1 reads b: four rows per pass over c, the next
-    /// pass's rows prefetched (docs/DESIGN.md: with and without, one row and four).
-    static constexpr int kNarrowStreamDepth = 4;
+    /// A streamed product whose c stays in L1 prefetches the next pass's rows (docs/DESIGN.md:
+    /// with and without, one row a pass and four).
     static constexpr bool kStreamPrefetch = true;
 
     const std::uint16_t* data = nullptr;

@@ -110,10 +110,8 @@ struct DenseRows {
     static constexpr bool kInPlace = true;
     /// Entries per cache line of b.
     static constexpr Index kLineEntries = 64 / Index(sizeof(T));
-    /// How a streamed product whose c stays in L1 reads b: four rows per pass over c (one
-    /// measured slower in a model's decoding step, though not in one product alone), without
-    /// prefetching (plain numbers' loads alone keep enough lines in flight; docs/DESIGN.md).
-    static constexpr int kNarrowStreamDepth = 4;
+    /// Whether a streamed product whose c stays in L1 prefetches b's next rows: not for plain
+    /// numbers, whose loads alone keep enough lines of memory in flight (docs/DESIGN.md).
     static constexpr bool kStreamPrefetch = false;
 
     const T* data = nullptr;
@@ -132,13 +130,16 @@ struct DenseRows {
 /// Up to this many rows, multiply_rows streams b once, row by row (a decoding step's products).
 inline constexpr Index kStreamedRows = 2;
 
-/// A streamed product's c (its rows × cols) up to this size stays in L1 beside b's streams,
-/// and b is read as its source says (kNarrowStreamDepth, kStreamPrefetch). A wider c (an
-/// unembedding's logits) lives in L2: then kStreamedDepth rows of b go into c per pass, c
-/// loaded and stored once for four rows, and nothing is prefetched (the loads of c and b keep
-/// enough lines in flight, and prefetches would compete with them; docs/DESIGN.md).
-inline constexpr Index kStreamedNarrowBytes = 32 * 1024;
+/// Rows of b a streamed product adds into c per pass over c: c is loaded and stored once for
+/// four rows (one row a pass measured slower in a model's decoding step, though not in one
+/// product alone; docs/DESIGN.md).
 inline constexpr int kStreamedDepth = 4;
+
+/// A streamed product's c (its rows × cols) up to this size stays in L1 beside b's streams,
+/// and b's next rows are prefetched if its source asks (kStreamPrefetch). A wider c (an
+/// unembedding's logits) lives in L2, and nothing is prefetched: the loads of c and b keep
+/// enough lines in flight, and prefetches would compete with them (docs/DESIGN.md).
+inline constexpr Index kStreamedNarrowBytes = 32 * 1024;
 
 namespace kernel {
 
@@ -192,14 +193,13 @@ void stream_few_rows(Index rows, Index depth, Index cols, const T* a, Index a_ro
         }
 }
 
-/// multiply_few_rows with b read from `b`, a source like DenseRows: as the source says while
-/// c stays in L1 (kStreamedNarrowBytes), else kStreamedDepth rows a pass without prefetching.
+/// multiply_few_rows with b read from `b`, a source like DenseRows: kStreamedDepth rows a pass,
+/// b's next rows prefetched if the source asks and c stays in L1 (kStreamedNarrowBytes).
 template <class T, class Source>
 void multiply_few_rows_from(Index rows, Index depth, Index cols, const T* a, Index a_row, const Source& b, T* c,
                             Index c_row, bool accumulate) {
-    if (rows * cols * Index(sizeof(T)) <= kStreamedNarrowBytes)
-        stream_few_rows<T, Source, Source::kNarrowStreamDepth, Source::kStreamPrefetch>(rows, depth, cols, a, a_row, b,
-                                                                                        c, c_row, accumulate);
+    if (Source::kStreamPrefetch && rows * cols * Index(sizeof(T)) <= kStreamedNarrowBytes)
+        stream_few_rows<T, Source, kStreamedDepth, true>(rows, depth, cols, a, a_row, b, c, c_row, accumulate);
     else
         stream_few_rows<T, Source, kStreamedDepth, false>(rows, depth, cols, a, a_row, b, c, c_row, accumulate);
 }
@@ -236,8 +236,8 @@ void multiply_rows_from(Index rows, Index depth, Index cols, const T* a, Index a
     // a tile's row of b is one cache line (16 registers), else from kPackedTiles; and from 8
     // tiles whatever the registers if they are a multiple of 64 KiB apart (16,384 or 49,152
     // floats, an unembedding), where they share a few L2 sets too. Otherwise the tiles read it
-    // where it lies (docs/DESIGN.md has the measurements). A source that cannot be read in place (16-bit
-    // rows) is always copied, converted, into the panel.
+    // where it lies (docs/DESIGN.md has the measurements). A source that cannot be read in place
+    // (16-bit rows) is always copied, converted, into the panel.
     // While a block's row tiles run, the next block is prefetched, a share of its rows per
     // tile: in a forward pass the weights come from L3 or memory, and the first tile of every
     // block would otherwise wait for them (docs/DESIGN.md: what it saves, profiled).
