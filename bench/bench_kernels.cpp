@@ -55,9 +55,9 @@
 // with Eigen::setNbThreads(1).
 #include <benchmark/benchmark.h>
 #include <attn/attn.hpp>
-#include <attn/detail/causal_kernel.hpp>
-#include <attn/detail/half_weights.hpp>
-#include <attn/detail/large_arrays.hpp>
+#include <attn/detail/kernels/causal_kernel.hpp>
+#include <attn/detail/kernels/half_weights.hpp>
+#include <attn/detail/kernels/large_arrays.hpp>
 #include <attn/model/model.hpp>
 
 #include <sys/resource.h>

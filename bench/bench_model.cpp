@@ -21,8 +21,8 @@
 //                                    metric at the last of 160 positions
 // Steps run on the calling thread (a single position is not worth a second one).
 #include <benchmark/benchmark.h>
+#include <attn/hooks/interventions.hpp>
 #include <attn/model.hpp>
-#include <attn/model/interventions.hpp>
 #include <attn/store.hpp>
 
 #include <cstring>

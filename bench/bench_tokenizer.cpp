@@ -7,7 +7,7 @@
 //   ATTN_REFERENCE_MODULES  node_modules with the two packages (npm ci of tests/tokenizer_reference)
 //   ATTN_BENCH_TEXTS        a directory with seeds.txt and mixed.txt
 
-#include <attn/model/tokenizer.hpp>
+#include <attn/text/tokenizer.hpp>
 
 #include <cstdlib>
 #include <filesystem>

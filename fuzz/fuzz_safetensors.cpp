@@ -9,7 +9,7 @@
 // one, and writing the tensors back with attn::safetensors_bytes gives a file that
 // loads to the same tensors.
 
-#include <attn/model/safetensors.hpp>
+#include <attn/formats/safetensors.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -11,7 +11,7 @@
 // weight_map (parsed here on its own with plain nlohmann::json), each read from the
 // shard weight_map names, with that shard's bytes.
 
-#include <attn/model/tensor_files.hpp>
+#include <attn/formats/tensor_files.hpp>
 
 #include <nlohmann/json.hpp>
 

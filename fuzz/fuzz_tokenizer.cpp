@@ -11,8 +11,8 @@
 //      decodes.
 // Anything else thrown, a crash, a sanitizer report or a broken invariant is a finding.
 
-#include <attn/model/tokenizer.hpp>
 #include <attn/store.hpp>
+#include <attn/text/tokenizer.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -8,14 +8,14 @@
 //      decode(encode(input)) == input byte for byte;
 //   2  encode(input) with a small SentencePiece-style tokenizer with byte fallback: any bytes
 //      are accepted and, for input without "▁" or added tokens, decode gives it back;
-//   3  NFC (attn/detail/nfc.hpp) of the input and a Qwen2-style byte-level tokenizer with the NFC
+//   3  NFC (attn/detail/text/nfc.hpp) of the input and a Qwen2-style byte-level tokenizer with the NFC
 //      normalizer: NFC of NFC is itself, keeps the input's length within bounds and its
 //      invalid bytes; for input without added tokens, the tokenizer encodes the input as it
 //      encodes its NFC, and decode(encode(input)) is the input's NFC.
 // Anything else thrown, a crash, a sanitizer report or a broken invariant is a finding.
 
-#include <attn/detail/nfc.hpp>
-#include <attn/model/tokenizer.hpp>
+#include <attn/detail/text/nfc.hpp>
+#include <attn/text/tokenizer.hpp>
 
 #include <nlohmann/json.hpp>
 

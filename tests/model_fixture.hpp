@@ -4,7 +4,7 @@
 // shipped model: 2 layers, 2 heads of 4, width 8, MLP 16, context 12, and the
 // tokenizer fixture of tests/data/tokenizer.
 
-#include <attn/model/safetensors.hpp>
+#include <attn/formats/safetensors.hpp>
 
 #include <nlohmann/json.hpp>
 

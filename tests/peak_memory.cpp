@@ -14,7 +14,7 @@
 // still checked and the ratios printed, but not held to the bound. Exit status 77 (a
 // skip for ctest) where /proc/self/status is missing.
 
-#include <attn/model/safetensors.hpp>
+#include <attn/formats/safetensors.hpp>
 
 #include <cstdint>
 #include <cstdio>

@@ -4,8 +4,8 @@
 // everything built on the model (the fast forward on any threads, decoding, attribution, the
 // logit lens, patching) on each architecture.
 #include <doctest/doctest.h>
+#include <attn/hooks/interventions.hpp>
 #include <attn/model/decoder.hpp>
-#include <attn/model/interventions.hpp>
 #include <attn/model/model.hpp>
 #include <attn/model/reference_forward.hpp>
 #include <attn/store.hpp>

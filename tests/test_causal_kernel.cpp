@@ -1,4 +1,4 @@
-// The fused attention kernel (detail/causal_kernel.hpp) behind attention() and
+// The fused attention kernel (detail/kernels/causal_kernel.hpp) behind attention() and
 // attend_heads(): against a double-precision loop reference and against the plain
 // step-by-step path, on shapes that cross its block boundaries.
 #include <doctest/doctest.h>

@@ -3,10 +3,10 @@
 // with WeightStorage::stored_16_bit against the same checkpoint loaded as float: logits and
 // attention bit for bit, whole texts and decoding, on one and two threads.
 #include <doctest/doctest.h>
-#include <attn/detail/half_weights.hpp>
+#include <attn/detail/kernels/half_weights.hpp>
+#include <attn/hooks/interventions.hpp>
 #include <attn/model/decoder.hpp>
 #include <attn/model/generate.hpp>
-#include <attn/model/interventions.hpp>
 #include <attn/model/model.hpp>
 #include <attn/model/reference_forward.hpp>
 #include <attn/threads.hpp>

@@ -1,12 +1,12 @@
-// Tests of the Hugging Face tokenizer kinds of attn/model/tokenizer.hpp on the hand-made
+// Tests of the Hugging Face tokenizer kinds of attn/text/tokenizer.hpp on the hand-made
 // files of tests/data/hf_tokenizer/ (their README lists the vocabularies; every expected id
 // below is worked out by hand from it), of the split patterns against cuts worked out from
 // the regexes, and of the refusals. The comparison with real vocabularies and reference
 // encoders is tests/tokenizer_reference/.
 
-#include <attn/detail/pretokenize.hpp>
-#include <attn/model/tokenizer.hpp>
+#include <attn/detail/text/pretokenize.hpp>
 #include <attn/store.hpp>
+#include <attn/text/tokenizer.hpp>
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>

@@ -1,12 +1,12 @@
-// attn/model/interventions.hpp and activations.hpp: keeping activations changes no bit, patching a
+// attn/hooks/interventions.hpp and activations.hpp: keeping activations changes no bit, patching a
 // run's own activations into itself changes no bit, direct logit attribution sums to the logit
 // difference, the patching sweeps' resumed runs equal whole hooked runs, errors; and agreement with
 // tools/references/interventions.py's float64 PyTorch hooks (tests/data/store/interventions.*).
 #include <doctest/doctest.h>
 #include <attn/analysis/head_detectors.hpp>
-#include <attn/model/interventions.hpp>
+#include <attn/formats/safetensors.hpp>
+#include <attn/hooks/interventions.hpp>
 #include <attn/model/model.hpp>
-#include <attn/model/safetensors.hpp>
 #include <attn/store.hpp>
 
 #include <nlohmann/json.hpp>

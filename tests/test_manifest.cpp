@@ -1,6 +1,6 @@
-// attn/model/manifest.hpp: reading manifest.json — its format and version, settings and file names.
+// attn/formats/manifest.hpp: reading manifest.json — its format and version, settings and file names.
 #include <doctest/doctest.h>
-#include <attn/model/manifest.hpp>
+#include <attn/formats/manifest.hpp>
 
 #include <fstream>
 

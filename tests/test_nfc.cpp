@@ -1,11 +1,11 @@
-// Tests of attn/detail/nfc.hpp: Unicode NFC against Python's unicodedata.normalize("NFC", s),
+// Tests of attn/detail/text/nfc.hpp: Unicode NFC against Python's unicodedata.normalize("NFC", s),
 // whose answers tools/references/nfc_cases.py wrote to tests/data/nfc/ (every Unicode scalar value alone,
 // and some 15 000 strings mixing combining marks, Hangul jamo, precomposed letters and lines
 // of the tokenizer corpus); hand-worked cases for what Python cannot give (invalid UTF-8);
 // and the cost on hostile input.
 
-#include <attn/detail/nfc.hpp>
-#include <attn/detail/unicode_tables.hpp>
+#include <attn/detail/text/nfc.hpp>
+#include <attn/detail/text/unicode_tables.hpp>
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>

@@ -1,9 +1,9 @@
-// Tests of attn/model/safetensors.hpp: round trips through the writer, exact F16/BF16
+// Tests of attn/formats/safetensors.hpp: round trips through the writer, exact F16/BF16
 // conversion, one test case per kind of corrupt file, and reading tensor by tensor from
 // an opened file (transposed, into blocks, from several threads, after the file changed).
 
-#include <attn/detail/read_only_file.hpp>
-#include <attn/model/safetensors.hpp>
+#include <attn/detail/io/read_only_file.hpp>
+#include <attn/formats/safetensors.hpp>
 
 #include <doctest/doctest.h>
 

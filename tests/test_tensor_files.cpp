@@ -1,8 +1,8 @@
-// Tests of attn/model/tensor_files.hpp: a two-shard directory written here read as one
+// Tests of attn/formats/tensor_files.hpp: a two-shard directory written here read as one
 // namespace, the single-file fallback, and every way an index can disagree with itself
 // or its shards.
 
-#include <attn/model/tensor_files.hpp>
+#include <attn/formats/tensor_files.hpp>
 
 #include <doctest/doctest.h>
 

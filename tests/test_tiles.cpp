@@ -1,7 +1,7 @@
-// detail/tiles.hpp: the register-tiled row-major product the forward pass shares out between threads,
+// detail/kernels/tiles.hpp: the register-tiled row-major product the forward pass shares out between threads,
 // against the naive product.
 #include <doctest/doctest.h>
-#include <attn/detail/tiles.hpp>
+#include <attn/detail/kernels/tiles.hpp>
 
 #include <algorithm>
 #include <vector>

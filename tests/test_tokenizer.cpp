@@ -1,10 +1,10 @@
-// Tests of attn/model/tokenizer.hpp on the hand-made fixture tests/data/tokenizer/
+// Tests of attn/text/tokenizer.hpp on the hand-made fixture tests/data/tokenizer/
 // (vocabulary.txt, merges.txt; the expected ids were checked against
 // tools/common/tokenizer.py), one test case per kind of corrupt file, and the comparison
 // with Python's ids on the whole validation split once the store model exists.
 
-#include <attn/model/tokenizer.hpp>
 #include <attn/store.hpp>
+#include <attn/text/tokenizer.hpp>
 
 #include <doctest/doctest.h>
 

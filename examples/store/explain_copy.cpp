@@ -5,7 +5,7 @@
 // patching from the clean run into the corrupted one over heads and over residual positions.
 //
 //   explain_copy [--model DIR] [--svg FILE] [--threads N]
-#include <attn/model/interventions.hpp>
+#include <attn/hooks/interventions.hpp>
 #include <attn/model/model.hpp>
 #include <attn/store.hpp>
 

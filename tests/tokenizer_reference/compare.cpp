@@ -6,7 +6,7 @@
 // SentencePiece: lines without added tokens, less the beginning-of-text token). Prints the
 // first mismatch (line number, text, both id lists) and exits 1; 0 when all agree.
 
-#include <attn/model/tokenizer.hpp>
+#include <attn/text/tokenizer.hpp>
 
 #include <nlohmann/json.hpp>
 

@@ -63,7 +63,7 @@ GOLDENS = [
     Golden("examples", [PYTHON, "tools/references/example_expectations.py"], ["tests/data/examples/*.txt"]),
     Golden("nfc", [PYTHON, "tools/references/nfc_cases.py"], ["tests/data/nfc/*"]),
     Golden("unicode_tables", [PYTHON, "tools/references/unicode_tables.py"],
-           ["include/attn/detail/unicode_tables.hpp", "include/attn/detail/nfc_tables.hpp"]),
+           ["include/attn/detail/text/unicode_tables.hpp", "include/attn/detail/text/nfc_tables.hpp"]),
     Golden("ziggurat_tables", [PYTHON, "tools/references/ziggurat_tables.py"],
            ["include/attn/detail/ziggurat_tables.hpp"]),
     Golden("tokenizer_corpus", tokenizer_corpus_command,

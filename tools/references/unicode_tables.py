@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Writes two headers from Python's unicodedata (its Unicode version is written into both):
 
-include/attn/detail/unicode_tables.hpp: the code point classes that the tokenizers'
+include/attn/detail/text/unicode_tables.hpp: the code point classes that the tokenizers'
 pre-tokenizer patterns use (\\p{L}, \\p{N}, \\s), as sorted ranges.
 
-include/attn/detail/nfc_tables.hpp: the data of Unicode Normalization Form C (nfc.hpp):
+include/attn/detail/text/nfc_tables.hpp: the data of Unicode Normalization Form C (nfc.hpp):
 canonical combining classes as runs, and the canonical decompositions (unicodedata's
 decomposition() without a <tag>) as delta-coded packed integers. Whether a decomposable
 character is in Full_Composition_Exclusion (singletons, decompositions that start with a

@@ -5,7 +5,7 @@
 //   weights = softmax(mask(q kᵀ · scale)),  output = weights · v
 //
 // Causal or full attention without a custom mask runs on a fused, tiled kernel
-// (detail/causal_kernel.hpp) that never computes the masked upper triangle and,
+// (detail/kernels/causal_kernel.hpp) that never computes the masked upper triangle and,
 // unless the weights are kept, never stores the (queries × keys) matrix. With
 // AttentionOptions::mask set, or fused = false, the steps above run one after the
 // other (the plain path, the reference the kernel is tested against). Both give the
@@ -26,8 +26,8 @@
 #include "attn/core/scoring.hpp"
 #include "attn/core/softmax.hpp"
 #include "attn/core/types.hpp"
-#include "attn/detail/causal_kernel.hpp"
 #include "attn/detail/check.hpp"
+#include "attn/detail/kernels/causal_kernel.hpp"
 #include "attn/threads.hpp"
 
 namespace attn {

@@ -20,7 +20,7 @@
 
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
-#include "attn/detail/row_statistics.hpp"
+#include "attn/detail/kernels/row_statistics.hpp"
 
 namespace attn {
 

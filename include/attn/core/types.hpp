@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "attn/detail/check.hpp"
-#include "attn/detail/large_arrays.hpp"
+#include "attn/detail/kernels/large_arrays.hpp"
 
 static_assert(EIGEN_VERSION_AT_LEAST(3, 4, 0), "attn needs Eigen 3.4 or newer (reshaped(), PropagateNaN)");
 

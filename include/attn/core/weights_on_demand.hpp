@@ -23,8 +23,8 @@
 
 #include "attn/core/attention.hpp"
 #include "attn/core/types.hpp"
-#include "attn/detail/causal_kernel.hpp"
 #include "attn/detail/check.hpp"
+#include "attn/detail/kernels/causal_kernel.hpp"
 
 namespace attn {
 

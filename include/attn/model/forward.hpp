@@ -6,7 +6,7 @@
 //     side into one (n × H·d) matrix;
 //   - with rotary positions, layer 0's q, k, v looked up per token: that layer sees only the
 //     embeddings, so they depend on the token alone (Model::load computes the table once);
-//   - every product on the register-tiled kernel (detail/tiles.hpp), into buffers kept in the
+//   - every product on the register-tiled kernel (detail/kernels/tiles.hpp), into buffers kept in the
 //     result (ForwardResult::workspace), so that a repeated call allocates nothing;
 //   - with several threads, each owns a share of the positions through every layer,
 //     attention included (causal queries read only earlier keys), and the threads meet
@@ -25,10 +25,10 @@
 #include "attn/core/kv_cache.hpp"
 #include "attn/core/norm.hpp"
 #include "attn/core/types.hpp"
-#include "attn/detail/causal_kernel.hpp"
-#include "attn/detail/half_weights.hpp"
-#include "attn/detail/tiles.hpp"
-#include "attn/model/activations.hpp"
+#include "attn/detail/kernels/causal_kernel.hpp"
+#include "attn/detail/kernels/half_weights.hpp"
+#include "attn/detail/kernels/tiles.hpp"
+#include "attn/hooks/activations.hpp"
 #include "attn/model/types.hpp"
 #include "attn/threads.hpp"
 

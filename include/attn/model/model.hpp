@@ -32,16 +32,16 @@
 #include "attn/core/rope.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
-#include "attn/detail/half_weights.hpp"
-#include "attn/detail/large_arrays.hpp"
-#include "attn/detail/tiles.hpp"
+#include "attn/detail/kernels/half_weights.hpp"
+#include "attn/detail/kernels/large_arrays.hpp"
+#include "attn/detail/kernels/tiles.hpp"
+#include "attn/formats/manifest.hpp"
+#include "attn/formats/safetensors.hpp"
+#include "attn/formats/tensor_files.hpp"
 #include "attn/model/architectures.hpp"
 #include "attn/model/forward.hpp"
-#include "attn/model/manifest.hpp"
-#include "attn/model/safetensors.hpp"
-#include "attn/model/tensor_files.hpp"
-#include "attn/model/tokenizer.hpp"
 #include "attn/model/types.hpp"
+#include "attn/text/tokenizer.hpp"
 
 namespace attn {
 

@@ -9,7 +9,7 @@
 #include "attn/detail/check.hpp"
 #include "attn/error.hpp"
 #include "attn/model/model.hpp"
-#include "attn/model/tokenizer.hpp"
+#include "attn/text/tokenizer.hpp"
 
 namespace attn::store {
 

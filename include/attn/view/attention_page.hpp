@@ -45,7 +45,7 @@
 
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
-#include "attn/detail/utf8.hpp"
+#include "attn/detail/text/utf8.hpp"
 #include "attn/error.hpp"
 #include "attn/model/types.hpp"
 #include "attn/view/detail/page_assets.hpp"

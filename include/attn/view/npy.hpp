@@ -21,7 +21,7 @@
 
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
-#include "attn/detail/endian.hpp"
+#include "attn/detail/io/endian.hpp"
 #include "attn/error.hpp"
 
 namespace attn {

@@ -8,11 +8,11 @@
 //                  byte fallback: Llama-2, TinyLlama);
 //   none           a model directory without tokenizer files: encode throws.
 // from_directory picks by the files present. The Hugging Face kinds are described in
-// detail/hf_tokenizer.hpp (encoding) and detail/tokenizer_json.hpp (what is read, what is
+// detail/text/hf_tokenizer.hpp (encoding) and detail/text/tokenizer_json.hpp (what is read, what is
 // refused). Text that is not valid UTF-8: the byte-level kinds encode its bytes (decode gives
 // them back exactly), the SentencePiece kind encodes each invalid byte as its <0xNN> token,
 // and the store kind refuses it (argument_error). A tokenizer.json whose normalizer is NFC
-// (Qwen2's) composes the text between added tokens to Unicode NFC (detail/nfc.hpp) before
+// (Qwen2's) composes the text between added tokens to Unicode NFC (detail/text/nfc.hpp) before
 // pre-tokenization, so "e\u0301" encodes as "\u00e9" does; invalid bytes stay in place.
 //
 // The store model's files (UTF-8, "\n" line ends, as tools/common/tokenizer.py writes them):
@@ -63,9 +63,9 @@
 #include <vector>
 
 #include "attn/detail/check.hpp"
-#include "attn/detail/hf_tokenizer.hpp"
-#include "attn/detail/tokenizer_json.hpp"
-#include "attn/detail/utf8.hpp"
+#include "attn/detail/text/hf_tokenizer.hpp"
+#include "attn/detail/text/tokenizer_json.hpp"
+#include "attn/detail/text/utf8.hpp"
 #include "attn/error.hpp"
 
 namespace attn {
@@ -120,7 +120,7 @@ public:
         return none;
     }
 
-    /// A Hugging Face tokenizer.json (BPE; see detail/tokenizer_json.hpp for what is read).
+    /// A Hugging Face tokenizer.json (BPE; see detail/text/tokenizer_json.hpp for what is read).
     static Tokenizer from_tokenizer_json(const std::filesystem::path& path) {
         return from_tokenizer_json_text(read_file(path), path.string());
     }

@@ -64,14 +64,14 @@
 
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
-#include "attn/detail/endian.hpp"
-#include "attn/detail/half_float.hpp"
-#include "attn/detail/read_only_file.hpp"
-#include "attn/detail/utf8.hpp"
+#include "attn/detail/io/endian.hpp"
+#include "attn/detail/io/read_only_file.hpp"
+#include "attn/detail/kernels/half_float.hpp"
+#include "attn/detail/text/utf8.hpp"
 #include "attn/error.hpp"
 
 #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "attn/model/safetensors.hpp supports little-endian hosts only"
+#error "attn/formats/safetensors.hpp supports little-endian hosts only"
 #endif
 
 namespace attn {

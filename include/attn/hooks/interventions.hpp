@@ -25,7 +25,7 @@
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/error.hpp"
-#include "attn/model/activations.hpp"
+#include "attn/hooks/activations.hpp"
 #include "attn/model/model.hpp"
 #include "attn/model/types.hpp"
 #include "attn/threads.hpp"

@@ -21,8 +21,8 @@
 #include <utility>
 #include <vector>
 
-#include "attn/detail/nfc_tables.hpp"
-#include "attn/detail/utf8.hpp"
+#include "attn/detail/text/nfc_tables.hpp"
+#include "attn/detail/text/utf8.hpp"
 
 namespace attn::detail {
 

@@ -28,10 +28,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "attn/detail/bpe.hpp"
-#include "attn/detail/nfc.hpp"
-#include "attn/detail/pretokenize.hpp"
-#include "attn/detail/utf8.hpp"
+#include "attn/detail/text/bpe.hpp"
+#include "attn/detail/text/nfc.hpp"
+#include "attn/detail/text/pretokenize.hpp"
+#include "attn/detail/text/utf8.hpp"
 
 namespace attn::detail {
 

@@ -41,7 +41,7 @@
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/error.hpp"
-#include "attn/model/safetensors.hpp"
+#include "attn/formats/safetensors.hpp"
 
 namespace attn {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "attn/detail/utf8.hpp"
+#include "attn/detail/text/utf8.hpp"
 
 namespace attn::detail {
 

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "attn/detail/check.hpp"
-#include "attn/detail/half_float.hpp"
-#include "attn/detail/large_arrays.hpp"
-#include "attn/detail/tiles.hpp"
+#include "attn/detail/kernels/half_float.hpp"
+#include "attn/detail/kernels/large_arrays.hpp"
+#include "attn/detail/kernels/tiles.hpp"
 
 #if defined(EIGEN_VECTORIZE_SSE2) || defined(EIGEN_VECTORIZE_AVX) || defined(EIGEN_VECTORIZE_AVX512)
 #include <immintrin.h>

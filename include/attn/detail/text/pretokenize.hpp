@@ -18,8 +18,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "attn/detail/unicode_tables.hpp"
-#include "attn/detail/utf8.hpp"
+#include "attn/detail/text/unicode_tables.hpp"
+#include "attn/detail/text/utf8.hpp"
 
 namespace attn::detail {
 

@@ -21,7 +21,7 @@
 //    its exponents' arguments exact), and the output is weights · values over the lower
 //    blocks only.
 //
-// All products run on one register-tiled micro-kernel over Eigen's packets (detail/tiles.hpp).
+// All products run on one register-tiled micro-kernel over Eigen's packets (detail/kernels/tiles.hpp).
 // The streaming path keeps queries across the packets' lanes in both of its products: its
 // scoresᵀ tile is 8 keys × 3 packets of queries and its outputᵀ tile 8 value columns × 3
 // packets (4 × 3 with 16 registers), so that the weights it has just written are read back
@@ -47,8 +47,8 @@
 #include <vector>
 
 #include "attn/detail/check.hpp"
-#include "attn/detail/row_statistics.hpp"
-#include "attn/detail/tiles.hpp"
+#include "attn/detail/kernels/row_statistics.hpp"
+#include "attn/detail/kernels/tiles.hpp"
 #include "attn/error.hpp"
 #include "attn/threads.hpp"
 

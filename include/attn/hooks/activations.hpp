@@ -150,7 +150,7 @@ inline ActivationId parse_activation_name(std::string_view name, const ModelSett
     const auto unknown = [&](const char* why) {
         return argument_error(detail::message("activation '", name, "': ", why,
                                               " (names: hook_embed, blocks.L.hook_resid_pre, blocks.L.attn.hook_z, "
-                                              "…, ln_final.hook_scale; see attn/model/activations.hpp)"));
+                                              "…, ln_final.hook_scale; see attn/hooks/activations.hpp)"));
     };
     for (const detail::PointName& point : detail::kPointNames)
         if (!detail::per_layer(point.point) && name == point.suffix) return {point.point, 0};

@@ -27,10 +27,10 @@
 #include <utility>
 #include <vector>
 
-#include "attn/detail/byte_level.hpp"
 #include "attn/detail/check.hpp"
-#include "attn/detail/hf_tokenizer.hpp"
-#include "attn/detail/pretokenize.hpp"
+#include "attn/detail/text/byte_level.hpp"
+#include "attn/detail/text/hf_tokenizer.hpp"
+#include "attn/detail/text/pretokenize.hpp"
 #include "attn/error.hpp"
 
 namespace attn::detail::tokenizer_json {
