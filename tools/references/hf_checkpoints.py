@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Write randomly initialised checkpoints in the exact layout Hugging Face's save_pretrained gives
-GPT2LMHeadModel (model_type gpt2), LlamaForCausalLM (llama) and Qwen2ForCausalLM (qwen2):
-config.json, and model.safetensors or model.safetensors.index.json + model-0000k-of-0000n shards.
+GPT2LMHeadModel (model_type gpt2), LlamaForCausalLM (llama), Qwen2ForCausalLM (qwen2),
+GPTNeoXForCausalLM (gpt_neox), Qwen3ForCausalLM (qwen3), Olmo2ForCausalLM (olmo2) and
+Phi3ForCausalLM (phi3): config.json, and model.safetensors or model.safetensors.index.json +
+model-0000k-of-0000n shards.
 
 Nothing here comes from a trained model: the weights are Gaussian draws, scaled so that attention
 is neither uniform nor one-hot, so that a loader and a forward pass can be tested against an
@@ -32,9 +34,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role
 
 from common.safetensors_io import header_bytes  # noqa: E402
 
-ARCHITECTURES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM"}
+ARCHITECTURES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
+                 "gpt_neox": "GPTNeoXForCausalLM", "qwen3": "Qwen3ForCausalLM", "olmo2": "Olmo2ForCausalLM",
+                 "phi3": "Phi3ForCausalLM"}
 TORCH_DTYPE_NAMES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 TRANSFORMERS_VERSION = "4.46.3"
+# The first transformers release with each newer architecture's configuration as written here
+# (Olmo2: 4.47; Phi3's partial_rotary_factor: 4.49; Qwen3: 4.51); and the v5 layout, where
+# rope_theta and rope_scaling live in one rope_parameters object and torch_dtype is "dtype".
+VERSIONS = {"olmo2": "4.47.1", "phi3": "4.49.0", "qwen3": "4.51.3"}
+TRANSFORMERS_V5 = "5.0.0"
 
 # Bytes per element of every safetensors dtype this tool writes or reads.
 ELEMENT_SIZE = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
@@ -118,7 +127,14 @@ def gpt2_config(user, dtype, legacy=False):
 
 
 def llama_config(user, dtype):
-    """config.json of a LlamaForCausalLM, as save_pretrained writes it."""
+    """config.json of a LlamaForCausalLM, as save_pretrained writes it.
+
+    rope_scaling (transformers 4.x): {"rope_type": "llama3" | "linear", "factor": ..., ...}, or the
+    older {"type": ...} spelling. A user rope_parameters instead writes transformers v5's layout:
+    rope_parameters = {"rope_type", "rope_theta", ...} (no top-level rope_theta or rope_scaling),
+    head_dim always present, "dtype" for torch_dtype."""
+    if "rope_parameters" in user:
+        return _llama_v5_config(user, dtype)
     config = {
         "architectures": [ARCHITECTURES["llama"]],
         "attention_bias": False,
@@ -181,6 +197,166 @@ def qwen2_config(user, dtype):
     return _finish_rotary(config)
 
 
+def _llama_v5_config(user, dtype):
+    """config.json of a LlamaForCausalLM as transformers v5 writes it."""
+    user = dict(user)
+    config = llama_config({k: v for k, v in user.items() if k != "rope_parameters"}, dtype)
+    rope = dict(user["rope_parameters"])
+    rope.setdefault("rope_theta", config.pop("rope_theta"))
+    rope.setdefault("rope_type", "default")
+    config.pop("rope_theta", None)
+    del config["rope_scaling"]
+    config["rope_parameters"] = dict(sorted(rope.items()))
+    config["dtype"] = config.pop("torch_dtype")
+    config["transformers_version"] = TRANSFORMERS_V5
+    config["head_dim"] = head_dim_of(config)
+    return config
+
+
+def gpt_neox_config(user, dtype):
+    """config.json of a GPTNeoXForCausalLM (Pythia), as transformers 4.46 writes it: rotary_pct and
+    rotary_emb_base, and their copies partial_rotary_factor and rope_theta."""
+    config = {
+        "architectures": [ARCHITECTURES["gpt_neox"]],
+        "attention_bias": True,
+        "attention_dropout": 0.0,
+        "bos_token_id": 0,
+        "classifier_dropout": 0.1,
+        "eos_token_id": 0,
+        "hidden_act": "gelu",
+        "hidden_dropout": 0.0,
+        "hidden_size": 512,
+        "initializer_range": 0.02,
+        "intermediate_size": 2048,
+        "layer_norm_eps": 1e-05,
+        "max_position_embeddings": 2048,
+        "model_type": "gpt_neox",
+        "num_attention_heads": 8,
+        "num_hidden_layers": 6,
+        "rope_scaling": None,
+        "rotary_emb_base": 10000,
+        "rotary_pct": 0.25,
+        "tie_word_embeddings": False,
+        "torch_dtype": TORCH_DTYPE_NAMES[dtype],
+        "transformers_version": TRANSFORMERS_VERSION,
+        "use_cache": True,
+        "use_parallel_residual": True,
+        "vocab_size": 50304,
+    }
+    _update(config, user)
+    config["partial_rotary_factor"] = config["rotary_pct"]
+    config["rope_theta"] = config["rotary_emb_base"]
+    heads = config["num_attention_heads"]
+    if config["hidden_size"] % heads:
+        raise ConfigError(f"hidden_size {config['hidden_size']} is not a multiple of num_attention_heads {heads}")
+    if rotary_dim_of(config) % 2:
+        raise ConfigError(f"rotary dimension {rotary_dim_of(config)} is odd; rotary embeddings rotate pairs")
+    return dict(sorted(config.items()))
+
+
+def qwen3_config(user, dtype):
+    """config.json of a Qwen3ForCausalLM, as transformers 4.51 writes it (as Qwen3-0.6B's)."""
+    config = {
+        "architectures": [ARCHITECTURES["qwen3"]],
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "bos_token_id": 151643,
+        "eos_token_id": 151645,
+        "head_dim": 128,
+        "hidden_act": "silu",
+        "hidden_size": 4096,
+        "initializer_range": 0.02,
+        "intermediate_size": 22016,
+        "max_position_embeddings": 32768,
+        "max_window_layers": 28,
+        "model_type": "qwen3",
+        "num_attention_heads": 32,
+        "num_hidden_layers": 32,
+        "num_key_value_heads": 32,
+        "rms_norm_eps": 1e-06,
+        "rope_scaling": None,
+        "rope_theta": 10000.0,
+        "sliding_window": None,
+        "tie_word_embeddings": False,
+        "torch_dtype": TORCH_DTYPE_NAMES[dtype],
+        "transformers_version": VERSIONS["qwen3"],
+        "use_cache": True,
+        "use_sliding_window": False,
+        "vocab_size": 151936,
+    }
+    _update(config, user)
+    return _finish_rotary(config)
+
+
+def olmo2_config(user, dtype):
+    """config.json of an Olmo2ForCausalLM, as transformers 4.47 writes it (as OLMo-2-1124-7B's)."""
+    config = {
+        "architectures": [ARCHITECTURES["olmo2"]],
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "eos_token_id": 100257,
+        "hidden_act": "silu",
+        "hidden_size": 4096,
+        "initializer_range": 0.02,
+        "intermediate_size": 11008,
+        "max_position_embeddings": 4096,
+        "model_type": "olmo2",
+        "num_attention_heads": 32,
+        "num_hidden_layers": 32,
+        "num_key_value_heads": None,
+        "pad_token_id": 100277,
+        "rms_norm_eps": 1e-06,
+        "rope_scaling": None,
+        "rope_theta": 500000,
+        "tie_word_embeddings": False,
+        "torch_dtype": TORCH_DTYPE_NAMES[dtype],
+        "transformers_version": VERSIONS["olmo2"],
+        "use_cache": True,
+        "vocab_size": 100352,
+    }
+    _update(config, user)
+    return _finish_rotary(config)
+
+
+def phi3_config(user, dtype):
+    """config.json of a Phi3ForCausalLM, as transformers 4.49 writes it (Phi-3-mini's keys and
+    partial_rotary_factor, which Phi-4-mini sets to 0.75)."""
+    config = {
+        "architectures": [ARCHITECTURES["phi3"]],
+        "attention_dropout": 0.0,
+        "bos_token_id": 1,
+        "embd_pdrop": 0.0,
+        "eos_token_id": 32000,
+        "hidden_act": "silu",
+        "hidden_size": 3072,
+        "initializer_range": 0.02,
+        "intermediate_size": 8192,
+        "max_position_embeddings": 4096,
+        "model_type": "phi3",
+        "num_attention_heads": 32,
+        "num_hidden_layers": 32,
+        "num_key_value_heads": None,
+        "original_max_position_embeddings": 4096,
+        "pad_token_id": 32000,
+        "partial_rotary_factor": 1.0,
+        "resid_pdrop": 0.0,
+        "rms_norm_eps": 1e-05,
+        "rope_scaling": None,
+        "rope_theta": 10000.0,
+        "sliding_window": None,
+        "tie_word_embeddings": False,
+        "torch_dtype": TORCH_DTYPE_NAMES[dtype],
+        "transformers_version": VERSIONS["phi3"],
+        "use_cache": True,
+        "vocab_size": 32064,
+    }
+    _update(config, user)
+    config = _finish_rotary(config)
+    if rotary_dim_of(config) % 2:
+        raise ConfigError(f"rotary dimension {rotary_dim_of(config)} is odd; rotary embeddings rotate pairs")
+    return config
+
+
 def _update(config, user, optional=()):
     for key, value in user.items():
         if key not in config and key not in optional:
@@ -208,6 +384,18 @@ def head_dim_of(config):
     return config["hidden_size"] // config["num_attention_heads"]
 
 
+def rotary_dim_of(config):
+    """How many leading dimensions of each head rotate: all of them, or int(d · rotary_pct) for
+    GPT-NeoX, int(d · partial_rotary_factor) for Phi-3 (as Hugging Face truncates)."""
+    if config["model_type"] == "gpt_neox":
+        return int(config["hidden_size"] // config["num_attention_heads"] * config["rotary_pct"])
+    return int(head_dim_of(config) * config.get("partial_rotary_factor", 1.0))
+
+
+CONFIGS = {"llama": llama_config, "qwen2": qwen2_config, "gpt_neox": gpt_neox_config, "qwen3": qwen3_config,
+           "olmo2": olmo2_config, "phi3": phi3_config}
+
+
 def make_config(architecture, user, dtype, legacy=False):
     if architecture not in ARCHITECTURES:
         raise ConfigError(f"unknown architecture {architecture!r}; expected one of {sorted(ARCHITECTURES)}")
@@ -217,9 +405,7 @@ def make_config(architecture, user, dtype, legacy=False):
         raise ConfigError("legacy config.json exists for gpt2 only")
     if architecture == "gpt2":
         return gpt2_config(user, dtype, legacy)
-    if architecture == "llama":
-        return llama_config(user, dtype)
-    return qwen2_config(user, dtype)
+    return CONFIGS[architecture](user, dtype)
 
 
 # ---------------------------------------------------------------- tensor plan
@@ -228,13 +414,13 @@ def make_config(architecture, user, dtype, legacy=False):
 class Spec:
     """One tensor of the checkpoint: its name, shape, dtype and how to draw it.
 
-    kind: "normal" (std · N), "norm" (1 + 0.1·N), "bias" (0.1·N), "tril" (a causal-mask buffer,
-    ones on and below the diagonal) or "constant" (a scalar buffer). column_std scales column
-    blocks separately: a list of (columns, std)."""
+    kind: "normal" (std · N), "norm" (1 + 0.1·N, times std when given), "bias" (0.1·N), "tril"
+    (a causal-mask buffer, ones on and below the diagonal) or "constant" (a buffer holding value).
+    column_std and row_std scale column or row blocks separately: a list of (count, std) in order."""
 
-    def __init__(self, name, shape, dtype, kind, std=None, column_std=None, value=None):
+    def __init__(self, name, shape, dtype, kind, std=None, column_std=None, value=None, row_std=None):
         self.name, self.shape, self.dtype, self.kind = name, tuple(shape), dtype, kind
-        self.std, self.column_std, self.value = std, column_std, value
+        self.std, self.column_std, self.value, self.row_std = std, column_std, value, row_std
 
     @property
     def nbytes(self):
@@ -245,8 +431,12 @@ def tensor_plan(config, dtype, prefix=None, mask_buffers=False):
     """The checkpoint's tensors in state_dict order (the order save_pretrained shards them in)."""
     if config["model_type"] == "gpt2":
         return _gpt2_plan(config, dtype, "transformer." if prefix is None else prefix, mask_buffers)
+    if config["model_type"] == "gpt_neox":
+        if prefix not in (None, "gpt_neox."):
+            raise ConfigError(f"gpt_neox tensors are always under 'gpt_neox.', not {prefix!r}")
+        return _gpt_neox_plan(config, dtype, mask_buffers)
     if mask_buffers:
-        raise ConfigError("mask buffers exist in GPT-2 checkpoints only")
+        raise ConfigError("mask buffers exist in GPT-2 and GPT-NeoX checkpoints only")
     if prefix not in (None, "model."):
         raise ConfigError(f"{config['model_type']} tensors are always under 'model.', not {prefix!r}")
     return _rotary_plan(config, dtype)
@@ -294,36 +484,103 @@ def _gpt2_plan(config, dtype, prefix, mask_buffers):
     return plan
 
 
+def _gpt_neox_plan(config, dtype, mask_buffers):
+    """GPTNeoXForCausalLM's tensors. mask_buffers: also the buffers checkpoints saved by older
+    transformers hold per layer: attention.bias (BOOL tril, 1 × 1 × P × P), attention.masked_bias
+    (F32 scalar -1e9) and attention.rotary_emb.inv_freq (F32, rotary_dim / 2)."""
+    width, vocab, inner = config["hidden_size"], config["vocab_size"], config["intermediate_size"]
+    heads, positions = config["num_attention_heads"], config["max_position_embeddings"]
+    head_dim, rotary = width // heads, rotary_dim_of(config)
+    qk_std, v_std = QK_GAIN / math.sqrt(width), 1 / math.sqrt(width)
+    plan = [Spec("gpt_neox.embed_in.weight", (vocab, width), dtype, "normal", 0.5)]
+    for layer in range(config["num_hidden_layers"]):
+        h = f"gpt_neox.layers.{layer}."
+        plan += [Spec(h + "input_layernorm.weight", (width,), dtype, "norm"),
+                 Spec(h + "input_layernorm.bias", (width,), dtype, "bias"),
+                 Spec(h + "post_attention_layernorm.weight", (width,), dtype, "norm"),
+                 Spec(h + "post_attention_layernorm.bias", (width,), dtype, "bias")]
+        if mask_buffers:
+            inv_freq = 1.0 / config["rotary_emb_base"] ** (np.arange(0, rotary, 2, dtype=np.float64) / rotary)
+            plan += [Spec(h + "attention.bias", (1, 1, positions, positions), "BOOL", "tril"),
+                     Spec(h + "attention.masked_bias", (), "F32", "constant", value=-1e9),
+                     Spec(h + "attention.rotary_emb.inv_freq", (rotary // 2,), "F32", "constant", value=inv_freq)]
+        plan += [
+            # Linear (out × in), rows interleaved per head: [q_h; k_h; v_h] for h = 0, 1, ...
+            Spec(h + "attention.query_key_value.weight", (3 * width, width), dtype, "normal",
+                 row_std=[(head_dim, qk_std), (head_dim, qk_std), (head_dim, v_std)] * heads),
+            Spec(h + "attention.query_key_value.bias", (3 * width,), dtype, "bias"),
+            Spec(h + "attention.dense.weight", (width, width), dtype, "normal", 1 / math.sqrt(width)),
+            Spec(h + "attention.dense.bias", (width,), dtype, "bias"),
+            Spec(h + "mlp.dense_h_to_4h.weight", (inner, width), dtype, "normal", 1 / math.sqrt(width)),
+            Spec(h + "mlp.dense_h_to_4h.bias", (inner,), dtype, "bias"),
+            Spec(h + "mlp.dense_4h_to_h.weight", (width, inner), dtype, "normal", 1 / math.sqrt(inner)),
+            Spec(h + "mlp.dense_4h_to_h.bias", (width,), dtype, "bias"),
+        ]
+    plan += [Spec("gpt_neox.final_layer_norm.weight", (width,), dtype, "norm"),
+             Spec("gpt_neox.final_layer_norm.bias", (width,), dtype, "bias")]
+    if config.get("tie_word_embeddings", False):
+        raise ConfigError("GPTNeoXForCausalLM checkpoints are untied (embed_out.weight)")
+    plan.append(Spec("embed_out.weight", (vocab, width), dtype, "normal", 0.5))
+    return plan
+
+
+# q and k normalised to unit RMS give scores q·k/√d of standard deviation about the product of
+# the norm weights: QK_NORM_GAIN² ≈ QK_GAIN², as the models without q/k norms have.
+QK_NORM_GAIN = QK_GAIN
+
+
 def _rotary_plan(config, dtype):
     width, vocab, inner = config["hidden_size"], config["vocab_size"], config["intermediate_size"]
     heads, kv_heads, head_dim = config["num_attention_heads"], config["num_key_value_heads"], head_dim_of(config)
-    qwen2 = config["model_type"] == "qwen2"
-    qkv_bias = qwen2 or config.get("attention_bias", False)
-    o_bias = not qwen2 and config.get("attention_bias", False)
-    mlp_bias = not qwen2 and config.get("mlp_bias", False)
-    qk_std = QK_GAIN / math.sqrt(width)
+    kind = config["model_type"]
+    qwen2 = kind == "qwen2"
+    qkv_bias = qwen2 or (kind == "llama" and config.get("attention_bias", False))
+    o_bias = kind == "llama" and config.get("attention_bias", False)
+    mlp_bias = kind == "llama" and config.get("mlp_bias", False)
+    qk_norm = kind in ("qwen3", "olmo2")
+    # With q/k norms the scale of q and k comes from the norm weights, not the projections.
+    qk_std = (1 if qk_norm else QK_GAIN) / math.sqrt(width)
+    v_std = 1 / math.sqrt(width)
     plan = [Spec("model.embed_tokens.weight", (vocab, width), dtype, "normal", 0.5)]
     for layer in range(config["num_hidden_layers"]):
         a = f"model.layers.{layer}.self_attn."
         m = f"model.layers.{layer}.mlp."
         # PyTorch Linear weights are (out, in).
-        for proj, rows, std in (("q_proj", heads * head_dim, qk_std), ("k_proj", kv_heads * head_dim, qk_std),
-                                ("v_proj", kv_heads * head_dim, 1 / math.sqrt(width))):
-            plan.append(Spec(a + proj + ".weight", (rows, width), dtype, "normal", std))
-            if qkv_bias:
-                plan.append(Spec(a + proj + ".bias", (rows,), dtype, "bias"))
+        if kind == "phi3":
+            # One (H·d + 2·Hkv·d) × C projection: q rows, then k rows, then v rows.
+            plan.append(Spec(a + "qkv_proj.weight", ((heads + 2 * kv_heads) * head_dim, width), dtype, "normal",
+                             row_std=[(heads * head_dim, qk_std), (kv_heads * head_dim, qk_std),
+                                      (kv_heads * head_dim, v_std)]))
+        else:
+            for proj, rows, std in (("q_proj", heads * head_dim, qk_std), ("k_proj", kv_heads * head_dim, qk_std),
+                                    ("v_proj", kv_heads * head_dim, v_std)):
+                plan.append(Spec(a + proj + ".weight", (rows, width), dtype, "normal", std))
+                if qkv_bias:
+                    plan.append(Spec(a + proj + ".bias", (rows,), dtype, "bias"))
         plan.append(Spec(a + "o_proj.weight", (width, heads * head_dim), dtype, "normal",
                          1 / math.sqrt(heads * head_dim)))
         if o_bias:
             plan.append(Spec(a + "o_proj.bias", (width,), dtype, "bias"))
-        for proj, shape, std in (("gate_proj", (inner, width), 1 / math.sqrt(width)),
-                                 ("up_proj", (inner, width), 1 / math.sqrt(width)),
-                                 ("down_proj", (width, inner), 1 / math.sqrt(inner))):
-            plan.append(Spec(m + proj + ".weight", shape, dtype, "normal", std))
-            if mlp_bias:
-                plan.append(Spec(m + proj + ".bias", (shape[0],), dtype, "bias"))
-        plan += [Spec(f"model.layers.{layer}.input_layernorm.weight", (width,), dtype, "norm"),
-                 Spec(f"model.layers.{layer}.post_attention_layernorm.weight", (width,), dtype, "norm")]
+        if kind == "qwen3":  # RMSNorm over each head's d values
+            plan += [Spec(a + "q_norm.weight", (head_dim,), dtype, "norm", QK_NORM_GAIN),
+                     Spec(a + "k_norm.weight", (head_dim,), dtype, "norm", QK_NORM_GAIN)]
+        if kind == "olmo2":  # RMSNorm over the whole projection
+            plan += [Spec(a + "q_norm.weight", (heads * head_dim,), dtype, "norm", QK_NORM_GAIN),
+                     Spec(a + "k_norm.weight", (kv_heads * head_dim,), dtype, "norm", QK_NORM_GAIN)]
+        if kind == "phi3":
+            # One 2M × C projection: gate rows, then up rows.
+            plan.append(Spec(m + "gate_up_proj.weight", (2 * inner, width), dtype, "normal", 1 / math.sqrt(width)))
+            plan.append(Spec(m + "down_proj.weight", (width, inner), dtype, "normal", 1 / math.sqrt(inner)))
+        else:
+            for proj, shape, std in (("gate_proj", (inner, width), 1 / math.sqrt(width)),
+                                     ("up_proj", (inner, width), 1 / math.sqrt(width)),
+                                     ("down_proj", (width, inner), 1 / math.sqrt(inner))):
+                plan.append(Spec(m + proj + ".weight", shape, dtype, "normal", std))
+                if mlp_bias:
+                    plan.append(Spec(m + proj + ".bias", (shape[0],), dtype, "bias"))
+        norms = (["post_attention_layernorm", "post_feedforward_layernorm"] if kind == "olmo2"
+                 else ["input_layernorm", "post_attention_layernorm"])
+        plan += [Spec(f"model.layers.{layer}.{norm}.weight", (width,), dtype, "norm") for norm in norms]
     plan.append(Spec("model.norm.weight", (width,), dtype, "norm"))
     if not config.get("tie_word_embeddings", False):
         plan.append(Spec("lm_head.weight", (vocab, width), dtype, "normal", 0.5))
@@ -344,6 +601,8 @@ def draw(spec, seed):
     values = rng.standard_normal(spec.shape, dtype=np.float32)
     if spec.kind == "norm":
         values = 1 + np.float32(0.1) * values
+        if spec.std is not None:
+            values *= np.float32(spec.std)
     elif spec.kind == "bias":
         values *= np.float32(0.1)
     elif spec.column_std is not None:
@@ -351,6 +610,12 @@ def draw(spec, seed):
         for columns, std in spec.column_std:
             values[..., start:start + columns] *= np.float32(std)
             start += columns
+    elif spec.row_std is not None:
+        start = 0
+        for rows, std in spec.row_std:
+            values[start:start + rows] *= np.float32(std)
+            start += rows
+        assert start == spec.shape[0], spec.name
     else:
         values *= np.float32(spec.std)
     return values
@@ -364,6 +629,8 @@ def encode(values, dtype):
         return np.ascontiguousarray(values, dtype={"F32": "<f4", "F64": "<f8", "F16": "<f2"}[dtype])
     if dtype == "I64":
         return np.ascontiguousarray(values, dtype="<i8")
+    if dtype == "BOOL":
+        return np.ascontiguousarray(np.asarray(values) != 0, dtype=np.uint8)
     if dtype == "BF16":
         rounded = torch.from_numpy(np.ascontiguousarray(values, dtype=np.float32)).to(torch.bfloat16)
         return rounded.view(torch.int16).numpy().astype("<i2", copy=False)
@@ -421,13 +688,14 @@ def write_checkpoint(directory, architecture, config, dtype="F32", seed=0, shard
                      mask_buffers=False, tied=None, legacy_config=False):
     """Write a Hugging Face checkpoint to directory and return its full config.
 
-    architecture: "gpt2", "llama" or "qwen2". config: Hugging Face config keys overriding the
+    architecture: a key of ARCHITECTURES (gpt2, llama, qwen2, gpt_neox, qwen3, olmo2, phi3). config: Hugging Face config keys overriding the
     architecture's defaults (n_embd, n_head, ... or hidden_size, num_attention_heads, ...).
     dtype: "F32", "F16" or "BF16" (the stored values are rounded to it). shards: 1 writes
     model.safetensors; more write model.safetensors.index.json and model-0000k-of-0000n.safetensors.
     prefix: GPT-2 only, "transformer." (the default, as GPT2LMHeadModel saves) or "" (as the
-    original GPT-2 checkpoints, saved from GPT2Model). mask_buffers: GPT-2 only, also write each
-    layer's attn.bias (tril ones, 1 × 1 × n_positions × n_positions) and attn.masked_bias (-1e4).
+    original GPT-2 checkpoints, saved from GPT2Model). mask_buffers: GPT-2 and GPT-NeoX only, also write
+    each layer's saved buffers: GPT-2's attn.bias (tril ones, 1 × 1 × n_positions × n_positions) and
+    attn.masked_bias (-1e4); GPT-NeoX's attention.bias, masked_bias and rotary_emb.inv_freq.
     tied: overrides config's tie_word_embeddings; a tied checkpoint has no lm_head.weight.
     legacy_config: GPT-2 only, omit the keys old config.json files lack (see gpt2_config)."""
     config = dict(config)
@@ -438,6 +706,8 @@ def write_checkpoint(directory, architecture, config, dtype="F32", seed=0, shard
     full = make_config(architecture, config, dtype, legacy_config)
     plan_config = dict(full)
     plan_config.setdefault("tie_word_embeddings", True)
+    if "rope_parameters" in plan_config:
+        plan_config["rope_theta"] = plan_config["rope_parameters"]["rope_theta"]
     plan = tensor_plan(plan_config, dtype, prefix, mask_buffers)
 
     directory = Path(directory)

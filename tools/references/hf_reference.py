@@ -1,6 +1,8 @@
 #!/usr/bin/python3
-"""The forward pass of Hugging Face GPT2LMHeadModel, LlamaForCausalLM and Qwen2ForCausalLM
-checkpoints in float64 PyTorch, written from the published formulas, with TransformerLens-named
+"""The forward pass of Hugging Face GPT2LMHeadModel, LlamaForCausalLM (rope_scaling linear or llama3,
+in transformers 4.x's or v5's spelling), Qwen2ForCausalLM, GPTNeoXForCausalLM, Qwen3ForCausalLM,
+Olmo2ForCausalLM and Phi3ForCausalLM checkpoints in float64 PyTorch, written from the published
+formulas (transformers' modeling_*.py and modeling_rope_utils.py), with TransformerLens-named
 activations: the reference attn's Hugging Face loader is tested against.
 
     /usr/bin/python3 tools/references/hf_reference.py --regenerate        # tests/data/hf/*: checkpoints + goldens
@@ -8,7 +10,7 @@ activations: the reference attn's Hugging Face loader is tested against.
 
 A checkpoint is read through a strict safetensors reader of its own (F16 and BF16 upcast exactly),
 either model.safetensors or model.safetensors.index.json and its shards. Configuration this file
-does not implement (rope_scaling, a sliding window, other activations) is refused, not ignored.
+does not implement (other rope types, a sliding window, other activations) is refused, not ignored.
 
 Goldens: <dir>/golden.safetensors holds, for prompt k, `p{k}.ids` (I64, n), `p{k}.logits`
 (F64, n × vocab), `p{k}.attention` (F64, layers × heads × n × n) and `p{k}.<hook>` (F64) for
@@ -275,20 +277,286 @@ class GPT2:
         return final @ self.unembed.T, torch.stack(attention), hooks
 
 
-class Rotary:
-    """LlamaForCausalLM and Qwen2ForCausalLM: RMSNorm, rotate-half RoPE, grouped-query attention,
-    gated SiLU MLP. Qwen2 is Llama with q/k/v biases (never o or MLP biases)."""
+# ---------------------------------------------------------------- rotary position embeddings
 
-    def __init__(self, config, tensors, where="checkpoint"):
-        self.where = where
+# Deliberately wrong readings of the formulas, for showing that a comparison can tell them from the
+# right one (tools/references/validate_llamacpp.py). The goldens never use them.
+READINGS = {
+    "adjacent_pairs": "rotary pairs (x[2i], x[2i+1]) instead of Hugging Face's halves (x[i], x[i + r/2])",
+    "full_rotary": "every dimension of a head rotates (rotary_pct / partial_rotary_factor ignored)",
+    "no_scale": "attention scores not divided by √d",
+    "no_rope_scaling": "rope_scaling / rope_parameters' llama3 or linear scaling ignored",
+    "no_qk_norm": "the q and k norms skipped",
+    "swap_residual": "GPT-NeoX: parallel residual read as sequential, or sequential as parallel",
+    "qkv_blocked": "GPT-NeoX: the fused query_key_value rows read as [Q; K; V] blocks, not per head",
+    "norm_before": "OLMo-2: the post-attention / post-feedforward norms applied to the sublayer inputs",
+    "gate_up_swapped": "Phi-3: gate_up_proj's first half read as up, the second as gate",
+    "gelu_tanh": "GPT-NeoX: the tanh approximation of GELU instead of erf (llama.cpp's GELU)",
+}
+
+
+def rope_frequencies(config, rotary_dim, where, readings=()):
+    """Inverse frequencies (rotary_dim / 2, float64) of Hugging Face's rope: θ^(-2i/r) for pair i,
+    then scaled as rope_type says. Reads transformers 4.x's rope_theta + rope_scaling ({"rope_type"}
+    or the older {"type"}) and v5's rope_parameters ({"rope_type", "rope_theta", ...}). Implements
+    "default", "linear" (every frequency / factor) and "llama3" (Llama 3.1's wavelength bands);
+    refuses every other type."""
+    if config.get("rope_parameters") is not None:
+        if config.get("rope_scaling") is not None:
+            raise CheckpointError(f"{where}: config has both rope_parameters and rope_scaling")
+        rope = config["rope_parameters"]
+        if not isinstance(rope, dict):
+            raise CheckpointError(f"{where}: rope_parameters {rope!r} is not an object")
+        if "full_attention" in rope or "sliding_attention" in rope:
+            raise CheckpointError(f"{where}: per-layer-type rope_parameters are not implemented")
+        theta = _number(rope, "rope_theta", where, None)
+        rope_type = rope.get("rope_type", "default")
+    else:
+        theta = _number(config, "rope_theta", where, 10000.0)
+        rope = config.get("rope_scaling")
+        if rope is None:
+            rope, rope_type = {}, "default"
+        elif not isinstance(rope, dict):
+            raise CheckpointError(f"{where}: rope_scaling {rope!r} is not an object")
+        else:
+            rope_type = rope.get("rope_type", rope.get("type"))
+            if "type" in rope and "rope_type" in rope and rope["type"] != rope["rope_type"]:
+                raise CheckpointError(f"{where}: rope_scaling type {rope['type']!r} and rope_type "
+                                      f"{rope['rope_type']!r} differ")
+    inv_freq = 1.0 / theta ** (torch.arange(0, rotary_dim, 2, dtype=torch.float64) / rotary_dim)
+    if rope_type == "default":
+        return inv_freq
+    if rope_type not in ("linear", "llama3"):
+        raise CheckpointError(f"{where}: rope type {rope_type!r} is not implemented (only default, linear, llama3)")
+    factor = _number(rope, "factor", where, None)
+    if "no_rope_scaling" in readings:
+        return inv_freq
+    if rope_type == "linear":
+        return inv_freq / factor
+    return llama3_frequencies(inv_freq, factor, _number(rope, "low_freq_factor", where, None),
+                              _number(rope, "high_freq_factor", where, None),
+                              _number(rope, "original_max_position_embeddings", where, None))
+
+
+def llama3_frequencies(inv_freq, factor, low_freq_factor, high_freq_factor, original_context):
+    """Llama 3.1's rope scaling: wavelengths 2π/f shorter than original_context / high_freq_factor
+    are kept, longer than original_context / low_freq_factor divided by factor, and those between
+    interpolated: f · ((1 - s) / factor + s), s = (original_context / wavelength - low) / (high - low)."""
+    wavelength = 2 * math.pi / inv_freq
+    smooth = (original_context / wavelength - low_freq_factor) / (high_freq_factor - low_freq_factor)
+    smoothed = inv_freq * ((1 - smooth) / factor + smooth)
+    scaled = torch.where(wavelength > original_context / low_freq_factor, inv_freq / factor, inv_freq)
+    between = (wavelength >= original_context / high_freq_factor) & (wavelength <= original_context / low_freq_factor)
+    return torch.where(between, smoothed, scaled)
+
+
+def rotate(x, inv_freq, adjacent=False):
+    """Rotary embedding of n × heads × d at positions 0..n-1: the first r = 2·len(inv_freq) dimensions
+    of each head rotate, pair i = (x[i], x[i + r/2]) by angle position · inv_freq[i] (x·cos +
+    rotate_half(x)·sin); the other d - r pass through. adjacent: the wrong pairing (x[2i], x[2i+1])."""
+    n, r = x.shape[0], 2 * len(inv_freq)
+    angles = torch.arange(n, dtype=torch.float64)[:, None] * inv_freq[None, :]
+    part, rest = x[..., :r], x[..., r:]
+    if adjacent:
+        cos, sin = angles.cos()[:, None, :], angles.sin()[:, None, :]
+        a, b = part[..., 0::2], part[..., 1::2]
+        rotated = torch.stack([a * cos - b * sin, b * cos + a * sin], dim=-1).reshape(part.shape)
+    else:
+        cos = torch.cat([angles.cos(), angles.cos()], dim=-1)[:, None, :]
+        sin = torch.cat([angles.sin(), angles.sin()], dim=-1)[:, None, :]
+        rotated_half = torch.cat([-part[..., r // 2:], part[..., :r // 2]], dim=-1)
+        rotated = part * cos + rotated_half * sin
+    return torch.cat([rotated, rest], dim=-1) if rest.shape[-1] else rotated
+
+
+def attend(q, k, v, scale):
+    """Causal attention of q (n × H × d) over k, v (n × Hkv × d), query head h reading key/value
+    head h // (H / Hkv). Returns the pattern (H × n × n) and z (n × H × d)."""
+    heads, kv_heads = q.shape[1], k.shape[1]
+    kv_of_head = torch.arange(heads) // (heads // kv_heads)
+    kh = k.transpose(0, 1)[kv_of_head]  # H × n × d
+    vh = v.transpose(0, 1)[kv_of_head]
+    scores = q.transpose(0, 1) @ kh.transpose(1, 2)
+    pattern = causal_softmax(scores * scale if scale != 1 else scores)
+    return pattern, (pattern @ vh).transpose(0, 1)
+
+
+def head_results(z, w_out):
+    """z (n × H × d) through a Linear output weight (C × H·d), per head: n × H × C."""
+    n, heads, d = z.shape
+    return torch.einsum("nhd,chd->nhc", z, w_out.reshape(w_out.shape[0], heads, d))
+
+
+def rms_norm(x, weight, eps):
+    """RMSNorm over the last axis: x / √(mean(x²) + eps) · weight, and the scale (… × 1)."""
+    scale = torch.sqrt((x ** 2).mean(-1, keepdim=True) + eps)
+    return x / scale * weight, scale
+
+
+def layer_norm(x, weight, bias, eps):
+    mean = x.mean(-1, keepdim=True)
+    scale = torch.sqrt(((x - mean) ** 2).mean(-1, keepdim=True) + eps)
+    return (x - mean) / scale * weight + bias, scale
+
+
+class GPTNeoX:
+    """GPTNeoXForCausalLM (Pythia): LayerNorms with biases, one fused query_key_value projection
+    whose rows are interleaved per head ([q_h; k_h; v_h] for each head h), rotary embeddings on the
+    first int(d · rotary_pct) dimensions of each head (rotate-half pairing inside them), a GELU MLP,
+    and either the parallel residual x + attn(ln1(x)) + mlp(ln2(x)) (use_parallel_residual, the
+    default) or the sequential one; untied embed_out."""
+
+    def __init__(self, config, tensors, where="checkpoint", readings=()):
+        self.where, self.readings = where, frozenset(readings)
         c = config
-        kind = c.get("model_type")
+        self.width = _integer(c, "hidden_size", where)
+        self.heads = _integer(c, "num_attention_heads", where)
+        self.layers = _integer(c, "num_hidden_layers", where)
+        self.inner = _integer(c, "intermediate_size", where)
+        self.vocab = _integer(c, "vocab_size", where)
+        self.positions = _integer(c, "max_position_embeddings", where)
+        if self.width % self.heads:
+            raise CheckpointError(f"{where}: hidden_size {self.width} is not a multiple of "
+                                  f"num_attention_heads {self.heads}")
+        self.head_dim = self.width // self.heads
+        self.eps = _number(c, "layer_norm_eps", where, 1e-5)
+        pct = _number(c, "rotary_pct", where, 0.25)
+        if c.get("partial_rotary_factor", pct) != pct:
+            raise CheckpointError(f"{where}: partial_rotary_factor {c['partial_rotary_factor']!r} differs from "
+                                  f"rotary_pct {pct!r}")
+        base = _number(c, "rotary_emb_base", where, 10000)
+        if c.get("rope_theta", base) != base:
+            raise CheckpointError(f"{where}: rope_theta {c['rope_theta']!r} differs from rotary_emb_base {base!r}")
+        if pct > 1:
+            raise CheckpointError(f"{where}: rotary_pct {pct!r} exceeds 1")
+        self.stored_rotary_dim = int(self.head_dim * pct)
+        self.rotary_dim = self.head_dim if "full_rotary" in self.readings else self.stored_rotary_dim
+        if self.rotary_dim % 2:
+            raise CheckpointError(f"{where}: rotary dimension {self.rotary_dim} is odd; rotary embeddings rotate pairs")
+        if c.get("rope_scaling") is not None:
+            raise CheckpointError(f"{where}: rope_scaling {c['rope_scaling']!r} is not implemented (only null)")
+        self.inv_freq = rope_frequencies({"rope_theta": base}, self.rotary_dim, where)
+        activation = c.get("hidden_act", "gelu")
+        if activation not in GPT2_ACTIVATIONS:
+            raise CheckpointError(f"{where}: hidden_act {activation!r} is not one of {sorted(GPT2_ACTIVATIONS)}")
+        self.activation = gelu_tanh if "gelu_tanh" in self.readings else GPT2_ACTIVATIONS[activation]
+        self.parallel = _flag(c, "use_parallel_residual", where, True) != ("swap_residual" in self.readings)
+        bias = _flag(c, "attention_bias", where, True)
+        tied = _flag(c, "tie_word_embeddings", where, False)
+
+        w = Weights(tensors, where)
+        C, M, H, d = self.width, self.inner, self.heads, self.head_dim
+
+        def linear(name, rows, columns, has_bias=True):
+            return (w.take(name + ".weight", (rows, columns)), w.take(name + ".bias", (rows,)) if has_bias else None)
+
+        def norm(name):
+            return w.take(name + ".weight", (C,)), w.take(name + ".bias", (C,))
+
+        self.embed = w.take("gpt_neox.embed_in.weight", (self.vocab, C))
+        self.blocks = []
+        for layer in range(self.layers):
+            h = f"gpt_neox.layers.{layer}."
+            self._skip_buffers(w, h + "attention.")
+            self.blocks.append({
+                "ln1": norm(h + "input_layernorm"),
+                "qkv": linear(h + "attention.query_key_value", 3 * C, C, bias),  # 3C × C, per head [q; k; v]
+                "dense": linear(h + "attention.dense", C, C, bias),
+                "ln2": norm(h + "post_attention_layernorm"),
+                "h_to_4h": linear(h + "mlp.dense_h_to_4h", M, C),
+                "4h_to_h": linear(h + "mlp.dense_4h_to_h", C, M),
+            })
+        self.final_norm = norm("gpt_neox.final_layer_norm")
+        self.unembed = self.embed if tied else w.take("embed_out.weight", (self.vocab, C))
+        w.finish()
+
+    def _skip_buffers(self, w, a):
+        """Checkpoints saved by older transformers hold the attention's causal mask (BOOL tril),
+        its masked value and the rotary inverse frequencies; Hugging Face ignores them on load, and
+        so does the forward here, once they are what they claim to be."""
+        P = self.positions
+        if a + "bias" in w.tensors:
+            mask = w.take(a + "bias", (1, 1, P, P))
+            if not torch.equal(mask[0, 0] != 0, torch.tril(torch.ones(P, P, dtype=torch.bool))):
+                raise CheckpointError(f"{self.where}: tensor {a + 'bias'!r} is not a causal mask")
+        if a + "masked_bias" in w.tensors:
+            w.take(a + "masked_bias", ())
+        if a + "rotary_emb.inv_freq" in w.tensors:
+            w.take(a + "rotary_emb.inv_freq", (self.stored_rotary_dim // 2,))
+
+    def forward(self, ids):
+        n = len(ids)
+        H, d, C = self.heads, self.head_dim, self.width
+        hooks = {}
+        x = self.embed[torch.as_tensor(ids, dtype=torch.long)]
+        hooks["hook_embed"] = x
+        attention = []
+        adjacent = "adjacent_pairs" in self.readings
+        scale = 1 if "no_scale" in self.readings else 1 / math.sqrt(d)
+        for layer, block in enumerate(self.blocks):
+            b = f"blocks.{layer}."
+            hooks[b + "hook_resid_pre"] = x
+            a, hooks[b + "ln1.hook_scale"] = layer_norm(x, *block["ln1"], self.eps)
+            qkv = Rotary.apply(block["qkv"], a)  # n × 3C
+            if "qkv_blocked" in self.readings:
+                q, k, v = (t.reshape(n, H, d) for t in qkv.split(C, dim=-1))
+            else:
+                q, k, v = qkv.reshape(n, H, 3 * d).split(d, dim=-1)  # each n × H × d
+            hooks[b + "attn.hook_q"], hooks[b + "attn.hook_k"], hooks[b + "attn.hook_v"] = (
+                t.reshape(n, H * d) for t in (q, k, v))
+            q, k = rotate(q, self.inv_freq, adjacent), rotate(k, self.inv_freq, adjacent)
+            hooks[b + "attn.hook_rot_q"], hooks[b + "attn.hook_rot_k"] = q.reshape(n, H * d), k.reshape(n, H * d)
+            pattern, z = attend(q, k, v, scale)
+            attention.append(pattern)
+            hooks[b + "attn.hook_z"] = z.reshape(n, H * d)
+            w_out, b_out = block["dense"]
+            result = head_results(z, w_out)
+            hooks[b + "attn.hook_result"] = result.reshape(n, H * C)
+            hooks[b + "hook_attn_out"] = result.sum(1) if b_out is None else result.sum(1) + b_out
+            if self.parallel:
+                mlp_in = x  # ln2 reads resid_pre; there is no resid_mid
+            else:
+                x = x + hooks[b + "hook_attn_out"]
+                hooks[b + "hook_resid_mid"] = mlp_in = x
+            a, hooks[b + "ln2.hook_scale"] = layer_norm(mlp_in, *block["ln2"], self.eps)
+            hooks[b + "mlp.hook_pre"] = Rotary.apply(block["h_to_4h"], a)
+            hooks[b + "mlp.hook_post"] = self.activation(hooks[b + "mlp.hook_pre"])
+            hooks[b + "hook_mlp_out"] = Rotary.apply(block["4h_to_h"], hooks[b + "mlp.hook_post"])
+            if self.parallel:
+                x = x + hooks[b + "hook_attn_out"] + hooks[b + "hook_mlp_out"]
+            else:
+                x = x + hooks[b + "hook_mlp_out"]
+            hooks[b + "hook_resid_post"] = x
+        final, hooks["ln_final.hook_scale"] = layer_norm(x, *self.final_norm, self.eps)
+        return final @ self.unembed.T, torch.stack(attention), hooks
+
+
+class Rotary:
+    """LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Olmo2ForCausalLM and Phi3ForCausalLM:
+    RMSNorm, rotate-half RoPE, grouped-query attention, gated SiLU MLP. Their differences:
+
+    - llama: optional q/k/v/o biases (attention_bias) and MLP biases (mlp_bias); rope_scaling
+      "linear" or "llama3" (4.x spelling, "rope_type" or "type") or v5's rope_parameters.
+    - qwen2: q/k/v biases (never o or MLP biases).
+    - qwen3: q_norm, k_norm: RMSNorm (weight d) over each head of q and k after the projection,
+      before rotation; head_dim given; attention_bias (q/k/v/o) usually false.
+    - olmo2: no input norm; q_norm (H·d) and k_norm (Hkv·d): RMSNorm over the whole projection
+      before rotation; post_attention_layernorm on the attention output and
+      post_feedforward_layernorm on the MLP output before each is added to the residual.
+    - phi3: fused qkv_proj ((H·d + 2·Hkv·d) × C: q rows, k rows, v rows) and gate_up_proj
+      (2M × C: gate rows, then up rows); partial_rotary_factor; no biases."""
+
+    def __init__(self, config, tensors, where="checkpoint", readings=()):
+        self.where, self.readings = where, frozenset(readings)
+        c = config
+        self.kind = kind = c.get("model_type")
         self.width = _integer(c, "hidden_size", where)
         self.inner = _integer(c, "intermediate_size", where)
         self.layers = _integer(c, "num_hidden_layers", where)
         self.heads = _integer(c, "num_attention_heads", where)
         self.kv_heads = _integer(c, "num_key_value_heads", where, default=self.heads)
         self.vocab = _integer(c, "vocab_size", where)
+        self.positions = _integer(c, "max_position_embeddings", where)
         if self.heads % self.kv_heads:
             raise CheckpointError(f"{where}: num_attention_heads {self.heads} is not a multiple of "
                                   f"num_key_value_heads {self.kv_heads}")
@@ -302,18 +570,36 @@ class Rotary:
         if self.head_dim % 2:
             raise CheckpointError(f"{where}: head dimension {self.head_dim} is odd; rotary embeddings rotate pairs")
         self.eps = _number(c, "rms_norm_eps", where, 1e-6)
-        self.theta = _number(c, "rope_theta", where, 10000.0)
-        if c.get("rope_scaling") is not None:
-            raise CheckpointError(f"{where}: rope_scaling {c['rope_scaling']!r} is not implemented (only null)")
+        partial = 1.0
+        if kind == "phi3":
+            rope = c.get("rope_parameters") or {}
+            partial = _number(rope if "partial_rotary_factor" in rope else c, "partial_rotary_factor", where, 1.0)
+            if partial > 1:
+                raise CheckpointError(f"{where}: partial_rotary_factor {partial!r} exceeds 1")
+            if c.get("rope_scaling") is not None or rope.get("rope_type", "default") != "default":
+                raise CheckpointError(f"{where}: Phi-3 rope scaling {c.get('rope_scaling') or rope!r} is not "
+                                      "implemented (only null)")
+            window = c.get("sliding_window")
+            if window is not None and window < self.positions:
+                raise CheckpointError(f"{where}: sliding_window {window!r} below max_position_embeddings "
+                                      "is not implemented")
+        elif kind != "llama" and (c.get("rope_scaling") is not None or c.get("rope_parameters") is not None):
+            raise CheckpointError(f"{where}: rope_scaling {c.get('rope_scaling')!r} is not implemented (only null)")
+        self.rotary_dim = self.head_dim if "full_rotary" in self.readings else int(self.head_dim * partial)
+        if self.rotary_dim % 2:
+            raise CheckpointError(f"{where}: rotary dimension {self.rotary_dim} is odd; rotary embeddings rotate pairs")
+        self.inv_freq = rope_frequencies(c, self.rotary_dim, where, self.readings)
         if c.get("hidden_act", "silu") != "silu":
             raise CheckpointError(f"{where}: hidden_act {c['hidden_act']!r} is not implemented (only 'silu')")
+        if kind in ("qwen2", "qwen3") and _flag(c, "use_sliding_window", where, False):
+            raise CheckpointError(f"{where}: use_sliding_window true is not implemented")
         if kind == "qwen2":
-            if _flag(c, "use_sliding_window", where, False):
-                raise CheckpointError(f"{where}: use_sliding_window true is not implemented")
             qkv_bias, o_bias, mlp_bias = True, False, False
+        elif kind == "phi3":
+            qkv_bias = o_bias = mlp_bias = False
         else:
             qkv_bias = o_bias = _flag(c, "attention_bias", where, False)
-            mlp_bias = _flag(c, "mlp_bias", where, False)
+            mlp_bias = _flag(c, "mlp_bias", where, False) if kind == "llama" else False
         tied = _flag(c, "tie_word_embeddings", where, False)
 
         w = Weights(tensors, where)
@@ -325,90 +611,135 @@ class Rotary:
         self.embed = w.take("model.embed_tokens.weight", (self.vocab, C))
         self.blocks = []
         for layer in range(self.layers):
-            a, m = f"model.layers.{layer}.self_attn.", f"model.layers.{layer}.mlp."
-            self.blocks.append({
-                "input_norm": w.take(f"model.layers.{layer}.input_layernorm.weight", (C,)),
-                "q": linear(a + "q_proj", H * d, C, qkv_bias),
-                "k": linear(a + "k_proj", Hkv * d, C, qkv_bias),
-                "v": linear(a + "v_proj", Hkv * d, C, qkv_bias),
-                "o": linear(a + "o_proj", C, H * d, o_bias),
-                "post_norm": w.take(f"model.layers.{layer}.post_attention_layernorm.weight", (C,)),
-                "gate": linear(m + "gate_proj", M, C, mlp_bias),
-                "up": linear(m + "up_proj", M, C, mlp_bias),
-                "down": linear(m + "down_proj", C, M, mlp_bias),
-            })
+            a, m, l_ = f"model.layers.{layer}.self_attn.", f"model.layers.{layer}.mlp.", f"model.layers.{layer}."
+            block = {}
+            if kind == "phi3":
+                weight = w.take(a + "qkv_proj.weight", ((H + 2 * Hkv) * d, C))
+                q_w, k_w, v_w = weight.split([H * d, Hkv * d, Hkv * d])
+                block.update(q=(q_w, None), k=(k_w, None), v=(v_w, None))
+                gate_up = w.take(m + "gate_up_proj.weight", (2 * M, C))
+                gate_w, up_w = gate_up.split(M)
+                if "gate_up_swapped" in self.readings:
+                    gate_w, up_w = up_w, gate_w
+                block.update(gate=(gate_w, None), up=(up_w, None))
+            else:
+                block.update(q=linear(a + "q_proj", H * d, C, qkv_bias), k=linear(a + "k_proj", Hkv * d, C, qkv_bias),
+                             v=linear(a + "v_proj", Hkv * d, C, qkv_bias),
+                             gate=linear(m + "gate_proj", M, C, mlp_bias), up=linear(m + "up_proj", M, C, mlp_bias))
+            block["o"] = linear(a + "o_proj", C, H * d, o_bias)
+            block["down"] = linear(m + "down_proj", C, M, mlp_bias)
+            if kind == "qwen3":
+                block["q_norm"], block["k_norm"] = w.take(a + "q_norm.weight", (d,)), w.take(a + "k_norm.weight", (d,))
+            if kind == "olmo2":
+                block["q_norm"] = w.take(a + "q_norm.weight", (H * d,))
+                block["k_norm"] = w.take(a + "k_norm.weight", (Hkv * d,))
+                block["attn_post_norm"] = w.take(l_ + "post_attention_layernorm.weight", (C,))
+                block["mlp_post_norm"] = w.take(l_ + "post_feedforward_layernorm.weight", (C,))
+            else:
+                block["input_norm"] = w.take(l_ + "input_layernorm.weight", (C,))
+                block["post_norm"] = w.take(l_ + "post_attention_layernorm.weight", (C,))
+            self.blocks.append(block)
         self.norm = w.take("model.norm.weight", (C,))
         self.unembed = self.embed if tied else w.take("lm_head.weight", (self.vocab, C))
         w.finish()
 
     def rms_norm(self, x, weight):
-        scale = torch.sqrt((x ** 2).mean(-1, keepdim=True) + self.eps)
-        return x / scale * weight, scale
+        return rms_norm(x, weight, self.eps)
 
     @staticmethod
     def apply(linear, x):
         weight, bias = linear
         return x @ weight.T if bias is None else x @ weight.T + bias
 
-    def rotate(self, x):
-        """RoPE on n × heads × d: x·cos + rotate_half(x)·sin, angle position / θ^(2i/d) for pair i."""
-        n, d = x.shape[0], self.head_dim
-        inv_freq = 1.0 / self.theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
-        angles = torch.arange(n, dtype=torch.float64)[:, None] * inv_freq[None, :]
-        cos = torch.cat([angles.cos(), angles.cos()], dim=-1)[:, None, :]
-        sin = torch.cat([angles.sin(), angles.sin()], dim=-1)[:, None, :]
-        rotated_half = torch.cat([-x[..., d // 2:], x[..., :d // 2]], dim=-1)
-        return x * cos + rotated_half * sin
+    def attention(self, block, a, hooks, b):
+        """The attention sublayer on normalised input a (n × C): output n × C and pattern."""
+        n, H, Hkv, d, C = a.shape[0], self.heads, self.kv_heads, self.head_dim, self.width
+        q, k, v = (self.apply(block[p], a) for p in "qkv")
+        hooks[b + "attn.hook_q"], hooks[b + "attn.hook_k"], hooks[b + "attn.hook_v"] = q, k, v
+        use_qk_norm = "q_norm" in block and "no_qk_norm" not in self.readings
+        if use_qk_norm and self.kind == "olmo2":  # over the whole projection: scale n × 1
+            q, hooks[b + "attn.q_norm.hook_scale"] = self.rms_norm(q, block["q_norm"])
+            k, hooks[b + "attn.k_norm.hook_scale"] = self.rms_norm(k, block["k_norm"])
+        q, k, v = q.reshape(n, H, d), k.reshape(n, Hkv, d), v.reshape(n, Hkv, d)
+        if use_qk_norm and self.kind == "qwen3":  # over each head: scale n × heads
+            q, q_scale = self.rms_norm(q, block["q_norm"])
+            k, k_scale = self.rms_norm(k, block["k_norm"])
+            hooks[b + "attn.q_norm.hook_scale"] = q_scale.reshape(n, H)
+            hooks[b + "attn.k_norm.hook_scale"] = k_scale.reshape(n, Hkv)
+        adjacent = "adjacent_pairs" in self.readings
+        q, k = rotate(q, self.inv_freq, adjacent), rotate(k, self.inv_freq, adjacent)
+        hooks[b + "attn.hook_rot_q"] = q.reshape(n, H * d)
+        hooks[b + "attn.hook_rot_k"] = k.reshape(n, Hkv * d)
+        pattern, z = attend(q, k, v, 1 if "no_scale" in self.readings else 1 / math.sqrt(d))
+        hooks[b + "attn.hook_z"] = z.reshape(n, H * d)
+        w_out, b_out = block["o"]
+        result = head_results(z, w_out)
+        hooks[b + "attn.hook_result"] = result.reshape(n, H * C)
+        return (result.sum(1) if b_out is None else result.sum(1) + b_out), pattern
+
+    def mlp(self, block, a, hooks, b):
+        hooks[b + "mlp.hook_pre"] = self.apply(block["gate"], a)
+        hooks[b + "mlp.hook_pre_linear"] = self.apply(block["up"], a)
+        gate, up = hooks[b + "mlp.hook_pre"], hooks[b + "mlp.hook_pre_linear"]
+        hooks[b + "mlp.hook_post"] = torch.nn.functional.silu(gate) * up
+        return self.apply(block["down"], hooks[b + "mlp.hook_post"])
 
     def forward(self, ids):
         n = len(ids)
-        H, Hkv, d, C = self.heads, self.kv_heads, self.head_dim, self.width
         hooks = {}
         x = self.embed[torch.as_tensor(ids, dtype=torch.long)]
         hooks["hook_embed"] = x
         attention = []
-        group = H // Hkv
         for layer, block in enumerate(self.blocks):
             b = f"blocks.{layer}."
             hooks[b + "hook_resid_pre"] = x
-            a, hooks[b + "ln1.hook_scale"] = self.rms_norm(x, block["input_norm"])
-            q, k, v = (self.apply(block[p], a) for p in "qkv")
-            hooks[b + "attn.hook_q"], hooks[b + "attn.hook_k"], hooks[b + "attn.hook_v"] = q, k, v
-            q = self.rotate(q.reshape(n, H, d))
-            k = self.rotate(k.reshape(n, Hkv, d))
-            hooks[b + "attn.hook_rot_q"] = q.reshape(n, H * d)
-            hooks[b + "attn.hook_rot_k"] = k.reshape(n, Hkv * d)
-            kv_of_head = torch.arange(H) // group
-            kh = k.transpose(0, 1)[kv_of_head]  # H × n × d
-            vh = v.reshape(n, Hkv, d).transpose(0, 1)[kv_of_head]
-            pattern = causal_softmax(q.transpose(0, 1) @ kh.transpose(1, 2) / math.sqrt(d))
-            attention.append(pattern)
-            z = pattern @ vh
-            hooks[b + "attn.hook_z"] = z.transpose(0, 1).reshape(n, H * d)
-            w_out, b_out = block["o"]
-            result = torch.einsum("hnd,chd->nhc", z, w_out.reshape(C, H, d))
-            hooks[b + "attn.hook_result"] = result.reshape(n, H * C)
-            hooks[b + "hook_attn_out"] = result.sum(1) if b_out is None else result.sum(1) + b_out
-            x = x + hooks[b + "hook_attn_out"]
-            hooks[b + "hook_resid_mid"] = x
-            a, hooks[b + "ln2.hook_scale"] = self.rms_norm(x, block["post_norm"])
-            hooks[b + "mlp.hook_pre"] = self.apply(block["gate"], a)
-            hooks[b + "mlp.hook_pre_linear"] = self.apply(block["up"], a)
-            gate, up = hooks[b + "mlp.hook_pre"], hooks[b + "mlp.hook_pre_linear"]
-            hooks[b + "mlp.hook_post"] = torch.nn.functional.silu(gate) * up
-            hooks[b + "hook_mlp_out"] = self.apply(block["down"], hooks[b + "mlp.hook_post"])
-            x = x + hooks[b + "hook_mlp_out"]
+            if self.kind == "olmo2":
+                x = self.olmo2_block(block, x, hooks, b, attention)
+            else:
+                a, hooks[b + "ln1.hook_scale"] = self.rms_norm(x, block["input_norm"])
+                hooks[b + "hook_attn_out"], pattern = self.attention(block, a, hooks, b)
+                attention.append(pattern)
+                x = x + hooks[b + "hook_attn_out"]
+                hooks[b + "hook_resid_mid"] = x
+                a, hooks[b + "ln2.hook_scale"] = self.rms_norm(x, block["post_norm"])
+                hooks[b + "hook_mlp_out"] = self.mlp(block, a, hooks, b)
+                x = x + hooks[b + "hook_mlp_out"]
             hooks[b + "hook_resid_post"] = x
         final, hooks["ln_final.hook_scale"] = self.rms_norm(x, self.norm)
         return final @ self.unembed.T, torch.stack(attention), hooks
 
+    def olmo2_block(self, block, x, hooks, b, attention):
+        """x + norm(attn(x)), then + norm(mlp(·)), named as TransformerLens names OLMo-2: hook_attn_out
+        and hook_mlp_out are the sublayer outputs before their norm; ln1 is post_attention_layernorm
+        and ln2 post_feedforward_layernorm."""
+        if "norm_before" in self.readings:  # the wrong, pre-norm reading
+            a, hooks[b + "ln1.hook_scale"] = self.rms_norm(x, block["attn_post_norm"])
+            hooks[b + "hook_attn_out"], pattern = self.attention(block, a, hooks, b)
+            x = x + hooks[b + "hook_attn_out"]
+            hooks[b + "hook_resid_mid"] = x
+            a, hooks[b + "ln2.hook_scale"] = self.rms_norm(x, block["mlp_post_norm"])
+            hooks[b + "hook_mlp_out"] = self.mlp(block, a, hooks, b)
+            attention.append(pattern)
+            return x + hooks[b + "hook_mlp_out"]
+        hooks[b + "hook_attn_out"], pattern = self.attention(block, x, hooks, b)
+        attention.append(pattern)
+        normed, hooks[b + "ln1.hook_scale"] = self.rms_norm(hooks[b + "hook_attn_out"], block["attn_post_norm"])
+        x = x + normed
+        hooks[b + "hook_resid_mid"] = x
+        hooks[b + "hook_mlp_out"] = self.mlp(block, x, hooks, b)
+        normed, hooks[b + "ln2.hook_scale"] = self.rms_norm(hooks[b + "hook_mlp_out"], block["mlp_post_norm"])
+        return x + normed
+
 
 MODELS = {"gpt2": ("GPT2LMHeadModel", GPT2), "llama": ("LlamaForCausalLM", Rotary),
-          "qwen2": ("Qwen2ForCausalLM", Rotary)}
+          "qwen2": ("Qwen2ForCausalLM", Rotary), "gpt_neox": ("GPTNeoXForCausalLM", GPTNeoX),
+          "qwen3": ("Qwen3ForCausalLM", Rotary), "olmo2": ("Olmo2ForCausalLM", Rotary),
+          "phi3": ("Phi3ForCausalLM", Rotary)}
 
 
-def load(directory):
-    """The model of a checkpoint directory (GPT2 or Rotary), its config checked against its tensors."""
+def load(directory, readings=()):
+    """The model of a checkpoint directory (GPT2, GPTNeoX or Rotary), its config checked against its
+    tensors. readings: names from READINGS, deliberately wrong variants (never for goldens)."""
     directory = Path(directory)
     config = read_config(directory)
     kind = config.get("model_type")
@@ -419,7 +750,15 @@ def load(directory):
     if architectures != [MODELS[kind][0]]:
         raise CheckpointError(f"{where}: architectures {architectures!r} for model_type {kind!r} "
                               f"(expected [{MODELS[kind][0]!r}])")
-    return MODELS[kind][1](config, read_weights(directory), where)
+    unknown = sorted(set(readings) - set(READINGS))
+    if unknown:
+        raise ValueError(f"unknown readings {unknown}")
+    model_class = MODELS[kind][1]
+    if model_class is GPT2:
+        if readings:
+            raise ValueError("GPT-2 has no readings")
+        return GPT2(config, read_weights(directory), where)
+    return model_class(config, read_weights(directory), where, readings)
 
 
 def run(model, ids):
@@ -496,6 +835,56 @@ TEST_CHECKPOINTS = {
                              "rope_theta": 1000000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": True,
                              "use_sliding_window": False, "sliding_window": 32, "max_window_layers": 2},
                    "F32", {}, 16),
+    "gpt_neox_parallel": ("gpt_neox", {"vocab_size": 96, "hidden_size": 48, "intermediate_size": 128,
+                                       "num_hidden_layers": 2, "num_attention_heads": 3,
+                                       "max_position_embeddings": 24, "rotary_pct": 0.25, "rotary_emb_base": 10000,
+                                       "use_parallel_residual": True, "layer_norm_eps": 1e-5},
+                          "F32", {"mask_buffers": True}, 17),
+    "gpt_neox_sequential": ("gpt_neox", {"vocab_size": 80, "hidden_size": 32, "intermediate_size": 96,
+                                         "num_hidden_layers": 2, "num_attention_heads": 2,
+                                         "max_position_embeddings": 24, "rotary_pct": 0.5, "rotary_emb_base": 1000,
+                                         "use_parallel_residual": False, "layer_norm_eps": 1e-6},
+                            "F32", {}, 18),
+    # Llama 3.2's rope_scaling with original_max_position_embeddings 256 for head size 32 and θ 5e5:
+    # wavelengths 2π·θ^(2i/32) of pairs 0-2 are below 256 / 4 (kept), of 3-4 between 64 and 256
+    # (interpolated), of 5-15 above 256 (divided by 32).
+    "llama3_rope_scaling": ("llama", {"vocab_size": 96, "hidden_size": 64, "intermediate_size": 96,
+                                      "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,
+                                      "max_position_embeddings": 24, "rope_theta": 500000.0, "rms_norm_eps": 1e-5,
+                                      "tie_word_embeddings": True, "bos_token_id": 0, "eos_token_id": 1,
+                                      "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0,
+                                                       "low_freq_factor": 1.0,
+                                                       "original_max_position_embeddings": 256,
+                                                       "rope_type": "llama3"}},
+                            "F32", {}, 19),
+    "llama_linear_rope_parameters": ("llama", {"vocab_size": 64, "hidden_size": 32, "intermediate_size": 64,
+                                               "num_hidden_layers": 2, "num_attention_heads": 4,
+                                               "num_key_value_heads": 2, "max_position_embeddings": 24,
+                                               "rms_norm_eps": 1e-6, "tie_word_embeddings": False,
+                                               "rope_parameters": {"factor": 4.0, "rope_theta": 10000.0,
+                                                                   "rope_type": "linear"}},
+                                     "F32", {}, 20),
+    "llama_linear_rope_scaling_type": ("llama", {"vocab_size": 64, "hidden_size": 32, "intermediate_size": 64,
+                                                 "num_hidden_layers": 2, "num_attention_heads": 4,
+                                                 "num_key_value_heads": 4, "max_position_embeddings": 24,
+                                                 "rms_norm_eps": 1e-6, "tie_word_embeddings": True,
+                                                 "rope_scaling": {"factor": 2.0, "type": "linear"}},
+                                       "F32", {}, 21),
+    "qwen3_qk_norm": ("qwen3", {"vocab_size": 96, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+                                "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+                                "max_position_embeddings": 24, "max_window_layers": 2, "rope_theta": 1000000.0,
+                                "rms_norm_eps": 1e-6, "tie_word_embeddings": True, "use_sliding_window": False},
+                      "F32", {}, 22),
+    "olmo2_post_norm": ("olmo2", {"vocab_size": 80, "hidden_size": 32, "intermediate_size": 80, "num_hidden_layers": 2,
+                                  "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 24,
+                                  "rope_theta": 500000, "rms_norm_eps": 1e-6, "tie_word_embeddings": False},
+                        "F32", {}, 23),
+    "phi3_fused_partial": ("phi3", {"vocab_size": 72, "hidden_size": 48, "intermediate_size": 64,
+                                    "num_hidden_layers": 2, "num_attention_heads": 3, "num_key_value_heads": 1,
+                                    "max_position_embeddings": 24, "original_max_position_embeddings": 24,
+                                    "partial_rotary_factor": 0.5, "rope_theta": 10000.0, "rms_norm_eps": 1e-5,
+                                    "tie_word_embeddings": False},
+                           "F32", {}, 24),
 }
 
 
@@ -509,6 +898,17 @@ def test_prompts(config, seed):
     return [rng.integers(0, config["vocab_size"], size=n).tolist() for n in (1, 9, context_of(config))]
 
 
+def llama3_bands(config):
+    """How many rotary pairs Llama 3.1's scaling keeps, interpolates and divides by factor."""
+    rope = config["rope_scaling"]
+    d = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
+    wavelength = 2 * math.pi * config["rope_theta"] ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    old = rope["original_max_position_embeddings"]
+    kept = int((wavelength < old / rope["high_freq_factor"]).sum())
+    scaled = int((wavelength > old / rope["low_freq_factor"]).sum())
+    return kept, d // 2 - kept - scaled, scaled
+
+
 def regenerate(out=TEST_DATA, names=None):
     """Write the test checkpoints and their goldens under out/<name>/."""
     for name, (architecture, config, dtype, options, seed) in TEST_CHECKPOINTS.items():
@@ -516,6 +916,9 @@ def regenerate(out=TEST_DATA, names=None):
             continue
         directory = Path(out) / name
         full = hf_checkpoints.write_checkpoint(directory, architecture, config, dtype, seed, **options)
+        if (full.get("rope_scaling") or {}).get("rope_type") == "llama3" and 0 in llama3_bands(full):
+            raise CheckpointError(f"{name}: llama3 scaling must keep, interpolate and scale some frequencies, "
+                                  f"not {llama3_bands(full)}")
         write_goldens(directory, test_prompts(full, seed),
                       f"float64 reference forward of the test checkpoint {name} (tools/references/hf_reference.py)")
 

@@ -221,7 +221,7 @@ def test_weight_statistics(tmp_path):
     (lambda d: write_checkpoint(d, "gpt2", {**GPT2_SMALL, "hidden_size": 3}), "unknown gpt2 config key 'hidden_size'"),
     (lambda d: write_checkpoint(d, "gpt2", {**GPT2_SMALL, "n_head": 3}), "n_embd 16 is not a multiple of n_head 3"),
     (lambda d: write_checkpoint(d, "gpt2", GPT2_SMALL, prefix="model."), "prefix must be"),
-    (lambda d: write_checkpoint(d, "llama", LLAMA_SMALL, mask_buffers=True), "GPT-2 checkpoints only"),
+    (lambda d: write_checkpoint(d, "llama", LLAMA_SMALL, mask_buffers=True), "GPT-2 and GPT-NeoX checkpoints only"),
     (lambda d: write_checkpoint(d, "llama", LLAMA_SMALL, prefix="transformer."), "always under 'model.'"),
     (lambda d: write_checkpoint(d, "llama", LLAMA_SMALL, legacy_config=True), "gpt2 only"),
     (lambda d: write_checkpoint(d, "llama", {**LLAMA_SMALL, "num_key_value_heads": 3}), "not a multiple of num_key"),

@@ -23,7 +23,8 @@ from references.hf_reference import CheckpointError, read_safetensors  # noqa: E
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests/data/hf"
 NAMES = ["gpt2_prefixed_f32", "gpt2_f16", "gpt2_unscaled_f32", "llama_gqa_bf16_shards", "llama_head_dim_untied",
-         "qwen2_bias"]
+         "qwen2_bias", "gpt_neox_parallel", "gpt_neox_sequential", "llama3_rope_scaling", "llama_linear_rope_parameters",
+         "llama_linear_rope_scaling_type", "qwen3_qk_norm", "olmo2_post_norm", "phi3_fused_partial"]
 
 
 # ---------------------------------------------------------------- the naive formulation
@@ -43,7 +44,8 @@ def naive_tensors(directory):
             if entry["dtype"] == "BF16":
                 values = torch.frombuffer(chunk, dtype=torch.bfloat16).double().numpy()
             else:
-                values = np.frombuffer(bytes(chunk), {"F32": "<f4", "F16": "<f2"}[entry["dtype"]]).astype(np.float64)
+                values = np.frombuffer(bytes(chunk), {"F32": "<f4", "F16": "<f2", "BOOL": "u1"}[entry["dtype"]])
+                values = values.astype(np.float64)
             tensors[name] = values.reshape(entry["shape"])
     return tensors
 
@@ -139,30 +141,126 @@ def naive_gpt2(config, w, ids):
     return logits, np.stack(patterns), hooks
 
 
-def naive_rotate(x, heads, d, theta):
-    """Rotary embedding as a rotation of each pair (i, i + d/2) by position · θ^(-2i/d)."""
+def naive_rotate(x, heads, d, frequencies):
+    """Rotary embedding as a rotation of each pair (i, i + r/2), r = 2·len(frequencies), of each
+    head by position · frequencies[i]; dimensions r..d-1 unchanged."""
     out = x.copy()
+    half = len(frequencies)
     for t in range(x.shape[0]):
         for h in range(heads):
-            for i in range(d // 2):
-                angle = t * theta ** (-2 * i / d)
-                a, b = x[t, h * d + i], x[t, h * d + i + d // 2]
+            for i, frequency in enumerate(frequencies):
+                angle = t * frequency
+                a, b = x[t, h * d + i], x[t, h * d + i + half]
                 out[t, h * d + i] = a * math.cos(angle) - b * math.sin(angle)
-                out[t, h * d + i + d // 2] = b * math.cos(angle) + a * math.sin(angle)
+                out[t, h * d + i + half] = b * math.cos(angle) + a * math.sin(angle)
     return out
+
+
+def naive_frequencies(config, rotary_dim):
+    """θ^(-2i/r) per pair, scaled by the config's rope type (written from Hugging Face's
+    _compute_linear_scaling_rope_parameters and _compute_llama3_parameters)."""
+    rope = config.get("rope_parameters") or config.get("rope_scaling") or {}
+    theta = rope.get("rope_theta", config.get("rope_theta", config.get("rotary_emb_base", 10000.0)))
+    kind = rope.get("rope_type", rope.get("type", "default"))
+    frequencies = []
+    for i in range(rotary_dim // 2):
+        f = theta ** (-2 * i / rotary_dim)
+        if kind == "linear":
+            f /= rope["factor"]
+        elif kind == "llama3":
+            wavelength = 2 * math.pi / f
+            old = rope["original_max_position_embeddings"]
+            low, high = rope["low_freq_factor"], rope["high_freq_factor"]
+            if wavelength > old / low:
+                f /= rope["factor"]
+            elif wavelength >= old / high:
+                s = (old / wavelength - low) / (high - low)
+                f = (1 - s) * f / rope["factor"] + s * f
+        frequencies.append(f)
+    return frequencies
+
+
+def naive_gelu(x):
+    return np.vectorize(lambda v: 0.5 * v * (1 + math.erf(v / math.sqrt(2))))(x)
+
+
+def naive_gpt_neox(config, w, ids):
+    C, H, eps = config["hidden_size"], config["num_attention_heads"], config["layer_norm_eps"]
+    d = C // H
+    frequencies = naive_frequencies(config, int(d * config["rotary_pct"]))
+    n = len(ids)
+    x = np.stack([w["gpt_neox.embed_in.weight"][i] for i in ids])
+    hooks = {"hook_embed": x.copy()}
+    patterns = []
+    for layer in range(config["num_hidden_layers"]):
+        p, b = f"gpt_neox.layers.{layer}.", f"blocks.{layer}."
+        hooks[b + "hook_resid_pre"] = x.copy()
+        normed = [naive_layer_norm(x[t], w[p + "input_layernorm.weight"], w[p + "input_layernorm.bias"], eps)
+                  for t in range(n)]
+        hooks[b + "ln1.hook_scale"] = np.array([[s] for _, s in normed])
+        qkv = np.stack([w[p + "attention.query_key_value.weight"] @ a + w[p + "attention.query_key_value.bias"]
+                        for a, _ in normed])
+        q, k, v = np.zeros((n, C)), np.zeros((n, C)), np.zeros((n, C))
+        for h in range(H):  # rows of head h: q, then k, then v
+            q[:, h * d:(h + 1) * d] = qkv[:, 3 * h * d:(3 * h + 1) * d]
+            k[:, h * d:(h + 1) * d] = qkv[:, (3 * h + 1) * d:(3 * h + 2) * d]
+            v[:, h * d:(h + 1) * d] = qkv[:, (3 * h + 2) * d:(3 * h + 3) * d]
+        rot_q, rot_k = naive_rotate(q, H, d, frequencies), naive_rotate(k, H, d, frequencies)
+        pattern, z = naive_attention(rot_q, rot_k, v, H, H, d, 1 / math.sqrt(d))
+        patterns.append(pattern)
+        w_out = w[p + "attention.dense.weight"]
+        result = np.zeros((n, H * C))
+        for t in range(n):
+            for head in range(H):
+                result[t, head * C:(head + 1) * C] = w_out[:, head * d:(head + 1) * d] @ z[t, head * d:(head + 1) * d]
+        attn_out = result.reshape(n, H, C).sum(axis=1) + w[p + "attention.dense.bias"]
+        hooks.update({b + "attn.hook_q": q, b + "attn.hook_k": k, b + "attn.hook_v": v, b + "attn.hook_rot_q": rot_q,
+                      b + "attn.hook_rot_k": rot_k, b + "attn.hook_z": z, b + "attn.hook_result": result,
+                      b + "hook_attn_out": attn_out})
+        if config["use_parallel_residual"]:
+            mlp_in = x
+        else:
+            mlp_in = x = x + attn_out
+            hooks[b + "hook_resid_mid"] = x.copy()
+        normed = [naive_layer_norm(mlp_in[t], w[p + "post_attention_layernorm.weight"],
+                                   w[p + "post_attention_layernorm.bias"], eps) for t in range(n)]
+        hooks[b + "ln2.hook_scale"] = np.array([[s] for _, s in normed])
+        pre = np.stack([w[p + "mlp.dense_h_to_4h.weight"] @ a + w[p + "mlp.dense_h_to_4h.bias"] for a, _ in normed])
+        post = naive_gelu(pre)
+        out = post @ w[p + "mlp.dense_4h_to_h.weight"].T + w[p + "mlp.dense_4h_to_h.bias"]
+        hooks.update({b + "mlp.hook_pre": pre, b + "mlp.hook_post": post, b + "hook_mlp_out": out})
+        x = x + attn_out + out if config["use_parallel_residual"] else x + out
+        hooks[b + "hook_resid_post"] = x.copy()
+    normed = [naive_layer_norm(x[t], w["gpt_neox.final_layer_norm.weight"], w["gpt_neox.final_layer_norm.bias"], eps)
+              for t in range(n)]
+    hooks["ln_final.hook_scale"] = np.array([[s] for _, s in normed])
+    return np.stack([w["embed_out.weight"] @ a for a, _ in normed]), np.stack(patterns), hooks
 
 
 def naive_rotary(config, w, ids):
     C, H, eps = config["hidden_size"], config["num_attention_heads"], config["rms_norm_eps"]
     Hkv = config["num_key_value_heads"]
     d = config.get("head_dim") or C // H
-    qwen2 = config["model_type"] == "qwen2"
-    qkv_bias = qwen2 or config["attention_bias"]
-    o_bias = not qwen2 and config["attention_bias"]
-    mlp_bias = not qwen2 and config["mlp_bias"]
+    kind = config["model_type"]
+    qkv_bias = kind == "qwen2" or config.get("attention_bias", False)
+    o_bias = kind != "qwen2" and config.get("attention_bias", False)
+    mlp_bias = config.get("mlp_bias", False)
+    frequencies = naive_frequencies(config, int(d * config.get("partial_rotary_factor", 1.0)))
+    if kind == "phi3":  # split the fused projections into the names the rest reads
+        for layer in range(config["num_hidden_layers"]):
+            a_, m_ = f"model.layers.{layer}.self_attn.", f"model.layers.{layer}.mlp."
+            qkv, gate_up = w[a_ + "qkv_proj.weight"], w[m_ + "gate_up_proj.weight"]
+            w[a_ + "q_proj.weight"], w[a_ + "k_proj.weight"] = qkv[:H * d], qkv[H * d:(H + Hkv) * d]
+            w[a_ + "v_proj.weight"] = qkv[(H + Hkv) * d:]
+            M = config["intermediate_size"]
+            w[m_ + "gate_proj.weight"], w[m_ + "up_proj.weight"] = gate_up[:M], gate_up[M:]
 
     def linear(name, x, bias):
         return x @ w[name + ".weight"].T + (w[name + ".bias"] if bias else 0)
+
+    def rows_rms_norm(x, weight):
+        normed = [naive_rms_norm(row, weight, eps) for row in x]
+        return np.stack([row for row, _ in normed]), np.array([s for _, s in normed])
 
     n = len(ids)
     x = np.stack([w["model.embed_tokens.weight"][i] for i in ids])
@@ -171,11 +269,27 @@ def naive_rotary(config, w, ids):
     for layer in range(config["num_hidden_layers"]):
         a_, m_, b = f"model.layers.{layer}.self_attn.", f"model.layers.{layer}.mlp.", f"blocks.{layer}."
         hooks[b + "hook_resid_pre"] = x.copy()
-        normed = [naive_rms_norm(x[t], w[f"model.layers.{layer}.input_layernorm.weight"], eps) for t in range(n)]
-        hooks[b + "ln1.hook_scale"] = np.array([[s] for _, s in normed])
-        a = np.stack([row for row, _ in normed])
+        if kind == "olmo2":
+            a = x
+        else:
+            normed = [naive_rms_norm(x[t], w[f"model.layers.{layer}.input_layernorm.weight"], eps) for t in range(n)]
+            hooks[b + "ln1.hook_scale"] = np.array([[s] for _, s in normed])
+            a = np.stack([row for row, _ in normed])
         q, k, v = (linear(a_ + f"{p}_proj", a, qkv_bias) for p in "qkv")
-        rot_q, rot_k = naive_rotate(q, H, d, config["rope_theta"]), naive_rotate(k, Hkv, d, config["rope_theta"])
+        hooks.update({b + "attn.hook_q": q, b + "attn.hook_k": k})
+        normed_q, normed_k = q.copy(), k.copy()
+        if kind == "olmo2":  # one norm over each position's whole projection
+            normed_q, q_scale = rows_rms_norm(q, w[a_ + "q_norm.weight"])
+            normed_k, k_scale = rows_rms_norm(k, w[a_ + "k_norm.weight"])
+            hooks[b + "attn.q_norm.hook_scale"], hooks[b + "attn.k_norm.hook_scale"] = q_scale[:, None], k_scale[:, None]
+        if kind == "qwen3":  # one norm per position and head
+            q_scale, k_scale = np.zeros((n, H)), np.zeros((n, Hkv))
+            for h in range(H):
+                normed_q[:, h * d:(h + 1) * d], q_scale[:, h] = rows_rms_norm(q[:, h * d:(h + 1) * d], w[a_ + "q_norm.weight"])
+            for h in range(Hkv):
+                normed_k[:, h * d:(h + 1) * d], k_scale[:, h] = rows_rms_norm(k[:, h * d:(h + 1) * d], w[a_ + "k_norm.weight"])
+            hooks[b + "attn.q_norm.hook_scale"], hooks[b + "attn.k_norm.hook_scale"] = q_scale, k_scale
+        rot_q, rot_k = naive_rotate(normed_q, H, d, frequencies), naive_rotate(normed_k, Hkv, d, frequencies)
         pattern, z = naive_attention(rot_q, rot_k, v, H, Hkv, d, 1 / math.sqrt(d))
         patterns.append(pattern)
         w_out = w[a_ + "o_proj.weight"]
@@ -184,20 +298,29 @@ def naive_rotary(config, w, ids):
             for head in range(H):
                 result[t, head * C:(head + 1) * C] = w_out[:, head * d:(head + 1) * d] @ z[t, head * d:(head + 1) * d]
         attn_out = result.reshape(n, H, C).sum(axis=1) + (w[a_ + "o_proj.bias"] if o_bias else 0)
-        hooks.update({b + "attn.hook_q": q, b + "attn.hook_k": k, b + "attn.hook_v": v, b + "attn.hook_rot_q": rot_q,
+        hooks.update({b + "attn.hook_v": v, b + "attn.hook_rot_q": rot_q,
                       b + "attn.hook_rot_k": rot_k, b + "attn.hook_z": z, b + "attn.hook_result": result,
                       b + "hook_attn_out": attn_out})
-        x = x + attn_out
+        if kind == "olmo2":  # the norm on the sublayer's output, TransformerLens's ln1
+            normed_out, scale = rows_rms_norm(attn_out, w[f"model.layers.{layer}.post_attention_layernorm.weight"])
+            hooks[b + "ln1.hook_scale"] = scale[:, None]
+            x = x + normed_out
+            a = x
+        else:
+            x = x + attn_out
+            normed = [naive_rms_norm(x[t], w[f"model.layers.{layer}.post_attention_layernorm.weight"], eps)
+                      for t in range(n)]
+            hooks[b + "ln2.hook_scale"] = np.array([[s] for _, s in normed])
+            a = np.stack([row for row, _ in normed])
         hooks[b + "hook_resid_mid"] = x.copy()
-        normed = [naive_rms_norm(x[t], w[f"model.layers.{layer}.post_attention_layernorm.weight"], eps)
-                  for t in range(n)]
-        hooks[b + "ln2.hook_scale"] = np.array([[s] for _, s in normed])
-        a = np.stack([row for row, _ in normed])
         gate, up = linear(m_ + "gate_proj", a, mlp_bias), linear(m_ + "up_proj", a, mlp_bias)
         post = gate / (1 + np.exp(-gate)) * up
         out = linear(m_ + "down_proj", post, mlp_bias)
         hooks.update({b + "mlp.hook_pre": gate, b + "mlp.hook_pre_linear": up, b + "mlp.hook_post": post,
                       b + "hook_mlp_out": out})
+        if kind == "olmo2":  # TransformerLens's ln2
+            out, scale = rows_rms_norm(out, w[f"model.layers.{layer}.post_feedforward_layernorm.weight"])
+            hooks[b + "ln2.hook_scale"] = scale[:, None]
         x = x + out
         hooks[b + "hook_resid_post"] = x.copy()
     normed = [naive_rms_norm(x[t], w["model.norm.weight"], eps) for t in range(n)]
@@ -209,7 +332,8 @@ def naive_rotary(config, w, ids):
 def naive(directory, ids):
     config = json.loads((Path(directory) / "config.json").read_text())
     w = naive_tensors(directory)
-    return (naive_gpt2 if config["model_type"] == "gpt2" else naive_rotary)(config, w, ids)
+    formulation = {"gpt2": naive_gpt2, "gpt_neox": naive_gpt_neox}.get(config["model_type"], naive_rotary)
+    return formulation(config, w, ids)
 
 
 def assert_close(actual, expected, what):
@@ -295,6 +419,49 @@ def rotary_hooks(layers):
     return names + ["ln_final.hook_scale"]
 
 
+def gpt_neox_hooks(layers, parallel):
+    names = ["hook_embed"]
+    for layer in range(layers):
+        b = f"blocks.{layer}."
+        names += [b + "hook_resid_pre", b + "ln1.hook_scale", b + "attn.hook_q", b + "attn.hook_k",
+                  b + "attn.hook_v", b + "attn.hook_rot_q", b + "attn.hook_rot_k", b + "attn.hook_z",
+                  b + "attn.hook_result", b + "hook_attn_out"] + ([] if parallel else [b + "hook_resid_mid"]) + \
+                 [b + "ln2.hook_scale", b + "mlp.hook_pre", b + "mlp.hook_post", b + "hook_mlp_out",
+                  b + "hook_resid_post"]
+    return names + ["ln_final.hook_scale"]
+
+
+def qwen3_hooks(layers):
+    names = rotary_hooks(layers)
+    for layer in range(layers):
+        b = f"blocks.{layer}."
+        at = names.index(b + "attn.hook_rot_q")
+        names[at:at] = [b + "attn.q_norm.hook_scale", b + "attn.k_norm.hook_scale"]
+    return names
+
+
+def olmo2_hooks(layers):
+    names = ["hook_embed"]
+    for layer in range(layers):
+        b = f"blocks.{layer}."
+        names += [b + "hook_resid_pre", b + "attn.hook_q", b + "attn.hook_k", b + "attn.hook_v",
+                  b + "attn.q_norm.hook_scale", b + "attn.k_norm.hook_scale", b + "attn.hook_rot_q",
+                  b + "attn.hook_rot_k", b + "attn.hook_z", b + "attn.hook_result", b + "hook_attn_out",
+                  b + "ln1.hook_scale", b + "hook_resid_mid", b + "mlp.hook_pre", b + "mlp.hook_pre_linear",
+                  b + "mlp.hook_post", b + "hook_mlp_out", b + "ln2.hook_scale", b + "hook_resid_post"]
+    return names + ["ln_final.hook_scale"]
+
+
+def expected_hooks(config):
+    kind = config["model_type"]
+    if kind == "gpt2":
+        return gpt2_hooks(config["n_layer"])
+    layers = config["num_hidden_layers"]
+    if kind == "gpt_neox":
+        return gpt_neox_hooks(layers, config["use_parallel_residual"])
+    return {"qwen3": qwen3_hooks, "olmo2": olmo2_hooks}.get(kind, rotary_hooks)(layers)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_committed_goldens_are_named_and_shaped_as_documented(goldens, name):
     tensors, description = goldens[name]
@@ -307,9 +474,10 @@ def test_committed_goldens_are_named_and_shaped_as_documented(goldens, name):
     else:
         layers, H, C, V = (config[k] for k in ("num_hidden_layers", "num_attention_heads", "hidden_size",
                                                 "vocab_size"))
-        Hkv, context, M = config["num_key_value_heads"], config["max_position_embeddings"], config["intermediate_size"]
+        Hkv = config.get("num_key_value_heads", H)
+        context, M = config["max_position_embeddings"], config["intermediate_size"]
         d = config.get("head_dim") or C // H
-    assert description["hooks"] == (gpt2_hooks if gpt2 else rotary_hooks)(layers)
+    assert description["hooks"] == expected_hooks(config)
     assert description["architecture"] == config["architectures"][0]
     assert [len(p["ids"]) for p in description["prompts"]] == [1, 9, context]
     widths = {"hook_embed": C, "hook_pos_embed": C, "hook_resid_pre": C, "hook_scale": 1, "hook_q": H * d,
@@ -327,7 +495,10 @@ def test_committed_goldens_are_named_and_shaped_as_documented(goldens, name):
         assert np.all(np.triu(attention, 1) == 0)
         for hook in description["hooks"]:
             expected_names.add(f"{key}.{hook}")
-            assert tensors[f"{key}.{hook}"].shape == (n, widths[hook.split(".")[-1]]), hook
+            width = widths[hook.split(".")[-1]]
+            if hook.endswith("_norm.hook_scale") and config["model_type"] == "qwen3":
+                width = H if ".q_norm." in hook else Hkv  # one scale per position and head
+            assert tensors[f"{key}.{hook}"].shape == (n, width), hook
     assert set(tensors) == expected_names
     assert sum(f.stat().st_size for f in (DATA / name).iterdir()) <= 1 << 20
 
@@ -370,6 +541,54 @@ def test_committed_checkpoints_are_the_documented_variants():
     c = config("qwen2_bias")
     assert (c["rope_theta"], c["num_attention_heads"], c["num_key_value_heads"], c["use_sliding_window"]) == \
         (1e6, 6, 2, False)
+
+
+def test_committed_newer_architectures_are_the_documented_variants():
+    def config(name):
+        return json.loads((DATA / name / "config.json").read_text())
+
+    def names(name):
+        return set(naive_tensors(DATA / name))
+
+    c = config("gpt_neox_parallel")
+    assert c["use_parallel_residual"] and c["rotary_pct"] == 0.25 and c["attention_bias"]
+    assert {"gpt_neox.layers.1.attention.bias", "gpt_neox.layers.1.attention.masked_bias",
+            "gpt_neox.layers.1.attention.rotary_emb.inv_freq", "embed_out.weight"} <= names("gpt_neox_parallel")
+    c = config("gpt_neox_sequential")
+    assert not c["use_parallel_residual"] and c["rotary_pct"] == 0.5 and c["rotary_emb_base"] == 1000
+    assert not any(".attention.bias" in n for n in names("gpt_neox_sequential"))
+    c = config("llama3_rope_scaling")
+    assert c["rope_scaling"]["rope_type"] == "llama3" and hf_reference.llama3_bands(c) == (3, 2, 11)
+    c = config("llama_linear_rope_parameters")
+    assert c["rope_parameters"] == {"factor": 4.0, "rope_theta": 10000.0, "rope_type": "linear"}
+    assert "rope_theta" not in c and "rope_scaling" not in c and c["dtype"] == "float32" and "torch_dtype" not in c
+    assert config("llama_linear_rope_scaling_type")["rope_scaling"] == {"factor": 2.0, "type": "linear"}
+    c = config("qwen3_qk_norm")
+    assert c["head_dim"] != c["hidden_size"] // c["num_attention_heads"] and c["tie_word_embeddings"]
+    assert not c["attention_bias"] and not c["use_sliding_window"]
+    assert "model.layers.0.self_attn.q_norm.weight" in names("qwen3_qk_norm")
+    c = config("olmo2_post_norm")
+    assert naive_tensors(DATA / "olmo2_post_norm")["model.layers.0.self_attn.k_norm.weight"].shape == \
+        (c["num_key_value_heads"] * c["hidden_size"] // c["num_attention_heads"],)
+    assert not any("input_layernorm" in n for n in names("olmo2_post_norm"))
+    c = config("phi3_fused_partial")
+    assert c["partial_rotary_factor"] == 0.5 and c["rope_scaling"] is None
+    assert "model.layers.0.mlp.gate_up_proj.weight" in names("phi3_fused_partial")
+
+
+@pytest.mark.parametrize("reading", sorted(hf_reference.READINGS))
+def test_wrong_readings_change_the_logits(reading):
+    applies = {"adjacent_pairs": NAMES[3:], "no_scale": NAMES[3:], "full_rotary": ["gpt_neox_parallel", "phi3_fused_partial"],
+               "no_rope_scaling": ["llama3_rope_scaling", "llama_linear_rope_parameters"],
+               "no_qk_norm": ["qwen3_qk_norm", "olmo2_post_norm"], "swap_residual": ["gpt_neox_sequential"],
+               "qkv_blocked": ["gpt_neox_parallel"], "norm_before": ["olmo2_post_norm"],
+               "gate_up_swapped": ["phi3_fused_partial"], "gelu_tanh": ["gpt_neox_parallel"]}[reading]
+    for name in applies:
+        ids = json.loads((DATA / name / "golden.json").read_text())["prompts"][2]["ids"]
+        right = read_safetensors(DATA / name / "golden.safetensors")[0]["p2.logits"]
+        wrong, _, _ = hf_reference.run(hf_reference.load(DATA / name, [reading]), ids)
+        distance = np.abs(wrong - right).max() / np.abs(right).max()
+        assert distance > (1e-5 if reading == "gelu_tanh" else 1e-3), f"{name} {reading}: {distance:.2g}"
 
 
 def test_regeneration_reproduces_the_committed_files(tmp_path):
@@ -520,6 +739,24 @@ def assign(key, value):
     ("llama_gqa_bf16_shards", assign("attention_bias", True), "missing tensor 'model.layers.0.self_attn.q_proj.bias'"),
     ("llama_head_dim_untied", assign("mlp_bias", False), "unexpected tensors \\['model.layers.0.mlp.down_proj.bias'"),
     ("qwen2_bias", assign("hidden_size", 50), "hidden_size 50 is not a multiple of num_attention_heads 6"),
+    ("llama3_rope_scaling", assign("rope_scaling", {"rope_type": "yarn", "factor": 2.0}), "rope type 'yarn' is not"),
+    ("llama3_rope_scaling", assign("rope_scaling", {"rope_type": "llama3", "factor": 2.0, "type": "linear"}),
+     "type 'linear' and rope_type 'llama3' differ"),
+    ("llama3_rope_scaling", assign("rope_scaling", {"rope_type": "llama3", "factor": 2.0}),
+     "config low_freq_factor must be a positive number"),
+    ("llama_linear_rope_parameters", assign("rope_scaling", {"type": "linear", "factor": 2.0}),
+     "both rope_parameters and rope_scaling"),
+    ("phi3_fused_partial", assign("rope_scaling", {"rope_type": "longrope", "long_factor": [1.0] * 4,
+                                                   "short_factor": [1.0] * 4}), "Phi-3 rope scaling .* not implemented"),
+    ("phi3_fused_partial", assign("sliding_window", 8), "sliding_window 8 below max_position_embeddings"),
+    ("phi3_fused_partial", assign("partial_rotary_factor", 0.2), "rotary dimension 3 is odd"),
+    ("qwen3_qk_norm", assign("use_sliding_window", True), "use_sliding_window true is not implemented"),
+    ("qwen3_qk_norm", assign("head_dim", 8), "'model.layers.0.self_attn.q_proj.weight' has shape"),
+    ("olmo2_post_norm", assign("rope_scaling", {"rope_type": "linear", "factor": 2.0}), "rope_scaling .* not implemented"),
+    ("gpt_neox_parallel", assign("rope_theta", 500.0), "rope_theta 500.0 differs from rotary_emb_base"),
+    ("gpt_neox_parallel", assign("hidden_act", "relu"), "hidden_act 'relu' is not one of"),
+    ("gpt_neox_parallel", assign("rotary_pct", 0.5), "partial_rotary_factor 0.25 differs from rotary_pct 0.5"),
+    ("gpt_neox_sequential", assign("attention_bias", False), "unexpected tensors \\['gpt_neox.layers.0.attention.dense.bias'"),
 ])
 def test_reference_refuses_unimplemented_or_inconsistent_configs(tmp_path, name, config_edit, message):
     directory = copy_with(tmp_path, name, config_edit)
