@@ -3,12 +3,26 @@
 
   /usr/bin/python3 tools/benchmarks/peers/hf_to_gguf.py HF_DIR OUT.gguf --type F32|F16|BF16 --gguf-py LLAMA_CPP/gguf-py
 
-Follows llama.cpp's convert_hf_to_gguf.py (conversion/{base,gpt2,llama}.py of the pinned tree):
+Follows llama.cpp's convert_hf_to_gguf.py (conversion/{base,gpt2,llama,gptneox,qwen,olmo,phi}.py of
+the pinned tree):
   * GPT2LMHeadModel -> arch "gpt2": Conv1D weights (c_attn, c_proj, c_fc) transposed to (out × in);
-    feed_forward_length 4·n_embd; the causal-mask buffers dropped.
+    feed_forward_length n_inner or 4·n_embd; the causal-mask buffers dropped.
   * LlamaForCausalLM -> arch "llama": q_proj rows permuted per query head and k_proj rows per
     key-value head (LlamaModel.permute), because ggml's "normal" rope rotates adjacent pairs
-    (x[2i], x[2i+1]) where Hugging Face rotates halves (x[i], x[i + d/2]).
+    (x[2i], x[2i+1]) where Hugging Face rotates halves (x[i], x[i + d/2]). rope scaling "linear"
+    -> rope.scaling.type linear + rope.scaling.factor; "llama3" -> the rope_freqs.weight tensor of
+    per-pair divisors (LlamaModel.generate_extra_tensors); read from rope_scaling ("rope_type" or
+    "type") or v5's rope_parameters, whose rope_theta is the freq_base.
+  * GPTNeoXForCausalLM -> arch "gptneox": query_key_value rows regrouped from per-head
+    [q_h; k_h; v_h] to [Q; K; V] (GPTNeoXModel.modify_tensors), rope.dimension_count
+    int(rotary_pct · d), use_parallel_residual; the saved attention.bias / masked_bias /
+    rotary_emb.inv_freq buffers dropped. Unlike the pinned converter this also writes
+    rope.freq_base from rotary_emb_base: the converter omits it, so llama.cpp takes 10000.
+  * Qwen2ForCausalLM, Qwen3ForCausalLM, Olmo2ForCausalLM -> "qwen2", "qwen3", "olmo2": names only
+    (their llama.cpp graphs rotate halves, "neox" rope); key_length / value_length when head_dim is given.
+  * Phi3ForCausalLM -> "phi3": qkv_proj and gate_up_proj stay fused (attn_qkv, ffn_up of 2M
+    rows); rope.dimension_count int(partial_rotary_factor · C) / H, rope.scaling.original_context_length,
+    sliding_window 0. longrope (rope_scaling non-null) is refused.
   * tensor types: 1-D tensors, *_norm.weight and the position table stay F32, every other weight
     takes --type (as the converter's MOSTLY_* file types do).
   * tokenizer: the checkpoints are random and have none, so the vocabulary is llama.cpp's
@@ -56,12 +70,15 @@ def load_gguf(gguf_py):
 def read_checkpoint(hf_dir):
     hf_dir = Path(hf_dir)
     config = json.loads((hf_dir / "config.json").read_text(encoding="utf-8"))
-    files = sorted(hf_dir.glob("*.safetensors"))
+    files = sorted(hf_dir.glob("model*.safetensors"))
     if not files:
-        raise FileNotFoundError(f"{hf_dir}: no *.safetensors file")
+        raise FileNotFoundError(f"{hf_dir}: no model*.safetensors file")
     tensors = {}
     for path in files:
-        part, _ = safetensors_io.read_float32(path)
+        try:
+            part, _ = safetensors_io.read_float32(path)
+        except safetensors_io.SafetensorsError:  # saved BOOL / integer buffers (dropped by name later)
+            part = {name: values.astype(np.float32) for name, values in safetensors_io.read_float64(path)[0].items()}
         tensors.update(part)
     return config, tensors
 
@@ -69,7 +86,7 @@ def read_checkpoint(hf_dir):
 def gpt2_tensors(config, tensors):
     for name, data in tensors.items():
         name = name.removeprefix("transformer.")
-        if name.endswith((".attn.bias", ".attn.masked_bias")) and data.ndim > 1:
+        if name.endswith((".attn.bias", ".attn.masked_bias")) and data.ndim != 1:
             continue  # the causal-mask buffers of old GPT-2 files
         if name.endswith(CONV1D_SUFFIXES):
             data = np.ascontiguousarray(data.T)
@@ -86,28 +103,111 @@ def llama_tensors(config, tensors):
         yield name, data
 
 
+def gpt_neox_tensors(config, tensors):
+    heads, width = config["num_attention_heads"], config["hidden_size"]
+    for name, data in tensors.items():
+        if name.endswith((".attention.bias", ".attention.masked_bias", ".attention.rotary_emb.inv_freq")):
+            continue  # buffers of checkpoints saved by older transformers
+        if name.endswith("attention.query_key_value.weight"):  # per head [q; k; v] -> [Q; K; V]
+            data = data.reshape(heads, 3, width // heads, width).swapaxes(0, 1).reshape(3 * width, width)
+        elif name.endswith("attention.query_key_value.bias"):
+            data = data.reshape(heads, 3, width // heads).swapaxes(0, 1).reshape(3 * width)
+        yield name, np.ascontiguousarray(data)
+
+
+def plain_tensors(config, tensors):
+    yield from tensors.items()
+
+
+def rope_settings(config):
+    """(rope_theta, rope type, the rope dict) from rope_parameters (v5) or rope_theta + rope_scaling."""
+    rope = config.get("rope_parameters") or config.get("rope_scaling") or {}
+    theta = rope.get("rope_theta", config.get("rope_theta", config.get("rotary_emb_base", 10000.0)))
+    return theta, rope.get("rope_type", rope.get("type", "default")), rope
+
+
+def llama3_rope_factors(config):
+    """The divisor of each rotary pair's frequency under Llama 3.1's scaling: 1 for short
+    wavelengths, factor for long ones, 1 / ((1 - s) / factor + s) between (LlamaModel's rope_freqs)."""
+    theta, _, rope = rope_settings(config)
+    dim = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
+    freqs = 1.0 / theta ** (np.arange(0, dim, 2, dtype=np.float32) / dim)
+    factor, old = rope.get("factor", 8.0), rope.get("original_max_position_embeddings", 8192)
+    low, high = rope.get("low_freq_factor", 1.0), rope.get("high_freq_factor", 4.0)
+    factors = []
+    for freq in freqs:
+        wavelength = 2 * np.pi / freq
+        if wavelength < old / high:
+            factors.append(1.0)
+        elif wavelength > old / low:
+            factors.append(factor)
+        else:
+            smooth = (old / wavelength - low) / (high - low)
+            factors.append(1 / ((1 - smooth) / factor + smooth))
+    return np.asarray(factors, dtype=np.float32)
+
+
+# Hugging Face architecture -> (gguf MODEL_ARCH member, the tensor generator)
+ARCHITECTURES = {
+    "GPT2LMHeadModel": ("GPT2", gpt2_tensors),
+    "LlamaForCausalLM": ("LLAMA", llama_tensors),
+    "GPTNeoXForCausalLM": ("GPTNEOX", gpt_neox_tensors),
+    "Qwen2ForCausalLM": ("QWEN2", plain_tensors),
+    "Qwen3ForCausalLM": ("QWEN3", plain_tensors),
+    "Olmo2ForCausalLM": ("OLMO2", plain_tensors),
+    "Phi3ForCausalLM": ("PHI3", plain_tensors),
+}
+
+
 def write_metadata(gguf, writer, config, file_type):
-    if config["model_type"] == "gpt2":
+    kind = config["model_type"]
+    if kind == "gpt2":
         writer.add_block_count(config["n_layer"])
         writer.add_context_length(config.get("n_ctx", config["n_positions"]))
         writer.add_embedding_length(config["n_embd"])
-        writer.add_feed_forward_length(4 * config["n_embd"])
+        writer.add_feed_forward_length(config.get("n_inner") or 4 * config["n_embd"])
         writer.add_head_count(config["n_head"])
         writer.add_layer_norm_eps(config["layer_norm_epsilon"])
+    elif kind == "gpt_neox":
+        head_dim = config["hidden_size"] // config["num_attention_heads"]
+        writer.add_context_length(config["max_position_embeddings"])
+        writer.add_embedding_length(config["hidden_size"])
+        writer.add_block_count(config["num_hidden_layers"])
+        writer.add_feed_forward_length(config["intermediate_size"])
+        writer.add_rope_dimension_count(int(config["rotary_pct"] * head_dim))
+        writer.add_head_count(config["num_attention_heads"])
+        writer.add_parallel_residual(config.get("use_parallel_residual", True))
+        writer.add_layer_norm_eps(config["layer_norm_eps"])
+        writer.add_rope_freq_base(config.get("rotary_emb_base", 10000))
     else:
-        head_dim = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
+        theta, rope_type, rope = rope_settings(config)
+        heads = config["num_attention_heads"]
+        head_dim = config.get("head_dim") or config["hidden_size"] // heads
         writer.add_block_count(config["num_hidden_layers"])
         writer.add_context_length(config["max_position_embeddings"])
         writer.add_embedding_length(config["hidden_size"])
         writer.add_feed_forward_length(config["intermediate_size"])
-        writer.add_head_count(config["num_attention_heads"])
-        writer.add_head_count_kv(config.get("num_key_value_heads", config["num_attention_heads"]))
-        writer.add_rope_freq_base(config.get("rope_theta", 10000.0))
+        writer.add_head_count(heads)
+        writer.add_head_count_kv(config.get("num_key_value_heads") or heads)
+        writer.add_rope_freq_base(theta)
         writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
         if "head_dim" in config:
             writer.add_key_length(head_dim)
             writer.add_value_length(head_dim)
-        writer.add_rope_dimension_count(head_dim)
+        if kind == "phi3":
+            if config.get("rope_scaling") is not None:
+                raise ValueError(f"Phi-3 rope_scaling {config['rope_scaling']!r}: only null is converted here")
+            partial = config.get("partial_rotary_factor", 1.0)
+            writer.add_rope_dimension_count(int(partial * config["hidden_size"]) // heads)
+            writer.add_rope_scaling_orig_ctx_len(config["original_max_position_embeddings"])
+            writer.add_sliding_window(config.get("sliding_window") or 0)
+        else:
+            writer.add_rope_dimension_count(head_dim)
+        if rope_type == "linear":
+            writer.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+            writer.add_rope_scaling_factor(rope["factor"])
+        elif rope_type not in ("default", "llama3"):
+            raise ValueError(f"rope type {rope_type!r} is not converted here")
     writer.add_vocab_size(config["vocab_size"])
     writer.add_file_type(file_type)
     writer.add_tokenizer_model("none")
@@ -120,15 +220,15 @@ def convert(hf_dir, out_path, type_name, gguf_py):
     gguf = load_gguf(gguf_py)
     config, tensors = read_checkpoint(hf_dir)
     architecture = (config.get("architectures") or ["<none>"])[0]
-    if architecture == "GPT2LMHeadModel":
-        arch, renamed = gguf.MODEL_ARCH.GPT2, gpt2_tensors(config, tensors)
-        layers = config["n_layer"]
-    elif architecture == "LlamaForCausalLM":
-        arch, renamed = gguf.MODEL_ARCH.LLAMA, llama_tensors(config, tensors)
-        layers = config["num_hidden_layers"]
-    else:
-        raise ValueError(f"{hf_dir}/config.json: architecture {architecture!r} is neither GPT2LMHeadModel "
-                         "nor LlamaForCausalLM")
+    if architecture not in ARCHITECTURES:
+        raise ValueError(f"{hf_dir}/config.json: architecture {architecture!r} is neither of "
+                         f"{', '.join(ARCHITECTURES)}")
+    arch_name, rename = ARCHITECTURES[architecture]
+    arch = getattr(gguf.MODEL_ARCH, arch_name)
+    renamed = rename(config, tensors)
+    layers = config["n_layer"] if architecture == "GPT2LMHeadModel" else config["num_hidden_layers"]
+    if architecture == "LlamaForCausalLM" and rope_settings(config)[1] == "llama3":
+        renamed = [*renamed, ("rope_freqs.weight", llama3_rope_factors(config))]
     qtype = getattr(gguf.GGMLQuantizationType, type_name)
     file_type = {"F32": gguf.LlamaFileType.ALL_F32, "F16": gguf.LlamaFileType.MOSTLY_F16,
                  "BF16": gguf.LlamaFileType.MOSTLY_BF16}[type_name]
@@ -138,7 +238,8 @@ def convert(hf_dir, out_path, type_name, gguf_py):
     write_metadata(gguf, writer, config, file_type)
     written = {}
     for name, data in renamed:
-        found = names.get_type_and_name(name, try_suffixes=(".weight", ".bias"))
+        found = ((gguf.MODEL_TENSOR.ROPE_FREQS, name) if name == "rope_freqs.weight"
+                 else names.get_type_and_name(name, try_suffixes=(".weight", ".bias")))
         if found is None:
             raise ValueError(f"{hf_dir}: tensor {name!r} has no llama.cpp name for arch {arch.name}")
         kind, new_name = found
