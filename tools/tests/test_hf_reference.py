@@ -576,21 +576,6 @@ def test_committed_newer_architectures_are_the_documented_variants():
     assert "model.layers.0.mlp.gate_up_proj.weight" in names("phi3_fused_partial")
 
 
-@pytest.mark.parametrize("reading", sorted(hf_reference.READINGS))
-def test_wrong_readings_change_the_logits(reading):
-    applies = {"adjacent_pairs": NAMES[3:], "no_scale": NAMES[3:], "full_rotary": ["gpt_neox_parallel", "phi3_fused_partial"],
-               "no_rope_scaling": ["llama3_rope_scaling", "llama_linear_rope_parameters"],
-               "no_qk_norm": ["qwen3_qk_norm", "olmo2_post_norm"], "swap_residual": ["gpt_neox_sequential"],
-               "qkv_blocked": ["gpt_neox_parallel"], "norm_before": ["olmo2_post_norm"],
-               "gate_up_swapped": ["phi3_fused_partial"], "gelu_tanh": ["gpt_neox_parallel"]}[reading]
-    for name in applies:
-        ids = json.loads((DATA / name / "golden.json").read_text())["prompts"][2]["ids"]
-        right = read_safetensors(DATA / name / "golden.safetensors")[0]["p2.logits"]
-        wrong, _, _ = hf_reference.run(hf_reference.load(DATA / name, [reading]), ids)
-        distance = np.abs(wrong - right).max() / np.abs(right).max()
-        assert distance > (1e-5 if reading == "gelu_tanh" else 1e-3), f"{name} {reading}: {distance:.2g}"
-
-
 def test_regeneration_reproduces_the_committed_files(tmp_path):
     hf_reference.regenerate(tmp_path)
     for name in NAMES:
