@@ -24,7 +24,7 @@ import sys
 import unicodedata
 from pathlib import Path
 
-DETAIL = Path(__file__).resolve().parents[2] / "include" / "attn" / "detail"
+DETAIL = Path(__file__).resolve().parents[2] / "include" / "attn" / "detail" / "text"
 HEADER = DETAIL / "unicode_tables.hpp"
 NFC_HEADER = DETAIL / "nfc_tables.hpp"
 
