@@ -1,11 +1,19 @@
 #!/usr/bin/env python3
 """Real model sizes: llama.cpp and PyTorch eager (and attn, through a hook) in one run.
 
-  /usr/bin/python3 tools/benchmarks/bench_llamacpp.py [--models gpt2-small:F32,smollm2-135m:BF16] [--threads 1,2]
+  /usr/bin/python3 tools/benchmarks/bench_llamacpp.py [--models gpt2-small:F32,smollm2-135m:BF16,pythia-160m:F32,qwen3-0.6b:BF16] [--threads 1,2]
       [--reps 5] [--steps 32] [--cache ~/.cache/attn-peers] [--out docs/bench/<date>-<machine>/real_size.md]
       [--attn-bench 'CMD ...'] [--attn-logits 'CMD ...'] [--attn-weights converted,stored_16_bit]
 
-For each model:dtype (gpt2-small or smollm2-135m; F32 or BF16):
+For each model:dtype (F32 or BF16) of the shapes
+  gpt2-small    GPT2LMHeadModel: 12 layers, 12 heads, width 768, 50257 tokens, tied (124 M parameters);
+  smollm2-135m  LlamaForCausalLM: 30 layers, 9 query / 3 key-value heads of 64, width 576, MLP 1536,
+                49152 tokens, tied (135 M);
+  pythia-160m   GPTNeoXForCausalLM: 12 layers, 12 heads of 64, width 768, MLP 3072, 50304 tokens, rotary
+                on 16 of each head's 64 values, parallel residual, GELU, LayerNorms and attention with
+                biases, untied embed_out (162 M);
+  qwen3-0.6b    Qwen3ForCausalLM: 28 layers, 16 query / 8 key-value heads of 128 (q is 2048 wide over a
+                width of 1024), MLP 3072, 151936 tokens, rope_theta 1e6, q_norm / k_norm, tied (596 M):
   1. a random checkpoint in Hugging Face's layout (tools/references/hf_checkpoints.py where it exists,
      else tools/benchmarks/peers/hf_random.py; both take --shape --dtype --out);
   2. its GGUF in the same dtype, by tools/benchmarks/peers/hf_to_gguf.py with the gguf writer of the
@@ -228,7 +236,8 @@ def markdown(results, cpu, llama, args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", default="gpt2-small:F32", help="comma-separated shape:dtype")
+    parser.add_argument("--models", default="gpt2-small:F32",
+                        help="comma-separated shape:dtype; shapes gpt2-small, smollm2-135m, pythia-160m, qwen3-0.6b")
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--steps", type=int, default=32)

@@ -12,6 +12,9 @@ independent reference (tools/references/hf_reference.py) without downloading wei
     /usr/bin/python3 tools/references/hf_checkpoints.py --shape gpt2-small --dtype F32 --out /tmp/gpt2-small
     /usr/bin/python3 tools/references/hf_checkpoints.py --shape smollm2-135m --dtype BF16 --out /tmp/smollm2
 
+--shape is one of SHAPES: gpt2-small, smollm2-135m, pythia-160m, qwen3-0.6b (the published models'
+configurations, random weights).
+
 Every tensor is drawn from its own generator, seeded by (seed, tensor name), so a tensor's values
 do not depend on the dtype's rounding of other tensors, on the shard count or on the write order.
 Tensors are generated and written one at a time, so a 124 M-parameter checkpoint needs memory for
@@ -63,6 +66,19 @@ SHAPES = {
                                "num_hidden_layers": 30, "num_attention_heads": 9, "num_key_value_heads": 3,
                                "max_position_embeddings": 8192, "rope_theta": 100000.0, "rms_norm_eps": 1e-5,
                                "tie_word_embeddings": True, "bos_token_id": 1, "eos_token_id": 2}),
+    # Pythia-160M's configuration (GPT-NeoX: parallel residual, rotary on a quarter of each head, untied).
+    "pythia-160m": ("gpt_neox", {"vocab_size": 50304, "hidden_size": 768, "intermediate_size": 3072,
+                                 "num_hidden_layers": 12, "num_attention_heads": 12, "max_position_embeddings": 2048,
+                                 "rotary_pct": 0.25, "rotary_emb_base": 10000, "use_parallel_residual": True,
+                                 "hidden_act": "gelu", "layer_norm_eps": 1e-5, "tie_word_embeddings": False,
+                                 "attention_bias": True, "bos_token_id": 0, "eos_token_id": 0}),
+    # Qwen3-0.6B's configuration (16 query heads of 128 over 8 key/value heads, q/k norms, tied embeddings).
+    "qwen3-0.6b": ("qwen3", {"vocab_size": 151936, "hidden_size": 1024, "intermediate_size": 3072,
+                             "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8,
+                             "head_dim": 128, "max_position_embeddings": 40960, "max_window_layers": 28,
+                             "rope_theta": 1000000, "rms_norm_eps": 1e-6, "tie_word_embeddings": True,
+                             "attention_bias": False, "use_sliding_window": False, "sliding_window": None,
+                             "bos_token_id": 151643, "eos_token_id": 151645}),
 }
 
 

@@ -242,8 +242,10 @@ def test_shard_plan_gives_every_shard_a_tensor():
     assert [[s.name for s in g] for g in hf_checkpoints.shard_plan(specs, 4)] == [["0"], ["1"], ["2"], ["3"]]
 
 
-# Parameter counts published for the two benchmark shapes.
-@pytest.mark.parametrize("shape, parameters", [("gpt2-small", 124_439_808), ("smollm2-135m", 134_515_008)])
+# Parameter counts published for the benchmark shapes (Pythia-160M's from the Pythia paper's table;
+# Qwen3-0.6B's is its safetensors' count, tied embeddings counted once).
+@pytest.mark.parametrize("shape, parameters", [("gpt2-small", 124_439_808), ("smollm2-135m", 134_515_008),
+                                               ("pythia-160m", 162_322_944), ("qwen3-0.6b", 596_049_920)])
 def test_benchmark_shapes_have_the_published_parameter_counts(shape, parameters):
     architecture, config = hf_checkpoints.SHAPES[shape]
     full = hf_checkpoints.make_config(architecture, config, "F32")

@@ -1,5 +1,5 @@
 """tools/benchmarks/peers: the rotary permutation, safetensors I/O, the PyTorch peer, and (when llama.cpp's
-tree is installed) the GGUF conversion."""
+tree is installed) the GGUF conversion and bench_llamacpp.py's agreement check on every shape, shrunk."""
 
 import json
 import math
@@ -18,11 +18,20 @@ from benchmarks.peers import hf_random  # noqa: E402
 from benchmarks.peers import hf_to_gguf  # noqa: E402
 from common import safetensors_io  # noqa: E402
 from benchmarks.peers import torch_peer  # noqa: E402
+from references import hf_checkpoints, hf_reference, validate_llamacpp  # noqa: E402
 
 TINY_LLAMA = {"hidden_size": 8, "intermediate_size": 6, "num_hidden_layers": 2, "num_attention_heads": 2,
               "num_key_value_heads": 1, "head_dim": 4, "vocab_size": 11, "max_position_embeddings": 16,
               "rope_theta": 100.0}
 TINY_GPT2 = {"n_embd": 8, "n_layer": 2, "n_head": 2, "n_positions": 16, "n_ctx": 16, "vocab_size": 11}
+# Pythia-160m's and Qwen3-0.6B's features at a few values: a partial rotary (8 of 16 per head), 2 heads;
+# head_dim 8 over a width of 12 (q is 4 × 8 = 32 wide), 2 query heads per key-value head.
+TINY_NEOX = {"hidden_size": 32, "intermediate_size": 24, "num_hidden_layers": 2, "num_attention_heads": 2,
+             "vocab_size": 13, "max_position_embeddings": 16, "rotary_pct": 0.5, "rotary_emb_base": 100}
+TINY_QWEN3 = {"hidden_size": 12, "intermediate_size": 10, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "head_dim": 8, "vocab_size": 17, "max_position_embeddings": 16,
+              "rope_theta": 1000.0}
+TINY = {"smollm2-135m": TINY_LLAMA, "gpt2-small": TINY_GPT2, "pythia-160m": TINY_NEOX, "qwen3-0.6b": TINY_QWEN3}
 
 
 def rotate_half_split(x, position, theta):
@@ -108,7 +117,44 @@ def test_torch_peer_llama_matches_a_loop_reference(tmp_path):
     np.testing.assert_allclose(got, loop_llama_logits(folder, tokens), rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("shape, overrides", [("smollm2-135m", TINY_LLAMA), ("gpt2-small", TINY_GPT2)])
+@pytest.mark.parametrize("shape, overrides", [("pythia-160m", TINY_NEOX),
+                                               ("pythia-160m", {**TINY_NEOX, "use_parallel_residual": False}),
+                                               ("qwen3-0.6b", TINY_QWEN3), ("smollm2-135m", TINY_LLAMA)])
+@pytest.mark.parametrize("writer", ["hf_random", "hf_checkpoints"])
+def test_torch_peer_matches_the_float64_reference(tmp_path, shape, overrides, writer):
+    """The PyTorch peer against tools/references/hf_reference.py, written independently, on both
+    checkpoint writers' files (bench_llamacpp.py takes hf_checkpoints.py's where it exists)."""
+    if writer == "hf_random":
+        folder = hf_random.write_checkpoint(shape, "F32", tmp_path / shape, seed=5, overrides=overrides)
+    else:
+        architecture, config = hf_checkpoints.SHAPES[shape]
+        folder = tmp_path / shape
+        hf_checkpoints.write_checkpoint(folder, architecture, {**config, **overrides}, "F32", seed=5)
+    tokens = [1, 5, 10, 0, 7, 7, 3, 2]
+    got = torch_peer.last_logits(torch_peer.load(folder, torch.float64), tokens, torch.float64).numpy()
+    expected = np.asarray(hf_reference.run(hf_reference.load(folder), tokens)[0][-1])
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10 * np.abs(expected).max())
+
+
+def test_random_checkpoints_hold_the_published_tensor_names():
+    for shape, names in (("pythia-160m", ["gpt_neox.embed_in.weight", "gpt_neox.layers.11.attention.query_key_value.bias",
+                                          "gpt_neox.layers.0.mlp.dense_4h_to_h.weight", "embed_out.weight",
+                                          "gpt_neox.final_layer_norm.bias"]),
+                         ("qwen3-0.6b", ["model.embed_tokens.weight", "model.layers.27.self_attn.k_norm.weight",
+                                         "model.layers.0.mlp.gate_proj.weight", "model.norm.weight"])):
+        config = dict(hf_random.CONFIGS[shape])
+        shapes = hf_random.SHAPES_OF[config["model_type"]](config)
+        assert all(name in shapes for name in names), shape
+        architecture, published = hf_checkpoints.SHAPES[shape]
+        full = hf_checkpoints.make_config(architecture, published, "F32")
+        assert {spec.name: spec.shape for spec in hf_checkpoints.tensor_plan(full, "F32")} == dict(shapes), shape
+    neox = hf_random.CONFIGS["pythia-160m"]
+    assert hf_random.gpt_neox_shapes(neox)["gpt_neox.layers.0.attention.query_key_value.weight"] == (3 * 768, 768)
+    assert "lm_head.weight" not in hf_random.llama_shapes(hf_random.CONFIGS["qwen3-0.6b"])
+
+
+@pytest.mark.parametrize("shape, overrides", [("smollm2-135m", TINY_LLAMA), ("gpt2-small", TINY_GPT2),
+                                               ("pythia-160m", TINY_NEOX), ("qwen3-0.6b", TINY_QWEN3)])
 def test_torch_peer_decoding_with_the_cache_matches_one_pass(tmp_path, shape, overrides):
     folder = hf_random.write_checkpoint(shape, "BF16", tmp_path / shape, seed=4, overrides=overrides)
     model, tokens = torch_peer.load(folder, torch.float64), [3, 1, 4, 1, 5, 9, 2]
@@ -213,3 +259,54 @@ def test_markdown_rows_show_medians_and_best():
     text = bench_llamacpp.markdown([entry], cpu, llama, args)
     assert "| llama.cpp | 2 | 64 (128) | 128 (128) | 10.00 (10.00) | 30.00 (20.00) | 100 | 1.2 |" in text
     assert "llama.cpp 3.0e-04" in text and "## gpt2-small F32" in text
+
+
+@pytest.mark.skipif(installed_gguf_py() is None, reason="llama.cpp's tree is not installed (llamacpp_setup.py)")
+@pytest.mark.parametrize("dtype", ["F32", "BF16"])
+def test_gguf_of_the_new_shapes(tmp_path, dtype):
+    gguf_py = installed_gguf_py()
+    gguf = hf_to_gguf.load_gguf(gguf_py)
+    neox = hf_random.write_checkpoint("pythia-160m", dtype, tmp_path / "neox", overrides=TINY_NEOX)
+    qwen3 = hf_random.write_checkpoint("qwen3-0.6b", dtype, tmp_path / "qwen3", overrides=TINY_QWEN3)
+    written = hf_to_gguf.convert(neox, tmp_path / "neox.gguf", dtype, gguf_py)
+    reader = gguf.GGUFReader(tmp_path / "neox.gguf")
+    assert reader.fields["general.architecture"].contents() == "gptneox"
+    assert reader.fields["gptneox.rope.dimension_count"].contents() == 8  # rotary_pct 0.5 of 16
+    assert reader.fields["gptneox.rope.freq_base"].contents() == pytest.approx(100.0)
+    assert reader.fields["gptneox.use_parallel_residual"].contents() is True
+    assert written["blk.1.attn_qkv.weight"] == (dtype, (96, 32)) and written["output.weight"] == (dtype, (13, 32))
+    assert written["blk.0.attn_qkv.bias"][0] == "F32" and written["output_norm.bias"][0] == "F32"
+    qkv = {t.name: np.asarray(t.data) for t in reader.tensors}["blk.0.attn_qkv.bias"]
+    source = safetensors_io.read_float32(neox / "model.safetensors")[0]["gpt_neox.layers.0.attention.query_key_value.bias"]
+    # per head [q_h; k_h; v_h] -> [q_0; q_1; k_0; k_1; v_0; v_1]
+    np.testing.assert_array_equal(qkv[16:32], source[16 * 3:16 * 4])  # q of head 1
+    np.testing.assert_array_equal(qkv[32:48], source[16:32])  # k of head 0
+
+    written = hf_to_gguf.convert(qwen3, tmp_path / "qwen3.gguf", dtype, gguf_py)
+    reader = gguf.GGUFReader(tmp_path / "qwen3.gguf")
+    assert reader.fields["general.architecture"].contents() == "qwen3"
+    assert reader.fields["qwen3.attention.key_length"].contents() == 8
+    assert reader.fields["qwen3.attention.head_count_kv"].contents() == 2
+    assert reader.fields["qwen3.rope.freq_base"].contents() == pytest.approx(1000.0)
+    assert written["blk.1.attn_q.weight"] == (dtype, (32, 12)) and written["blk.1.attn_q_norm.weight"] == ("F32", (8,))
+    assert "output.weight" not in written  # tied: llama.cpp reads token_embd
+
+
+@pytest.mark.skipif(validate_llamacpp.installed() is None,
+                    reason="the pinned llama.cpp is not installed (tools/benchmarks/peers/llamacpp_setup.py)")
+@pytest.mark.parametrize("shape", list(TINY))
+@pytest.mark.parametrize("dtype", ["F32", "BF16"])
+def test_bench_agreement_check_passes_on_every_shape(tmp_path, shape, dtype):
+    """bench_llamacpp.py's agreement step (llama.cpp twice, PyTorch in float32 and float64, against
+    hf_reference.py) on each shape's checkpoint, shrunk, as the harness writes and converts it."""
+    llama = validate_llamacpp.installed()
+    architecture, config = hf_checkpoints.SHAPES[shape]
+    hf_dir = tmp_path / shape
+    hf_checkpoints.write_checkpoint(hf_dir, architecture, {**config, **TINY[shape]}, dtype)
+    gguf = tmp_path / f"{shape}.gguf"
+    hf_to_gguf.convert(hf_dir, gguf, dtype, llama.source / "gguf-py")
+    result = bench_llamacpp.agreement(hf_dir, gguf, dtype, llama, None, ["converted"])
+    assert result["reference"] == "tools/references/hf_reference.py"
+    assert set(result["max_relative_difference"]) == {"pytorch-eager float32", "pytorch-eager float64", "llama.cpp",
+                                                      "llama.cpp defaults"}
+    assert result["max_relative_difference"]["pytorch-eager float64"] < 1e-12

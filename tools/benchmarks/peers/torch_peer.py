@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The PyTorch eager peer: GPT-2 and Llama forward passes from Hugging Face's formulas, with a KV cache.
+"""The PyTorch eager peer: GPT-2, Llama, Qwen3 and GPT-NeoX forward passes from Hugging Face's formulas, with a KV cache.
 
   /usr/bin/python3 tools/benchmarks/peers/torch_peer.py HF_DIR --threads T logits --tokens 1,2,3 [--float64]
   /usr/bin/python3 tools/benchmarks/peers/torch_peer.py HF_DIR --threads T bench [--prefill 128,512]
@@ -7,7 +7,11 @@
 
 Prints JSON shaped like tools/benchmarks/peers/llama_peer.cpp's. Written from the modelling code's
 formulas (GPT2Model: learned positions, pre-LayerNorm, Conv1D (x @ W), gelu_new; LlamaModel:
-RMSNorm, half-split rotary (rotate_half), grouped key-value heads, SiLU-gated MLP), run under
+RMSNorm, half-split rotary (rotate_half), grouped key-value heads, SiLU-gated MLP; Qwen3Model:
+Llama's, with an RMSNorm over each head of q and k (q_norm, k_norm) before the rotary; GPTNeoXModel:
+LayerNorms with biases, one query_key_value projection with rows per head [q_h; k_h; v_h],
+half-split rotary on the first int(rotary_pct · d) dimensions of each head, GELU (erf) MLP,
+parallel residual x + attn(ln1(x)) + mlp(ln2(x)) or the sequential one, untied embed_out), run under
 torch.inference_mode(), float32 (or float64 for the agreement check); bfloat16 checkpoints are
 widened exactly to float32. Like the llama.cpp peer, a prefill computes the logits of its last
 position only. Peak RSS is the high-water mark after the weights are loaded (VmHWM is reset
@@ -93,6 +97,9 @@ class Llama:
         exponent = torch.arange(0, self.head_dim, 2, dtype=torch.float64) / self.head_dim
         self.inv_freq = (1.0 / config.get("rope_theta", 10000.0) ** exponent).to(dtype)
         self.lm_head = w.get("lm_head.weight", w["model.embed_tokens.weight"])
+        self.qk_norm = "model.layers.0.self_attn.q_norm.weight" in w
+        if config.get("attention_bias") or config.get("mlp_bias"):
+            raise ValueError("the PyTorch peer runs Llama and Qwen3 without biases only")
 
     def norm(self, x, name):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.w[name]
@@ -115,6 +122,8 @@ class Llama:
             q = (h @ w[p + "self_attn.q_proj.weight"].T).reshape(n, self.heads, self.head_dim).transpose(0, 1)
             k = (h @ w[p + "self_attn.k_proj.weight"].T).reshape(n, self.kv_heads, self.head_dim).transpose(0, 1)
             v = (h @ w[p + "self_attn.v_proj.weight"].T).reshape(n, self.kv_heads, self.head_dim).transpose(0, 1)
+            if self.qk_norm:  # Qwen3: RMSNorm over each head's d values, before the rotary
+                q, k = self.norm(q, p + "self_attn.q_norm.weight"), self.norm(k, p + "self_attn.k_norm.weight")
             k, v = cache.append(i, self.rotate(k, cos, sin), v)
             k, v = k.repeat_interleave(group, dim=0), v.repeat_interleave(group, dim=0)
             x = x + attend(self.rotate(q, cos, sin), k, v, first) @ w[p + "self_attn.o_proj.weight"].T
@@ -123,6 +132,67 @@ class Llama:
             x = x + gated @ w[p + "mlp.down_proj.weight"].T
         cache.length += n
         return self.norm(x[-1:], "model.norm.weight") @ self.lm_head.T
+
+
+GELUS = {"gelu": lambda x: torch.nn.functional.gelu(x),
+         "gelu_new": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+         "gelu_pytorch_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh")}
+
+
+class GPTNeoX:
+    def __init__(self, config, w):
+        self.c, self.w = config, w
+        self.layers, self.heads = config["num_hidden_layers"], config["num_attention_heads"]
+        self.kv_heads, self.head_dim = self.heads, config["hidden_size"] // self.heads
+        self.rotary_dim = int(self.head_dim * config.get("rotary_pct", 0.25))
+        self.eps = config["layer_norm_eps"]
+        self.parallel = config.get("use_parallel_residual", True)
+        self.activation = GELUS[config.get("hidden_act", "gelu")]
+        dtype = w["gpt_neox.embed_in.weight"].dtype
+        exponent = torch.arange(0, self.rotary_dim, 2, dtype=torch.float64) / self.rotary_dim
+        self.inv_freq = (1.0 / config.get("rotary_emb_base", 10000) ** exponent).to(dtype)
+        self.lm_head = w["gpt_neox.embed_in.weight"] if config.get("tie_word_embeddings") else w["embed_out.weight"]
+
+    def norm(self, x, name):
+        return torch.nn.functional.layer_norm(x, x.shape[-1:], self.w[name + ".weight"], self.w[name + ".bias"], self.eps)
+
+    def linear(self, x, name):
+        bias = self.w.get(name + ".bias")  # attention_bias false drops the attention's biases
+        return x @ self.w[name + ".weight"].T if bias is None else torch.addmm(bias, x, self.w[name + ".weight"].T)
+
+    def rotate(self, x, cos, sin):
+        """Half-split rotary on the first rotary_dim values of each head; the rest pass unchanged."""
+        r = self.rotary_dim
+        turned, passed = x[..., :r], x[..., r:]
+        rotated = torch.cat((-turned[..., r // 2:], turned[..., :r // 2]), dim=-1)
+        return torch.cat((turned * cos + rotated * sin, passed), dim=-1)
+
+    def mlp(self, h, p):
+        return self.linear(self.activation(self.linear(h, p + "mlp.dense_h_to_4h")), p + "mlp.dense_4h_to_h")
+
+    def forward(self, ids, cache):
+        w, first, n = self.w, cache.length, len(ids)
+        angles = torch.arange(first, first + n, dtype=self.inv_freq.dtype)[:, None] * self.inv_freq[None, :]
+        angles = torch.cat((angles, angles), dim=-1)
+        cos, sin = angles.cos(), angles.sin()
+        x = w["gpt_neox.embed_in.weight"][ids]
+        for i in range(self.layers):
+            p = f"gpt_neox.layers.{i}."
+            qkv = self.linear(self.norm(x, p + "input_layernorm"), p + "attention.query_key_value")
+            q, k, v = (t.transpose(0, 1) for t in qkv.reshape(n, self.heads, 3 * self.head_dim).split(self.head_dim, -1))
+            k, v = cache.append(i, self.rotate(k, cos, sin), v)
+            attended = self.linear(attend(self.rotate(q, cos, sin), k, v, first), p + "attention.dense")
+            if self.parallel:
+                x = x + attended + self.mlp(self.norm(x, p + "post_attention_layernorm"), p)
+            else:
+                x = x + attended
+                x = x + self.mlp(self.norm(x, p + "post_attention_layernorm"), p)
+        cache.length += n
+        return self.norm(x[-1:], "gpt_neox.final_layer_norm") @ self.lm_head.T
+
+
+ARCHITECTURES = {"GPT2LMHeadModel": GPT2, "LlamaForCausalLM": Llama, "Qwen3ForCausalLM": Llama,
+                 "GPTNeoXForCausalLM": GPTNeoX}
 
 
 def load(hf_dir, dtype):
@@ -134,12 +204,10 @@ def load(hf_dir, dtype):
         for name, array in arrays.items():
             weights[name.removeprefix("transformer.")] = torch.from_numpy(array).to(dtype)
     architecture = (config.get("architectures") or ["<none>"])[0]
-    if architecture == "GPT2LMHeadModel":
-        return GPT2(config, weights)
-    if architecture == "LlamaForCausalLM":
-        return Llama(config, weights)
-    raise ValueError(f"{hf_dir}/config.json: architecture {architecture!r} is neither GPT2LMHeadModel "
-                     "nor LlamaForCausalLM")
+    if architecture not in ARCHITECTURES:
+        raise ValueError(f"{hf_dir}/config.json: architecture {architecture!r} is neither of "
+                         f"{', '.join(ARCHITECTURES)}")
+    return ARCHITECTURES[architecture](config, weights)
 
 
 def new_cache(model, capacity, dtype):
