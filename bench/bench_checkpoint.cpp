@@ -49,10 +49,10 @@ const attn::Model<float>& model() {
 std::size_t weight_bytes(const attn::Model<float>& loaded) {
     const attn::ModelSettings& s = loaded.settings();
     if (loaded.weight_storage() == attn::WeightStorage::converted) return std::size_t(loaded.parameters()) * 4;
-    const double per_layer = double(s.dimensions) *
-                             double(s.query_key_value_width() + s.query_width() + (s.gated_mlp ? 3 : 2) * s.mlp_width);
-    const double large =
-        double(s.layers) * per_layer + double(s.vocabulary_size) * double(s.dimensions) * (s.tied_embeddings ? 1 : 2);
+    double large = double(s.vocabulary_size) * double(s.dimensions) * (s.tied_embeddings ? 1 : 2);
+    for (const attn::LayerDescription& layer : s.layer_descriptions)
+        large += double(s.dimensions) *
+                 double(s.query_key_value_width() + s.query_width() + (layer.gated_mlp ? 3 : 2) * s.mlp_width);
     return std::size_t(large) * 2 + (std::size_t(loaded.parameters()) - std::size_t(large)) * 4;
 }
 

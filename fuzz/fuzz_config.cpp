@@ -38,13 +38,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     require(s.layers > 0 && s.heads > 0 && s.key_value_heads > 0 && s.head_size > 0, "positive sizes");
     require(s.dimensions > 0 && s.mlp_width > 0 && s.longest > 0 && s.vocabulary_size > 0, "positive widths");
     require(s.heads % s.key_value_heads == 0, "key/value heads divide the heads");
-    require(s.positions != attn::PositionEncoding::rotary || s.head_size % 2 == 0, "even rotary head size");
+    require(attn::Index(s.layer_descriptions.size()) == s.layers, "one description per layer");
     require(s.end_token < s.vocabulary_size, "end token in the vocabulary");
-    require(s.norm_epsilon > 0 && s.score_scale(0) > 0, "positive epsilon and scale");
+    require(s.final_norm_epsilon > 0, "positive epsilon");
     if (s.layers > 64) return 0;  // the names grow with the layers; a few are enough
     for (const char* prefix : {"", "transformer."}) {
-        const attn::TensorNames names = attn::hugging_face_tensor_names(s, prefix);
-        require(attn::Index(names.layers.size()) == s.layers, "one set of names per layer");
+        const attn::ModelSettings named = attn::with_tensor_prefix(s, prefix);
         std::set<std::string> seen;
         std::size_t count = 0;
         const auto add = [&](const std::string& name) {
@@ -52,19 +51,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             ++count;
             seen.insert(name);
         };
-        add(names.embedding);
-        add(names.position_embedding);
-        add(names.final_norm_weight);
-        add(names.final_norm_bias);
-        add(names.unembedding);
-        for (const attn::LayerTensorNames& layer : names.layers) {
-            for (const std::string& name : layer.query_key_value) add(name);
-            for (const std::string& name : layer.query_key_value_bias) add(name);
-            for (const std::string* name :
-                 {&layer.attention_norm_weight, &layer.attention_norm_bias, &layer.output, &layer.output_bias,
-                  &layer.mlp_norm_weight, &layer.mlp_norm_bias, &layer.up, &layer.up_bias, &layer.gate,
-                  &layer.gate_bias, &layer.down, &layer.down_bias})
-                add(*name);
+        for (const std::string* name :
+             {&named.tensors.embedding, &named.tensors.position_embedding, &named.tensors.final_norm_weight,
+              &named.tensors.final_norm_bias, &named.tensors.unembedding})
+            add(*name);
+        for (const attn::LayerDescription& layer : named.layer_descriptions) {
+            require(layer.norm_epsilon > 0 && layer.score_scale > 0, "positive epsilon and scale");
+            require(!layer.rotates() || (layer.rotary.rotated % 2 == 0 && layer.rotary.rotated <= s.head_size),
+                    "an even rotated part of the head");
+            for (const attn::LayerTensor& tensor : layer.tensors) {
+                add(tensor.name);
+                for (const attn::TensorPiece& piece : tensor.pieces) {
+                    const auto [rows, cols] = attn::slot_shape(piece.slot, s, layer);
+                    (void)rows;
+                    require(piece.count > 0 && piece.to + piece.count <= cols, "pieces inside their slot");
+                }
+            }
         }
         require(seen.size() == count, "no tensor name twice");
     }

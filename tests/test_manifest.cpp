@@ -20,8 +20,9 @@ TEST_CASE("read_manifest: the fixture's settings, activation and pairing, and th
     CHECK(manifest.settings.head_size == 4);
     CHECK(manifest.settings.mlp_width == 16);
     CHECK(manifest.settings.longest == 12);
-    CHECK(manifest.settings.activation == attn::Activation::gelu_tanh);
-    CHECK(manifest.settings.rope_pairing == attn::RopePairing::interleaved);
+    CHECK(manifest.settings.layer(1).activation == attn::MlpActivation::gelu_tanh);
+    CHECK(manifest.settings.layer(1).rotary.pairing == attn::RopePairing::interleaved);
+    CHECK(manifest.settings.layer(0).rotary.rotated == manifest.settings.head_size);
     CHECK(manifest.weights == tiny.directory / "model.safetensors");
     CHECK(manifest.vocabulary == tiny.directory / "vocabulary.txt");
     CHECK(manifest.merges == tiny.directory / "merges.txt");
@@ -32,8 +33,8 @@ TEST_CASE("read_manifest: the shipped store model's manifest") {
     CHECK(manifest.settings.layers == 4);
     CHECK(manifest.settings.longest == 160);
     CHECK(manifest.settings.vocabulary_size == 2048);
-    CHECK(manifest.settings.activation == attn::Activation::gelu_erf);
-    CHECK(manifest.settings.rope_pairing == attn::RopePairing::rotate_half);
+    CHECK(manifest.settings.layer(3).activation == attn::MlpActivation::gelu_erf);
+    CHECK(manifest.settings.layer(3).rotary.pairing == attn::RopePairing::rotate_half);
 }
 
 namespace {

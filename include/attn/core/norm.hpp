@@ -98,4 +98,24 @@ Matrix<typename D::Scalar> rms_norm(const Eigen::MatrixBase<D>& x, const Eigen::
     return out;
 }
 
+/// rms_norm of each head of x on its own: the d numbers of head h (columns h·d … h·d + d − 1)
+/// divided by their own root mean square, times the same weight (d entries) in every head, as
+/// Qwen3's q_norm and k_norm. x: (positions × heads·d) → (positions × heads·d).
+template <class D, class DW>
+Matrix<typename D::Scalar> rms_norm_heads(const Eigen::MatrixBase<D>& x, const Eigen::MatrixBase<DW>& weight,
+                                          Index heads, double epsilon = 1e-6) {
+    detail::check_not_empty("rms_norm_heads", "x", x);
+    detail::check_positive("rms_norm_heads", "heads", heads);
+    if (x.cols() % heads != 0)
+        throw shape_error(detail::message("rms_norm_heads: x has ", x.cols(), " columns, not a multiple of ", heads,
+                                          " heads (x is positions × heads·d)"));
+    const Index d = x.cols() / heads;
+    detail::check_vector_size("rms_norm_heads", "weight", weight, d);
+    detail::check_epsilon("rms_norm_heads", epsilon);
+    Matrix<typename D::Scalar> out(x.rows(), x.cols());
+    for (Index h = 0; h < heads; ++h)
+        detail::rms_norm_into(x.middleCols(h * d, d), weight, epsilon, out.middleCols(h * d, d));
+    return out;
+}
+
 }  // namespace attn

@@ -17,6 +17,7 @@
 
 #include "attn/detail/check.hpp"
 #include "attn/error.hpp"
+#include "attn/model/architectures.hpp"
 #include "attn/model/types.hpp"
 
 namespace attn {
@@ -106,25 +107,27 @@ inline ModelSettings parse_settings(const nlohmann::json& manifest, const std::s
     settings.mlp_width = positive_integer(s, "mlp_width", file);
     settings.longest = positive_integer(s, "longest", file);
     settings.vocabulary_size = positive_integer(s, "vocabulary_size", file);
-    settings.norm_epsilon = positive_number(s, "norm_epsilon", file);
-    settings.rope_base = positive_number(s, "rope_base", file);
+    const double norm_epsilon = positive_number(s, "norm_epsilon", file);
+    RotarySpec rotary;
+    rotary.base = positive_number(s, "rope_base", file);
     if (settings.heads * settings.head_size != settings.dimensions)
         throw format_error(message(file, ": settings.heads (", settings.heads, ") × head_size (", settings.head_size,
                                    ") must equal dimensions (", settings.dimensions, ")"));
     if (settings.head_size % 2 != 0)
         throw format_error(message(file, ": settings.head_size must be even for rotary positions"));
     settings.key_value_heads = settings.heads;
-    settings.end_token = 2;    // </s>: the store tokenizer's fixed ids are <s> <sep> </s> <unk>
-    settings.mlp_bias = true;  // the store model's MLP has biases; its attention has none
+    settings.end_token = 2;  // </s>: the store tokenizer's fixed ids are <s> <sep> </s> <unk>
     expect_setting(s, "norm", "layernorm", file);
     expect_setting(s, "attention_bias", false, file);
     expect_setting(s, "tied_embeddings", true, file);
     expect_setting(s, "weight_layout", "in_out", file);
-    settings.rope_pairing =
+    rotary.pairing =
         one_of<RopePairing>(s, "rope_pairing", file,
                             {{"rotate_half", RopePairing::rotate_half}, {"interleaved", RopePairing::interleaved}});
-    settings.activation = one_of<Activation>(
-        s, "activation", file, {{"gelu_erf", Activation::gelu_erf}, {"gelu_tanh", Activation::gelu_tanh}});
+    rotary.rotated = settings.head_size;
+    const MlpActivation activation = one_of<MlpActivation>(
+        s, "activation", file, {{"gelu_erf", MlpActivation::gelu_erf}, {"gelu_tanh", MlpActivation::gelu_tanh}});
+    describe_store_layers(settings, norm_epsilon, activation, rotary);
     return settings;
 }
 

@@ -9,10 +9,15 @@
 //   hook_pos_embed                (n × C)          the learned positions' embeddings (GPT-2)
 //   blocks.L.hook_resid_pre       (n × C)          the residual stream entering layer L
 //   blocks.L.ln1.hook_scale       (n × 1)          the attention's norm divisor: √(variance + ε), or
-//                                                  √(mean(x²) + ε) for RMSNorm
+//                                                  √(mean(x²) + ε) for RMSNorm; in a layer with norms only
+//                                                  after its blocks (OLMo-2), that of attention's output,
+//                                                  as TransformerLens names it (ln2: the MLP's output)
 //   blocks.L.attn.hook_q          (n × H·d)        queries as projected (bias included), before rotation
 //   blocks.L.attn.hook_k          (n × H_kv·d)     keys, likewise
 //   blocks.L.attn.hook_v          (n × H_kv·d)     values
+//   blocks.L.attn.q_norm.hook_scale  (n × H) or (n × 1)  the queries' RMSNorm divisor per head (Qwen3) or
+//                                                  over all heads (OLMo-2); before it, hook_q is as projected
+//   blocks.L.attn.k_norm.hook_scale  (n × H_kv) or (n × 1)  the keys', likewise
 //   blocks.L.attn.hook_rot_q      (n × H·d)        queries rotated (rotary models)
 //   blocks.L.attn.hook_rot_k      (n × H_kv·d)     keys rotated (rotary models)
 //   blocks.L.attn.hook_z          (n × H·d)        each head's output, before the output projection
@@ -56,6 +61,8 @@ enum class Point {
     q,
     k,
     v,
+    q_norm_scale,
+    k_norm_scale,
     rot_q,
     rot_k,
     z,
@@ -98,6 +105,8 @@ inline constexpr PointName kPointNames[] = {
     {Point::q, "attn.hook_q"},
     {Point::k, "attn.hook_k"},
     {Point::v, "attn.hook_v"},
+    {Point::q_norm_scale, "attn.q_norm.hook_scale"},
+    {Point::k_norm_scale, "attn.k_norm.hook_scale"},
     {Point::rot_q, "attn.hook_rot_q"},
     {Point::rot_k, "attn.hook_rot_k"},
     {Point::z, "attn.hook_z"},
@@ -117,19 +126,50 @@ inline bool per_layer(Point point) {
     return point != Point::embed && point != Point::pos_embed && point != Point::final_scale;
 }
 
-/// Whether a model of these settings has the point: learned positions, rotation and a gated
-/// MLP's second projection exist only where the architecture has them.
-inline bool has_point(Point point, const ModelSettings& s) {
-    switch (point) {
-        case Point::pos_embed:
-            return s.positions == PositionEncoding::learned;
+/// Whether a model of these settings has the point, as its layer's description says: learned
+/// positions, rotation, the norms before the blocks, the stream between them (not in a parallel
+/// layer) and a gated MLP's second projection exist only where the layer has them.
+inline bool has_point(ActivationId id, const ModelSettings& s) {
+    if (id.point == Point::pos_embed) return s.position_encoding == PositionEncoding::learned;
+    if (!per_layer(id.point)) return true;
+    const LayerDescription& layer = s.layer(id.layer);
+    switch (id.point) {
         case Point::rot_q:
         case Point::rot_k:
-            return s.positions == PositionEncoding::rotary;
+            return layer.rotates();
+        case Point::ln1_scale:
+        case Point::ln2_scale:
+            return layer.input_norms || layer.output_norms;
+        case Point::q_norm_scale:
+        case Point::k_norm_scale:
+            return layer.query_key_norm != QueryKeyNorm::none;
+        case Point::resid_mid:
+            return layer.residual == Residual::sequential;
         case Point::mlp_pre_linear:
-            return s.gated_mlp;
+            return layer.gated_mlp;
         default:
             return true;
+    }
+}
+
+/// Why a layer lacks a point has_point refuses.
+inline const char* missing_point_reason(Point point) {
+    switch (point) {
+        case Point::pos_embed:
+            return "its positions are rotary";
+        case Point::mlp_pre_linear:
+            return "its MLP is not gated";
+        case Point::rot_q:
+        case Point::rot_k:
+            return "its positions are learned, nothing is rotated";
+        case Point::ln1_scale:
+        case Point::ln2_scale:
+            return "its layers have no norm before attention and the MLP";
+        case Point::q_norm_scale:
+        case Point::k_norm_scale:
+            return "its queries and keys are not normalised";
+        default:
+            return "attention and the MLP read the same stream in parallel";
     }
 }
 
@@ -180,19 +220,21 @@ inline ActivationId parse_activation_name(std::string_view name, const ModelSett
 /// argument_error naming it otherwise.
 inline ActivationId parse_activation(std::string_view name, const ModelSettings& settings) {
     const ActivationId id = detail::parse_activation_name(name, settings);
-    if (!detail::has_point(id.point, settings))
-        throw argument_error(detail::message(
-            "activation '", name, "': a ", architecture_name(settings.architecture), " model has no such point (",
-            id.point == Point::pos_embed        ? "its positions are rotary"
-            : id.point == Point::mlp_pre_linear ? "its MLP is not gated"
-                                                : "its positions are learned, nothing is rotated",
-            ")"));
+    if (!detail::has_point(id, settings))
+        throw argument_error(detail::message("activation '", name, "': a ", architecture_name(settings.architecture),
+                                             " model has no such point (", detail::missing_point_reason(id.point),
+                                             ")"));
     return id;
 }
 
 /// Columns of a point's matrix for a model: C, H·d, H_kv·d, H·C, M or 1.
-inline Index activation_width(Point point, const ModelSettings& s) {
-    switch (point) {
+inline Index activation_width(ActivationId id, const ModelSettings& s) {
+    const bool per_head = detail::per_layer(id.point) && s.layer(id.layer).query_key_norm == QueryKeyNorm::per_head;
+    switch (id.point) {
+        case Point::q_norm_scale:
+            return per_head ? s.heads : 1;
+        case Point::k_norm_scale:
+            return per_head ? s.key_value_heads : 1;
         case Point::ln1_scale:
         case Point::ln2_scale:
         case Point::final_scale:
@@ -286,10 +328,11 @@ namespace detail {
 /// Every activation name of a model, in forward order.
 inline std::vector<std::string> every_activation(const ModelSettings& s) {
     std::vector<std::string> names{activation_name({Point::embed, 0})};
-    if (has_point(Point::pos_embed, s)) names.push_back(activation_name({Point::pos_embed, 0}));
+    if (has_point({Point::pos_embed, 0}, s)) names.push_back(activation_name({Point::pos_embed, 0}));
     for (Index l = 0; l < s.layers; ++l)
         for (const PointName& point : kPointNames)
-            if (per_layer(point.point) && has_point(point.point, s)) names.push_back(activation_name({point.point, l}));
+            if (per_layer(point.point) && has_point({point.point, l}, s))
+                names.push_back(activation_name({point.point, l}));
     names.push_back(activation_name({Point::final_scale, 0}));
     return names;
 }
@@ -321,7 +364,7 @@ public:
         for (std::size_t i = 0; i < names.size(); ++i) {
             // every row is written by the pass: storage of the right shape is reused as it is
             Matrix<T>& slot = cache_.slot(names[i]);
-            const Index width = activation_width(ids[i].point, s);
+            const Index width = activation_width(ids[i], s);
             if (slot.rows() != n || slot.cols() != width) slot.resize(n, width);
             kept_[ids[i]] = &slot;
         }
@@ -382,11 +425,11 @@ private:
         Change change{parse_activation(what.activation, s), &what, what.positions, 0, 0};
         const Point point = change.id.point;
         if (point == Point::result || point == Point::ln1_scale || point == Point::ln2_scale ||
-            point == Point::final_scale)
+            point == Point::q_norm_scale || point == Point::k_norm_scale || point == Point::final_scale)
             throw argument_error(message(function, ": ", what.activation,
                                          " is derived for reading, not used by the pass: it cannot be changed (change "
                                          "hook_z or a residual stream instead)"));
-        change.columns = activation_width(point, s);
+        change.columns = activation_width(change.id, s);
         if (what.head) {
             const bool query_heads = point == Point::q || point == Point::rot_q || point == Point::z;
             const bool key_value_heads = point == Point::k || point == Point::v || point == Point::rot_k;

@@ -92,8 +92,13 @@ HookedResult<T> run_with_hooks(const Model<T>& model, const std::vector<int>& id
 /// The activations logit_attribution reads, by name (with "*" all).
 inline std::vector<std::string> attribution_activations(const ModelSettings& s) {
     std::vector<std::string> names{"hook_embed", "ln_final.hook_scale"};
-    if (s.positions == PositionEncoding::learned) names.push_back("hook_pos_embed");
+    if (s.position_encoding == PositionEncoding::learned) names.push_back("hook_pos_embed");
     for (Index l = 0; l < s.layers; ++l) {
+        if (s.layer(l).output_norms) {  // the blocks' outputs and their norms' divisors (see logit_attribution)
+            for (Point point : {Point::attn_out, Point::ln1_scale, Point::mlp_out, Point::ln2_scale})
+                names.push_back(activation_name({point, l}));
+            continue;
+        }
         names.push_back(activation_name({Point::result, l}));
         names.push_back(activation_name({Point::mlp_out, l}));
     }
@@ -112,11 +117,15 @@ struct LogitMetric {
 ///   share(c) = (((c − mean(c)) / σ) ⊙ γ) · u,   u = U[:, token] − U[:, other]
 /// (RMSNorm removes no mean: share(c) = ((c / σ) ⊙ γ) · u). The residual stream the final norm
 /// reads is the sum of the components, so their shares, with the final LayerNorm's bias β · u,
-/// sum to the metric.
+/// sum to the metric. A layer that normalises attention's output before adding it (OLMo-2)
+/// adds no sum of per-head terms: its heads are not separable (TransformerLens's per-head
+/// results are not additive there either), so the layer's attention is one component, "attn0",
+/// what it adds: (hook_attn_out / ln1.hook_scale) ⊙ the norm's weight; its MLP's likewise with ln2.
 template <class T>
 struct AttributionResult {
     /// "embed", "pos_embed" (learned positions), then per layer "L0H0" … "L0H3", "attn_bias0"
-    /// (an output bias), "mlp0"; last "bias" (a LayerNorm's β · u)
+    /// (an output bias), or "attn0" (a normalised attention output), then "mlp0"; last "bias"
+    /// (a LayerNorm's β · u)
     std::vector<std::string> components;
     Vector<T> shares;  ///< one per component; they sum to the metric
     T metric = T(0);   ///< the run's own logit (difference)
@@ -139,7 +148,7 @@ AttributionResult<T> logit_attribution(const Model<T>& model, const HookedResult
     if (metric.other != -1) direction -= model.unembedding().col(metric.other);
     const T scale = run.cache["ln_final.hook_scale"](row, 0);
     const Vector<T> read = model.final_norm_weight().cwiseProduct(direction) / scale;  // γ ⊙ u / σ
-    const bool centred = s.norm == Norm::layer_norm;
+    const bool centred = s.final_norm == Norm::layer_norm;
     const auto share = [&](const auto& component) {  // (1 × C)
         const T mean = centred ? component.sum() / T(s.dimensions) : T(0);
         return (component.array() - mean).matrix().dot(read.transpose());
@@ -151,8 +160,20 @@ AttributionResult<T> logit_attribution(const Model<T>& model, const HookedResult
         shares.push_back(value);
     };
     add("embed", share(run.cache["hook_embed"].row(row)));
-    if (s.positions == PositionEncoding::learned) add("pos_embed", share(run.cache["hook_pos_embed"].row(row)));
+    if (s.position_encoding == PositionEncoding::learned) add("pos_embed", share(run.cache["hook_pos_embed"].row(row)));
     for (Index l = 0; l < s.layers; ++l) {
+        if (s.layer(l).output_norms) {  // what the block adds: its output through its own (RMS) norm
+            const auto added = [&](Point out, Point scale, const Vector<T>& weight) {
+                return Eigen::Matrix<T, 1, Eigen::Dynamic>(
+                    run.cache[activation_name({out, l})].row(row).cwiseProduct(weight.transpose()) /
+                    run.cache[activation_name({scale, l})](row, 0));  // (1 × C)
+            };
+            add(detail::message("attn", l),
+                share(added(Point::attn_out, Point::ln1_scale, model.layer(l).attention_output_norm)));
+            add(detail::message("mlp", l),
+                share(added(Point::mlp_out, Point::ln2_scale, model.layer(l).mlp_output_norm)));
+            continue;
+        }
         const Matrix<T>& results = run.cache[activation_name({Point::result, l})];
         for (Index h = 0; h < s.heads; ++h)
             add(detail::message("L", l, "H", h), share(results.row(row).segment(h * s.dimensions, s.dimensions)));
@@ -189,12 +210,12 @@ LensResult<T> logit_lens(const Model<T>& model, const HookedResult<T>& run, Inde
     LensResult<T> lens;
     lens.stages.push_back("embed");
     stream.row(0) = run.cache["hook_embed"].row(row);
-    if (s.positions == PositionEncoding::learned) stream.row(0) += run.cache["hook_pos_embed"].row(row);
+    if (s.position_encoding == PositionEncoding::learned) stream.row(0) += run.cache["hook_pos_embed"].row(row);
     for (Index l = 0; l < s.layers; ++l) {
         lens.stages.push_back(detail::message("blocks.", l));
         stream.row(l + 1) = run.cache[activation_name({Point::resid_post, l})].row(row);
     }
-    const Matrix<T> normed = model.normalize(stream, model.final_norm_weight(), model.final_norm_bias());
+    const Matrix<T> normed = model.final_norm(stream);
     lens.probabilities = normed * model.unembedding();  // (stages × V) logits
     softmax_rows_in_place(lens.probabilities);
     return lens;

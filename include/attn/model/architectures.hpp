@@ -1,17 +1,24 @@
 #pragma once
-// The architectures attn opens, each described once: the config.json keys it reads, the
-// tensors its checkpoint holds and how each is laid out. Model::load (model/model.hpp) reads
-// the tensors these tables name; nothing else in attn knows an architecture's names.
+// The architectures attn opens, each described once: the config.json keys it reads, and for
+// every layer a LayerDescription (model/types.hpp): what the layer computes (norms, residual,
+// q/k norms, rotation, MLP, score scale) and the table of tensors it reads, each with its name,
+// stored shape and where its numbers go. Model::load reads the tensors these tables name in one
+// loop; the passes follow the descriptions; nothing else in attn knows an architecture.
 //
-//   architecture   config.json model_type       layers                              positions  MLP
-//   store          (manifest.json)               LayerNorm, no attention biases      rotary     GELU
-//   gpt2           "gpt2"  GPT2LMHeadModel       LayerNorm, biases everywhere        learned    GELU
-//   llama          "llama" LlamaForCausalLM      RMSNorm, biases if the config says  rotary     SwiGLU
-//   qwen2          "qwen2" Qwen2ForCausalLM      RMSNorm, q/k/v biases               rotary     SwiGLU
+//   architecture  model_type / class                norms                 residual    positions         MLP
+//   store         (manifest.json)                   LayerNorm             sequential  rotary            GELU
+//   gpt2          "gpt2" GPT2LMHeadModel            LayerNorm, biases     sequential  learned           GELU
+//   llama         "llama" LlamaForCausalLM          RMSNorm               sequential  rotary (scaled)   SwiGLU
+//   qwen2         "qwen2" Qwen2ForCausalLM          RMSNorm, q/k/v biases sequential  rotary            SwiGLU
+//
+// Adding an architecture: a function here that reads its config into ModelSettings and builds
+// each layer's description (its tensors with the helpers below), one line in `kKnown`, its
+// tiny checkpoint and reference in tools/references, and a public step in core/ for any
+// operation attn does not have yet (docs/DESIGN.md walks through one).
 //
 // Weights are kept (in × out), so that a projection reads x · W. GPT-2's Conv1D weights and
-// the store model's are stored that way; PyTorch's Linear weights (Llama, Qwen2) are
-// (out × in) and are transposed as they are read.
+// the store model's are stored that way; PyTorch's Linear weights are (out × in) and are
+// transposed as they are read.
 
 #include <nlohmann/json.hpp>
 
@@ -28,38 +35,6 @@
 #include "attn/model/types.hpp"
 
 namespace attn {
-
-/// How a checkpoint stores a weight matrix.
-enum class WeightLayout {
-    in_out,  ///< (in × out): GPT-2's Conv1D, the store model
-    out_in,  ///< (out × in): PyTorch's Linear (Llama, Qwen2)
-};
-
-/// One layer's tensor names in a checkpoint; an empty name is a tensor the layer does not have.
-struct LayerTensorNames {
-    std::string attention_norm_weight, attention_norm_bias;
-    /// [Wq Wk Wv] as one tensor (GPT-2's c_attn, (C × 3C)) or three (q, k, v).
-    std::vector<std::string> query_key_value;
-    std::vector<std::string> query_key_value_bias;  ///< none, one fused, or three
-    std::string output, output_bias;
-    std::string mlp_norm_weight, mlp_norm_bias;
-    std::string up, up_bias;      ///< GPT-2's c_fc, Llama's up_proj
-    std::string gate, gate_bias;  ///< gated MLPs only: Llama's gate_proj
-    std::string down, down_bias;
-};
-
-/// Every tensor name of a checkpoint, and what else it may hold that the model does not use.
-struct TensorNames {
-    WeightLayout layout = WeightLayout::in_out;
-    std::string embedding;           ///< (V × C)
-    std::string position_embedding;  ///< (longest × C), learned positions only
-    std::vector<LayerTensorNames> layers;
-    std::string final_norm_weight, final_norm_bias;
-    std::string unembedding;  ///< untied only: stored as the layout says, (V × C) for a Linear
-    /// Tensors that may be present and are skipped: GPT-2's saved attention-mask buffers, a
-    /// tied model's copy of its embedding as lm_head.weight.
-    std::vector<std::string> skipped;
-};
 
 namespace detail::config {
 
@@ -123,12 +98,33 @@ public:
         return static_cast<int>(value.get<std::int64_t>());
     }
 
+    /// The value of a key that must be a JSON object (rope_scaling, rope_parameters).
+    const nlohmann::json& object(const char* key) const {
+        if (!config_[key].is_object())
+            throw format_error(message(file_, ": \"", key, "\" must be an object or null, got ", config_[key].dump()));
+        return config_[key];
+    }
+
+    /// Every key of the object is one of `known`; else format_error naming the key and value.
+    void only_keys(const std::vector<std::string>& known, const std::string& what) const {
+        for (const auto& [key, value] : config_.items())
+            if (std::find(known.begin(), known.end(), key) == known.end())
+                throw format_error(message(file_, ": \"", key, "\" = ", value.dump(), " is not supported in ", what,
+                                           " (attn reads ", join(known), ")"));
+    }
+
     [[noreturn]] void unsupported(const char* key, const std::string& supported) const {
         throw format_error(message(file_, ": \"", key, "\" = ", config_[key].dump(),
                                    " is not supported (attn supports ", supported, ")"));
     }
 
 private:
+    static std::string join(const std::vector<std::string>& keys) {
+        std::string text;
+        for (const std::string& key : keys) text += (text.empty() ? "\"" : ", \"") + key + "\"";
+        return text;
+    }
+
     Index checked_integer(const char* key, const nlohmann::json& value) const {
         if (!value.is_number_integer() || value.get<std::int64_t>() <= 0 || value.get<std::int64_t>() > (1 << 24))
             throw format_error(message(file_, ": \"", key, "\" must be a positive integer, got ", value.dump()));
@@ -139,17 +135,162 @@ private:
     std::string file_;
 };
 
+}  // namespace detail::config
+
+namespace detail::layers {
+
+/// A vector tensor (norm weight or bias) of `size` read whole into `slot`.
+inline LayerTensor vector_tensor(std::string name, LayerSlot slot, Index size) {
+    return {std::move(name), {size}, false, {{slot, 0, size, 0}}};
+}
+
+/// A weight (in × out) read whole into columns `to` … of `slot`; stored (out × in) if out_in.
+inline LayerTensor weight_tensor(std::string name, LayerSlot slot, Index in, Index out, bool out_in, Index to = 0) {
+    return {std::move(name),
+            out_in ? std::vector<std::int64_t>{out, in} : std::vector<std::int64_t>{in, out},
+            out_in,
+            {{slot, 0, out, to}}};
+}
+
+/// A tensor whose outputs are several slots' (fused: Phi-3's qkv_proj and gate_up_proj, GPT-2's c_attn).
+inline LayerTensor fused_tensor(std::string name, std::vector<std::int64_t> shape, bool out_in,
+                                std::vector<TensorPiece> pieces) {
+    return {std::move(name), std::move(shape), out_in, std::move(pieces)};
+}
+
+/// [q k v] with the heads' queries, keys and values interleaved per head, (q_0 k_0 v_0 q_1 …),
+/// d outputs each (GPT-NeoX's query_key_value), into the slot's [Wq Wk Wv] columns.
+inline std::vector<TensorPiece> per_head_query_key_value(LayerSlot slot, Index heads, Index d) {
+    std::vector<TensorPiece> pieces;
+    for (Index h = 0; h < heads; ++h)
+        for (Index part = 0; part < 3; ++part)
+            pieces.push_back({slot, (3 * h + part) * d, d, part * heads * d + h * d});
+    return pieces;
+}
+
+/// The three q, k, v tensors of a layer (names given) into [Wq Wk Wv] (weights, out × in) or
+/// [bq bk bv] (biases).
+inline void add_query_key_value(std::vector<LayerTensor>& tensors, const ModelSettings& s, const std::string& q,
+                                const std::string& k, const std::string& v, bool biases) {
+    const Index c = s.dimensions, qw = s.query_width(), kv = s.key_value_width();
+    if (!biases) {
+        tensors.push_back(weight_tensor(q, LayerSlot::query_key_value, c, qw, true, 0));
+        tensors.push_back(weight_tensor(k, LayerSlot::query_key_value, c, kv, true, qw));
+        tensors.push_back(weight_tensor(v, LayerSlot::query_key_value, c, kv, true, qw + kv));
+    } else {
+        const LayerSlot b = LayerSlot::query_key_value_bias;
+        tensors.push_back({q, {qw}, false, {{b, 0, qw, 0}}});
+        tensors.push_back({k, {kv}, false, {{b, 0, kv, qw}}});
+        tensors.push_back({v, {kv}, false, {{b, 0, kv, qw + kv}}});
+    }
+}
+
+/// The score scale: 1/√d unless `scale` is off, also ÷ (layer + 1) if `by_layer` (GPT-2's options).
+inline double score_scale(Index head_size, bool scale, bool by_layer, Index layer) {
+    double value = scale ? 1.0 / std::sqrt(static_cast<double>(head_size)) : 1.0;
+    if (by_layer) value /= static_cast<double>(layer + 1);
+    return value;
+}
+
+}  // namespace detail::layers
+
+namespace detail::config {
+
 /// The sizes every architecture must agree on, checked once settings are read.
 inline void check_sizes(const ModelSettings& s, const std::string& file) {
     if (s.heads % s.key_value_heads != 0)
         throw format_error(
             message(file, ": ", s.key_value_heads, " key/value heads do not divide ", s.heads, " attention heads"));
-    if (s.positions == PositionEncoding::rotary && s.head_size % 2 != 0)
-        throw format_error(message(file, ": the head size ", s.head_size, " must be even for rotary positions"));
+    for (const LayerDescription& layer : s.layer_descriptions)
+        if (layer.rotates() && (layer.rotary.rotated % 2 != 0 || layer.rotary.rotated > s.head_size))
+            throw format_error(message(file, ": ", layer.rotary.rotated, " rotated numbers of a head of ", s.head_size,
+                                       ": rotary positions turn an even number of them, at most the whole head"));
+}
+
+/// The rotary positions a config declares: rope_theta (base), a fraction of the head that turns,
+/// and the frequency scaling, in either spelling transformers writes: "rope_theta" and
+/// "rope_scaling" {"type" or "rope_type", …}, or (newer) "rope_parameters" {"rope_type",
+/// "rope_theta", …}. Scalings attn does not implement (dynamic, yarn, longrope, …) and keys that
+/// would change the maths are format_errors naming them.
+inline RotarySpec rotary_spec(const Reader& config, Index head_size, double fraction, double default_base) {
+    RotarySpec spec;
+    spec.pairing = RopePairing::rotate_half;
+    spec.base = config.positive_number("rope_theta", default_base);
+    const char* scaling_key = config.has("rope_parameters") ? "rope_parameters" : "rope_scaling";
+    if (config.has("rope_parameters") && config.has("rope_scaling"))
+        config.expect("rope_scaling", nullptr, "rope_scaling and rope_parameters both given; attn reads one");
+    if (config.has(scaling_key)) {
+        const Reader scaling(config.object(scaling_key), detail::message(config.file(), ": \"", scaling_key, "\""));
+        const bool has_rope_type = scaling.has("rope_type");
+        const std::string type = has_rope_type ? scaling.text("rope_type", "default") : scaling.text("type", "default");
+        spec.base = scaling.positive_number("rope_theta", spec.base);
+        fraction = scaling.positive_number("partial_rotary_factor", fraction);
+        const std::vector<std::string> common = {"rope_type", "type", "rope_theta", "partial_rotary_factor"};
+        const auto keys = [&](std::vector<std::string> more) {
+            more.insert(more.end(), common.begin(), common.end());
+            return more;
+        };
+        if (type == "default") {
+            scaling.only_keys(keys({}), "default rotary positions");
+        } else if (type == "linear") {
+            scaling.only_keys(keys({"factor"}), "linear rope scaling");
+            spec.scaling.kind = RopeScaling::Kind::linear;
+            spec.scaling.factor = scaling.positive_number("factor", 0.0);
+            if (!scaling.has("factor")) scaling.required("factor");
+        } else if (type == "llama3") {
+            scaling.only_keys(
+                keys({"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"}),
+                "llama3 rope scaling");
+            for (const char* key :
+                 {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"})
+                scaling.required(key);
+            spec.scaling.kind = RopeScaling::Kind::llama3;
+            spec.scaling.factor = scaling.positive_number("factor", 1.0);
+            spec.scaling.low_frequency_factor = scaling.positive_number("low_freq_factor", 1.0);
+            spec.scaling.high_frequency_factor = scaling.positive_number("high_freq_factor", 4.0);
+            spec.scaling.original_context = double(scaling.positive_integer("original_max_position_embeddings"));
+            if (!(spec.scaling.high_frequency_factor > spec.scaling.low_frequency_factor))
+                throw format_error(detail::message(scaling.file(), ": high_freq_factor must exceed low_freq_factor"));
+        } else {
+            scaling.unsupported(has_rope_type ? "rope_type" : "type",
+                                "\"default\", \"linear\" and \"llama3\"; not dynamic, yarn, longrope or others");
+        }
+    }
+    if (!(fraction > 0.0) || fraction > 1.0)
+        throw format_error(
+            detail::message(config.file(), ": the rotary fraction of a head must be in (0, 1], got ", fraction));
+    spec.rotated = static_cast<Index>(static_cast<double>(head_size) * fraction);  // as transformers: int(d · f)
+    return spec;
+}
+
+/// An MLP activation by its Hugging Face name.
+inline MlpActivation mlp_activation(const Reader& config, const char* key, const char* fallback, bool silu_allowed) {
+    const std::string name = config.text(key, fallback);
+    if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") return MlpActivation::gelu_tanh;
+    if (name == "gelu") return MlpActivation::gelu_erf;
+    if (silu_allowed && (name == "silu" || name == "swish")) return MlpActivation::silu;
+    config.unsupported(key, silu_allowed ? "\"silu\", \"gelu\", \"gelu_new\", \"gelu_pytorch_tanh\" and \"gelu_fast\""
+                                         : "\"gelu\", \"gelu_new\", \"gelu_pytorch_tanh\" and \"gelu_fast\"");
+}
+
+/// The sizes of a Llama-style config (hidden_size, num_attention_heads, …).
+inline void llama_sizes(const Reader& config, ModelSettings& s) {
+    s.dimensions = config.positive_integer("hidden_size");
+    s.heads = config.positive_integer("num_attention_heads");
+    s.layers = config.positive_integer("num_hidden_layers");
+    s.longest = config.positive_integer("max_position_embeddings");
+    s.vocabulary_size = config.positive_integer("vocab_size");
+    s.mlp_width = config.positive_integer("intermediate_size");
+    s.key_value_heads = config.positive_integer("num_key_value_heads", s.heads);
+    if (!config.has("head_dim") && s.dimensions % s.heads != 0)
+        throw format_error(message(config.file(), ": num_attention_heads = ", s.heads,
+                                   " does not divide hidden_size = ", s.dimensions, " (and no head_dim is given)"));
+    s.head_size = config.positive_integer("head_dim", s.dimensions / s.heads);
 }
 
 /// GPT2LMHeadModel: learned positions, LayerNorm, a GELU MLP, biases on every projection.
 inline ModelSettings gpt2_settings(const Reader& config) {
+    using namespace detail::layers;
     ModelSettings s;
     s.architecture = Architecture::gpt2;
     s.dimensions = config.positive_integer("n_embd");
@@ -162,80 +303,185 @@ inline ModelSettings gpt2_settings(const Reader& config) {
     s.key_value_heads = s.heads;
     s.head_size = s.dimensions / s.heads;
     s.mlp_width = config.positive_integer("n_inner", 4 * s.dimensions);
-    s.norm = Norm::layer_norm;
-    s.norm_epsilon = config.positive_number("layer_norm_epsilon", 1e-5);
-    s.positions = PositionEncoding::learned;
-    const std::string activation = config.text("activation_function", "gelu_new");
-    if (activation == "gelu_new" || activation == "gelu_pytorch_tanh" || activation == "gelu_fast")
-        s.activation = Activation::gelu_tanh;
-    else if (activation == "gelu")
-        s.activation = Activation::gelu_erf;
-    else
-        config.unsupported("activation_function", "\"gelu\", \"gelu_new\", \"gelu_pytorch_tanh\" and \"gelu_fast\"");
-    s.scale_scores = config.flag("scale_attn_weights", true);
-    s.scale_by_layer = config.flag("scale_attn_by_inverse_layer_idx", false);
+    s.position_encoding = PositionEncoding::learned;
+    s.final_norm = Norm::layer_norm;
+    s.final_norm_epsilon = config.positive_number("layer_norm_epsilon", 1e-5);
+    const MlpActivation activation = mlp_activation(config, "activation_function", "gelu_new", false);
+    const bool scale = config.flag("scale_attn_weights", true);
+    const bool by_layer = config.flag("scale_attn_by_inverse_layer_idx", false);
     config.expect("add_cross_attention", false, "a decoder without cross-attention");
     s.tied_embeddings = config.flag("tie_word_embeddings", true);
-    s.attention_bias = s.output_bias = s.mlp_bias = true;
+    const Index c = s.dimensions, m = s.mlp_width;
+    s.tensors.embedding = "wte.weight";
+    s.tensors.position_embedding = "wpe.weight";
+    s.tensors.final_norm_weight = "ln_f.weight";
+    s.tensors.final_norm_bias = "ln_f.bias";
+    for (Index l = 0; l < s.layers; ++l) {
+        const std::string h = message("h.", l, ".");
+        LayerDescription layer;
+        layer.norm = Norm::layer_norm;
+        layer.norm_epsilon = s.final_norm_epsilon;
+        layer.activation = activation;
+        layer.score_scale = score_scale(s.head_size, scale, by_layer, l);
+        layer.tensors = {vector_tensor(h + "ln_1.weight", LayerSlot::attention_norm, c),
+                         vector_tensor(h + "ln_1.bias", LayerSlot::attention_norm_bias, c),
+                         weight_tensor(h + "attn.c_attn.weight", LayerSlot::query_key_value, c, 3 * c, false),
+                         vector_tensor(h + "attn.c_attn.bias", LayerSlot::query_key_value_bias, 3 * c),
+                         weight_tensor(h + "attn.c_proj.weight", LayerSlot::output, c, c, false),
+                         vector_tensor(h + "attn.c_proj.bias", LayerSlot::output_bias, c),
+                         vector_tensor(h + "ln_2.weight", LayerSlot::mlp_norm, c),
+                         vector_tensor(h + "ln_2.bias", LayerSlot::mlp_norm_bias, c),
+                         weight_tensor(h + "mlp.c_fc.weight", LayerSlot::up, c, m, false),
+                         vector_tensor(h + "mlp.c_fc.bias", LayerSlot::up_bias, m),
+                         weight_tensor(h + "mlp.c_proj.weight", LayerSlot::down, m, c, false),
+                         vector_tensor(h + "mlp.c_proj.bias", LayerSlot::down_bias, c)};
+        s.layer_descriptions.push_back(std::move(layer));
+        s.tensors.skipped.push_back(h + "attn.bias");         // the causal mask, saved as a buffer
+        s.tensors.skipped.push_back(h + "attn.masked_bias");  // the masked score, saved as a buffer
+    }
+    if (s.tied_embeddings)
+        s.tensors.skipped.push_back("lm_head.weight");
+    else
+        s.tensors.unembedding = "lm_head.weight";
     return s;
 }
 
-/// LlamaForCausalLM and Qwen2ForCausalLM: rotary positions, RMSNorm, SwiGLU, grouped-query heads.
-inline ModelSettings llama_settings(const Reader& config, Architecture architecture) {
+/// What distinguishes the Llama-style architectures' layers (Llama, Qwen2, Qwen3, OLMo-2, Phi-3).
+struct LlamaStyle {
+    bool query_key_value_bias = false;  ///< q, k, v biases
+    bool output_bias = false;           ///< o_proj's bias
+    bool mlp_bias = false;              ///< gate, up and down biases
+    QueryKeyNorm query_key_norm = QueryKeyNorm::none;
+    bool output_norms = false;  ///< OLMo-2: post_attention_layernorm and post_feedforward_layernorm after the blocks
+    bool fused = false;         ///< Phi-3: qkv_proj and gate_up_proj
+    double rotary_fraction = 1.0;
+};
+
+/// The Llama family's config and layers: rotary positions, RMSNorm, SwiGLU, grouped-query heads,
+/// with what `style` adds. Names under "model.layers.L.", as transformers writes them.
+inline ModelSettings llama_style_settings(const Reader& config, Architecture architecture, const LlamaStyle& style,
+                                          bool tied_by_default, double default_epsilon) {
+    using namespace detail::layers;
     ModelSettings s;
     s.architecture = architecture;
-    s.dimensions = config.positive_integer("hidden_size");
-    s.heads = config.positive_integer("num_attention_heads");
-    s.layers = config.positive_integer("num_hidden_layers");
-    s.longest = config.positive_integer("max_position_embeddings");
-    s.vocabulary_size = config.positive_integer("vocab_size");
-    s.mlp_width = config.positive_integer("intermediate_size");
-    s.key_value_heads = config.positive_integer("num_key_value_heads", s.heads);
-    if (!config.has("head_dim") && s.dimensions % s.heads != 0)
-        throw format_error(message(config.file(), ": num_attention_heads = ", s.heads,
-                                   " does not divide hidden_size = ", s.dimensions, " (and no head_dim is given)"));
-    s.head_size = config.positive_integer("head_dim", s.dimensions / s.heads);
-    s.norm = Norm::rms_norm;
-    s.norm_epsilon = config.positive_number("rms_norm_eps", 1e-6);
-    s.positions = PositionEncoding::rotary;
-    s.rope_base = config.positive_number("rope_theta", 10000.0);
-    s.rope_pairing = RopePairing::rotate_half;
-    config.expect("rope_scaling", nullptr, "rope_scaling must be null: no scaled rotary positions");
+    llama_sizes(config, s);
+    s.position_encoding = PositionEncoding::rotary;
+    s.final_norm = Norm::rms_norm;
+    s.final_norm_epsilon = config.positive_number("rms_norm_eps", default_epsilon);
     if (config.text("hidden_act", "silu") != "silu") config.unsupported("hidden_act", "\"silu\"");
-    s.activation = Activation::silu;
-    s.gated_mlp = true;
-    s.tied_embeddings = config.flag("tie_word_embeddings", false);
-    if (architecture == Architecture::qwen2) {
-        config.expect("use_sliding_window", false, "sliding-window attention must be off");
-        s.attention_bias = true;  // Qwen2 has q, k, v biases and no others
-    } else {
-        s.attention_bias = s.output_bias = config.flag("attention_bias", false);
-        s.mlp_bias = config.flag("mlp_bias", false);
+    s.tied_embeddings = config.flag("tie_word_embeddings", tied_by_default);
+    const RotarySpec rotary = rotary_spec(config, s.head_size, style.rotary_fraction, 10000.0);
+    const Index c = s.dimensions, m = s.mlp_width, q = s.query_width(), kv = s.key_value_width();
+    s.tensors.embedding = "model.embed_tokens.weight";
+    s.tensors.final_norm_weight = "model.norm.weight";
+    for (Index l = 0; l < s.layers; ++l) {
+        const std::string p = message("model.layers.", l, ".");
+        LayerDescription layer;
+        layer.norm = Norm::rms_norm;
+        layer.norm_epsilon = s.final_norm_epsilon;
+        layer.gated_mlp = true;
+        layer.activation = MlpActivation::silu;
+        layer.rotary = rotary;
+        layer.score_scale = score_scale(s.head_size, true, false, l);
+        layer.query_key_norm = style.query_key_norm;
+        layer.input_norms = !style.output_norms;
+        layer.output_norms = style.output_norms;
+        std::vector<LayerTensor>& t = layer.tensors;
+        if (layer.input_norms) t.push_back(vector_tensor(p + "input_layernorm.weight", LayerSlot::attention_norm, c));
+        if (style.fused) {
+            t.push_back(
+                weight_tensor(p + "self_attn.qkv_proj.weight", LayerSlot::query_key_value, c, q + 2 * kv, true));
+        } else {
+            add_query_key_value(t, s, p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight",
+                                p + "self_attn.v_proj.weight", false);
+        }
+        if (style.query_key_value_bias)
+            add_query_key_value(t, s, p + "self_attn.q_proj.bias", p + "self_attn.k_proj.bias",
+                                p + "self_attn.v_proj.bias", true);
+        if (style.query_key_norm != QueryKeyNorm::none) {
+            const bool per_head = style.query_key_norm == QueryKeyNorm::per_head;
+            t.push_back(
+                vector_tensor(p + "self_attn.q_norm.weight", LayerSlot::query_norm, per_head ? s.head_size : q));
+            t.push_back(vector_tensor(p + "self_attn.k_norm.weight", LayerSlot::key_norm, per_head ? s.head_size : kv));
+        }
+        t.push_back(weight_tensor(p + "self_attn.o_proj.weight", LayerSlot::output, q, c, true));
+        if (style.output_bias) t.push_back(vector_tensor(p + "self_attn.o_proj.bias", LayerSlot::output_bias, c));
+        if (style.output_norms) {
+            t.push_back(vector_tensor(p + "post_attention_layernorm.weight", LayerSlot::attention_output_norm, c));
+            t.push_back(vector_tensor(p + "post_feedforward_layernorm.weight", LayerSlot::mlp_output_norm, c));
+        } else {
+            t.push_back(vector_tensor(p + "post_attention_layernorm.weight", LayerSlot::mlp_norm, c));
+        }
+        if (style.fused) {  // gate_up_proj: (2M × C), the gate's M rows first
+            t.push_back(fused_tensor(p + "mlp.gate_up_proj.weight", {2 * m, c}, true,
+                                     {{LayerSlot::gate, 0, m, 0}, {LayerSlot::up, m, m, 0}}));
+        } else {
+            t.push_back(weight_tensor(p + "mlp.gate_proj.weight", LayerSlot::gate, c, m, true));
+            t.push_back(weight_tensor(p + "mlp.up_proj.weight", LayerSlot::up, c, m, true));
+        }
+        t.push_back(weight_tensor(p + "mlp.down_proj.weight", LayerSlot::down, m, c, true));
+        if (style.mlp_bias) {
+            t.push_back(vector_tensor(p + "mlp.gate_proj.bias", LayerSlot::gate_bias, m));
+            t.push_back(vector_tensor(p + "mlp.up_proj.bias", LayerSlot::up_bias, m));
+            t.push_back(vector_tensor(p + "mlp.down_proj.bias", LayerSlot::down_bias, c));
+        }
+        s.layer_descriptions.push_back(std::move(layer));
+        s.tensors.skipped.push_back(p + "self_attn.rotary_emb.inv_freq");  // older checkpoints save it
     }
+    if (s.tied_embeddings)
+        s.tensors.skipped.push_back("lm_head.weight");
+    else
+        s.tensors.unembedding = "lm_head.weight";
     return s;
 }
+
+/// LlamaForCausalLM: optional attention and MLP biases; rope scaling linear or llama3.
+inline ModelSettings llama_settings(const Reader& config) {
+    LlamaStyle style;
+    style.query_key_value_bias = style.output_bias = config.flag("attention_bias", false);
+    style.mlp_bias = config.flag("mlp_bias", false);
+    return llama_style_settings(config, Architecture::llama, style, false, 1e-6);
+}
+
+/// Qwen2ForCausalLM: q, k, v biases and no others.
+inline ModelSettings qwen2_settings(const Reader& config) {
+    config.expect("use_sliding_window", false, "sliding-window attention must be off");
+    LlamaStyle style;
+    style.query_key_value_bias = true;
+    return llama_style_settings(config, Architecture::qwen2, style, false, 1e-6);
+}
+
+/// One architecture attn opens: its config.json model_type, the class it must name, its reader.
+struct Known {
+    const char* model_type;
+    const char* class_name;
+    ModelSettings (*read)(const Reader&);
+};
+
+inline constexpr Known kKnown[] = {
+    {"gpt2", "GPT2LMHeadModel", gpt2_settings},
+    {"llama", "LlamaForCausalLM", llama_settings},
+    {"qwen2", "Qwen2ForCausalLM", qwen2_settings},
+};
 
 }  // namespace detail::config
 
-/// The settings config.json declares, for the architectures attn implements; format_error
-/// naming the file, the key and its value for anything else.
+/// The settings and layer descriptions config.json declares, for the architectures attn
+/// implements; format_error naming the file, the key and its value for anything else.
 inline ModelSettings settings_from_config(const nlohmann::json& config, const std::string& file) {
     if (!config.is_object()) throw format_error(file + ": config.json must be a JSON object");
     const detail::config::Reader reader(config, file);
     const std::string model_type = reader.text("model_type", "");
-    struct Known {
-        const char* model_type;
-        const char* class_name;
-    };
-    static constexpr Known known[] = {
-        {"gpt2", "GPT2LMHeadModel"}, {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}};
-    const Known* match = nullptr;
-    for (const Known& k : known)
-        if (model_type == k.model_type) match = &k;
+    const detail::config::Known* match = nullptr;
+    std::string names;
+    for (const detail::config::Known& known : detail::config::kKnown) {
+        if (model_type == known.model_type) match = &known;
+        names += detail::message(names.empty() ? "\"" : ", \"", known.model_type, "\"");
+    }
     if (!match)
         throw format_error(detail::message(
             file, ": \"model_type\" = ", reader.has("model_type") ? config["model_type"].dump() : "(missing)",
-            " is not supported (attn opens \"gpt2\", \"llama\" and \"qwen2\")"));
+            " is not supported (attn opens ", names, ")"));
     if (reader.has("architectures")) {
         const nlohmann::json& classes = config["architectures"];
         if (!classes.is_array() || std::find(classes.begin(), classes.end(), match->class_name) == classes.end())
@@ -243,11 +489,7 @@ inline ModelSettings settings_from_config(const nlohmann::json& config, const st
                                                " is not supported for model_type \"", model_type, "\" (attn reads ",
                                                match->class_name, ", a causal language model)"));
     }
-    ModelSettings settings =
-        model_type == std::string("gpt2")
-            ? detail::config::gpt2_settings(reader)
-            : detail::config::llama_settings(
-                  reader, model_type == std::string("qwen2") ? Architecture::qwen2 : Architecture::llama);
+    ModelSettings settings = match->read(reader);
     // An end token past the vocabulary (a small model configured from a larger one's defaults)
     // can never be written: generation then stops at the context's end or max_tokens.
     settings.end_token = reader.token_id("eos_token_id");
@@ -256,93 +498,56 @@ inline ModelSettings settings_from_config(const nlohmann::json& config, const st
     return settings;
 }
 
-/// The tensor names of a Hugging Face checkpoint of `s.architecture`. GPT-2's names are
-/// found with or without the "transformer." prefix: `prefix` is "" or "transformer.".
-inline TensorNames hugging_face_tensor_names(const ModelSettings& s, const std::string& prefix = "") {
-    using detail::message;
-    TensorNames names;
-    const auto optional = [](bool present, std::string name) { return present ? name : std::string(); };
-    if (s.architecture == Architecture::gpt2) {
-        names.layout = WeightLayout::in_out;
-        names.embedding = prefix + "wte.weight";
-        names.position_embedding = prefix + "wpe.weight";
-        names.final_norm_weight = prefix + "ln_f.weight";
-        names.final_norm_bias = prefix + "ln_f.bias";
-        for (Index l = 0; l < s.layers; ++l) {
-            const std::string h = message(prefix, "h.", l, ".");
-            LayerTensorNames layer;
-            layer.attention_norm_weight = h + "ln_1.weight";
-            layer.attention_norm_bias = h + "ln_1.bias";
-            layer.query_key_value = {h + "attn.c_attn.weight"};
-            layer.query_key_value_bias = {h + "attn.c_attn.bias"};
-            layer.output = h + "attn.c_proj.weight";
-            layer.output_bias = h + "attn.c_proj.bias";
-            layer.mlp_norm_weight = h + "ln_2.weight";
-            layer.mlp_norm_bias = h + "ln_2.bias";
-            layer.up = h + "mlp.c_fc.weight";
-            layer.up_bias = h + "mlp.c_fc.bias";
-            layer.down = h + "mlp.c_proj.weight";
-            layer.down_bias = h + "mlp.c_proj.bias";
-            names.layers.push_back(layer);
-            names.skipped.push_back(h + "attn.bias");         // the causal mask, saved as a buffer
-            names.skipped.push_back(h + "attn.masked_bias");  // the masked score, saved as a buffer
-        }
-    } else {
-        names.layout = WeightLayout::out_in;
-        names.embedding = "model.embed_tokens.weight";
-        names.final_norm_weight = "model.norm.weight";
-        for (Index l = 0; l < s.layers; ++l) {
-            const std::string p = message("model.layers.", l, ".");
-            LayerTensorNames layer;
-            layer.attention_norm_weight = p + "input_layernorm.weight";
-            layer.query_key_value = {p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight",
-                                     p + "self_attn.v_proj.weight"};
-            if (s.attention_bias)
-                layer.query_key_value_bias = {p + "self_attn.q_proj.bias", p + "self_attn.k_proj.bias",
-                                              p + "self_attn.v_proj.bias"};
-            layer.output = p + "self_attn.o_proj.weight";
-            layer.output_bias = optional(s.output_bias, p + "self_attn.o_proj.bias");
-            layer.mlp_norm_weight = p + "post_attention_layernorm.weight";
-            layer.gate = p + "mlp.gate_proj.weight";
-            layer.gate_bias = optional(s.mlp_bias, p + "mlp.gate_proj.bias");
-            layer.up = p + "mlp.up_proj.weight";
-            layer.up_bias = optional(s.mlp_bias, p + "mlp.up_proj.bias");
-            layer.down = p + "mlp.down_proj.weight";
-            layer.down_bias = optional(s.mlp_bias, p + "mlp.down_proj.bias");
-            names.layers.push_back(layer);
-            names.skipped.push_back(p + "self_attn.rotary_emb.inv_freq");  // older checkpoints save it
-        }
-    }
-    if (s.tied_embeddings)
-        names.skipped.push_back("lm_head.weight");
-    else
-        names.unembedding = "lm_head.weight";
-    return names;
+/// The same settings with every tensor name prefixed (GPT-2 checkpoints saved from
+/// GPT2Model carry "transformer.").
+inline ModelSettings with_tensor_prefix(ModelSettings s, const std::string& prefix) {
+    for (std::string* name : {&s.tensors.embedding, &s.tensors.position_embedding, &s.tensors.final_norm_weight,
+                              &s.tensors.final_norm_bias})
+        if (!name->empty()) *name = prefix + *name;
+    for (std::string& name : s.tensors.skipped)
+        if (name != "lm_head.weight") name = prefix + name;
+    for (LayerDescription& layer : s.layer_descriptions)
+        for (LayerTensor& tensor : layer.tensors) tensor.name = prefix + tensor.name;
+    return s;
 }
 
-/// The store model's tensor names (manifest.json's models: tools/training/export.py writes them).
-inline TensorNames store_tensor_names(const ModelSettings& s) {
-    TensorNames names;
-    names.layout = WeightLayout::in_out;
-    names.embedding = "embedding";
-    names.final_norm_weight = "final_norm.weight";
-    names.final_norm_bias = "final_norm.bias";
+/// The store model's layers (manifest.json; tools/training/export.py writes them): LayerNorm,
+/// no attention biases, an ungated GELU MLP with biases, rotary positions over the whole head.
+inline void describe_store_layers(ModelSettings& s, double norm_epsilon, MlpActivation activation,
+                                  const RotarySpec& rotary) {
+    using namespace detail::layers;
+    const Index c = s.dimensions, m = s.mlp_width;
+    s.position_encoding = PositionEncoding::rotary;
+    s.final_norm = Norm::layer_norm;
+    s.final_norm_epsilon = norm_epsilon;
+    s.tied_embeddings = true;
+    s.tensors = {};
+    s.tensors.embedding = "embedding";
+    s.tensors.final_norm_weight = "final_norm.weight";
+    s.tensors.final_norm_bias = "final_norm.bias";
+    s.layer_descriptions.clear();
     for (Index l = 0; l < s.layers; ++l) {
         const std::string p = detail::message("layers.", l, ".");
-        LayerTensorNames layer;
-        layer.attention_norm_weight = p + "attention_norm.weight";
-        layer.attention_norm_bias = p + "attention_norm.bias";
-        layer.query_key_value = {p + "attention.query", p + "attention.key", p + "attention.value"};
-        layer.output = p + "attention.output";
-        layer.mlp_norm_weight = p + "mlp_norm.weight";
-        layer.mlp_norm_bias = p + "mlp_norm.bias";
-        layer.up = p + "mlp.up.weight";
-        layer.up_bias = p + "mlp.up.bias";
-        layer.down = p + "mlp.down.weight";
-        layer.down_bias = p + "mlp.down.bias";
-        names.layers.push_back(layer);
+        LayerDescription layer;
+        layer.norm = Norm::layer_norm;
+        layer.norm_epsilon = norm_epsilon;
+        layer.activation = activation;
+        layer.rotary = rotary;
+        layer.score_scale = score_scale(s.head_size, true, false, l);
+        layer.tensors = {vector_tensor(p + "attention_norm.weight", LayerSlot::attention_norm, c),
+                         vector_tensor(p + "attention_norm.bias", LayerSlot::attention_norm_bias, c),
+                         weight_tensor(p + "attention.query", LayerSlot::query_key_value, c, c, false, 0),
+                         weight_tensor(p + "attention.key", LayerSlot::query_key_value, c, c, false, c),
+                         weight_tensor(p + "attention.value", LayerSlot::query_key_value, c, c, false, 2 * c),
+                         weight_tensor(p + "attention.output", LayerSlot::output, c, c, false),
+                         vector_tensor(p + "mlp_norm.weight", LayerSlot::mlp_norm, c),
+                         vector_tensor(p + "mlp_norm.bias", LayerSlot::mlp_norm_bias, c),
+                         weight_tensor(p + "mlp.up.weight", LayerSlot::up, c, m, false),
+                         vector_tensor(p + "mlp.up.bias", LayerSlot::up_bias, m),
+                         weight_tensor(p + "mlp.down.weight", LayerSlot::down, m, c, false),
+                         vector_tensor(p + "mlp.down.bias", LayerSlot::down_bias, c)};
+        s.layer_descriptions.push_back(std::move(layer));
     }
-    return names;
 }
 
 }  // namespace attn

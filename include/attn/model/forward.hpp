@@ -42,7 +42,8 @@ namespace detail {
 /// The fast pass's working memory (ForwardWorkspace, held by a ForwardResult between calls).
 template <class T>
 struct ForwardMemory {
-    Matrix<T> x, normed, qkv[2], attended, written, hidden, hidden_linear;  ///< the pass's (positions × …) buffers
+    Matrix<T> x, normed, qkv[2], attended, written, aside, hidden,
+        hidden_linear;                         ///< the pass's (positions × …) buffers
     std::vector<Matrix<T>> worker_normed;      ///< (n × C) each: workers 1 … sharing columns, their own norm(x)
     std::vector<KernelMemory<T>> kernels;      ///< the attention kernel's, one per worker
     std::vector<std::vector<bool>> silenced;   ///< (layers × heads): ablated heads
@@ -114,6 +115,7 @@ public:
           qkv_(memory_.qkv),
           attended_(memory_.attended),
           written_(memory_.written),
+          aside_(memory_.aside),
           hidden_(memory_.hidden),
           hidden_linear_(memory_.hidden_linear),
           logits_(result.logits),
@@ -129,7 +131,11 @@ public:
         attended_.resize(n_, settings_.query_width());
         for (Matrix<T>& buffer : qkv_) buffer.resize(n_, settings_.query_key_value_width());
         hidden_.resize(n_, settings_.mlp_width);
-        hidden_linear_.resize(settings_.gated_mlp ? n_ : 0, settings_.mlp_width);
+        hidden_linear_.resize(settings_.any_gated_mlp() ? n_ : 0, settings_.mlp_width);
+        bool parallel = false;
+        for (const LayerDescription& layer : settings_.layer_descriptions)
+            parallel = parallel || layer.residual == Residual::parallel;
+        aside_.resize(parallel ? n_ : 0, c);
         logits_.resize(n_ - first_logit_, settings_.vocabulary_size);
         if (options.keep_attention) {
             const auto fits = [&](const AttentionWeights<T>& layer) {
@@ -174,25 +180,38 @@ public:
     }
 
 private:
+    /// How one worker takes part in the pass: by positions (its rows of every product, the
+    /// default) or by columns (every row, its columns of every product: a decoding step, or a
+    /// large model's short text). The layer step is written once over it.
+    struct Share {
+        Team* team = nullptr;
+        int worker = 0;
+        bool by_columns = false;
+        Rows mine;                      // its positions: by positions, every step's; by columns, the row-wise steps'
+        Rows all;                       // 0 … n: the rows a norm covers when shared by columns
+        Matrix<T>* normed;              // its norm(x): normed_, or with columns its own copy
+        bool attends_rows = true;       // by columns: attention shared by queries (else by key/value heads)
+        bool activates_columns = true;  // by columns: the MLP's activation on its columns (else on its rows)
+
+        /// The rows a row-wise step of every column (a norm) covers for this worker.
+        Rows norm_rows() const { return by_columns ? all : mine; }
+        /// With columns shared, all workers wait here until every column of the last product is
+        /// written (by positions each worker's rows depend on its own work only).
+        void meet() const {
+            if (by_columns) team->sync();
+        }
+    };
+
     /// The whole pass as worker `worker` of `team`: its positions through every layer, then
     /// its share of the unembedding.
     void run(int worker, Team& team) {
-        const Rows mine = share_of_layers(worker, team.size());
-        for (std::size_t l = first_layer_; l < std::size_t(settings_.layers); ++l) {
-            if (l == first_layer_) enter(l, mine);
-            if (l == first_layer_ && resume_ && resume_->z) {
-                take_head_outputs(l, mine);
-            } else {
-                if (l == 0 && look_up_first_layer_)
-                    look_up_first_layer_qkv(mine);
-                else
-                    project_qkv(l, mine);
-                store_keys_values(l, mine);
-                team.sync();  // every position's keys and values of layer l are ready
-                attend(l, mine, memory_.kernels[std::size_t(worker)]);
-            }
-            project_output_and_mlp(l, mine);
-        }
+        Share share;
+        share.team = &team;
+        share.worker = worker;
+        share.mine = share_of_layers(worker, team.size());
+        share.all = Rows{0, n_};
+        share.normed = &normed_;
+        for (std::size_t l = first_layer_; l < std::size_t(settings_.layers); ++l) layer(l, share);
         team.sync();  // every position's residual stream is final
         const Index first = first_logit_, count = n_ - first_logit_;
         unembed(Rows{first + count * worker / team.size(), first + count * (worker + 1) / team.size()});
@@ -207,78 +226,195 @@ private:
     /// multiply-add chain as on one thread, so the bits are those of run(worker, team).
     void run_by_columns(int worker, Team& team) {
         const int workers = team.size();
-        const Rows mine{n_ * worker / workers, n_ * (worker + 1) / workers};
-        const Rows all{0, n_};
-        const auto columns = [&](Index count) { return share_of_columns(count, worker, workers); };
-        Matrix<T>& normed = normed_of(worker);
-        const Index group = settings_.heads / settings_.key_value_heads;
-        const Index kv_first = settings_.key_value_heads * worker / workers;
-        const Index kv_last = settings_.key_value_heads * (worker + 1) / workers;
+        Share share;
+        share.team = &team;
+        share.worker = worker;
+        share.by_columns = true;
+        share.mine = Rows{n_ * worker / workers, n_ * (worker + 1) / workers};
+        share.all = Rows{0, n_};
+        share.normed = &normed_of(worker);
         // Attention by heads leaves a worker idle when the key/value heads do not share out evenly
         // (SmolLM2: 3 among 2); with positions enough, each worker attends its share of the
         // queries in every head instead, meeting once more (docs/DESIGN.md).
-        const bool attends_rows = n_ >= kPositionsPerThread * workers;
-        const Rows queries = attends_rows ? share_of_attention(worker, workers) : all;
-        const Rows width = columns(settings_.dimensions), hidden_columns = columns(hidden_.cols());
+        share.attends_rows = n_ >= kPositionsPerThread * workers;
         // The activation is elementwise, but Eigen's packets and its scalar tail may round it
         // differently: by columns only where each column falls where it falls in a whole row's.
-        const bool activates_columns = n_ == 1 || settings_.mlp_width % RegisterTile<T>::kLanes == 0;
-        for (std::size_t l = 0; l < std::size_t(settings_.layers); ++l) {
-            const auto& layer = model_.layers_[l];
-            const auto weights = model_.weights_of(l);
-            Matrix<T>& qkv = qkv_of(l);
-            if (l == 0) enter(l, mine);
+        share.activates_columns = n_ == 1 || settings_.mlp_width % RegisterTile<T>::kLanes == 0;
+        for (std::size_t l = 0; l < std::size_t(settings_.layers); ++l) layer(l, share);
+        const Index first = first_logit_, count = n_ - first_logit_;
+        Matrix<T>& normed = *share.normed;
+        final_normalize(Rows{first, n_}, normed);
+        const Rows vocabulary = share_of_columns(logits_.cols(), worker, workers);
+        multiply_rows(normed.block(first, 0, count, normed.cols()),
+                      model_.unembedding_rows().middleCols(vocabulary.first, vocabulary.count()),
+                      logits_.middleCols(vocabulary.first, vocabulary.count()), false);
+    }
+
+    /// Layer l as its description says (model/types.hpp), for this worker's share: the one
+    /// layer step of every pass. Hooks see it only by positions (splits_columns refuses them).
+    void layer(std::size_t l, const Share& share) {
+        const LayerDescription& describe = settings_.layer(Index(l));
+        const auto& weights_l = model_.layers_[l];
+        const auto weights = model_.weights_of(l);
+        const Rows mine = share.mine;
+        Matrix<T>& qkv = qkv_of(l);
+        if (l == first_layer_) enter(l, mine);
+        if (l == first_layer_ && resume_ && resume_->z) {
+            take_head_outputs(l, mine);  // a resumed layer's head outputs, given: attention is not run again
+        } else {
+            // q, k, v = norm(x) · [Wq Wk Wv] (+ b), or looked up per token in layer 0
+            if (l != first_layer_) hook(Point::resid_pre, l, mine, x_.middleRows(mine.first, mine.count()));
+            if (describe.input_norms) hook_scale(Point::ln1_scale, l, mine, x_);
             if (l == 0 && look_up_first_layer_) {
                 for (Index i = mine.first; i < mine.last; ++i)
                     qkv.row(i) = model_.first_layer_qkv_.row(ids_[std::size_t(i)]);
             } else {
-                if (l == 0) team.sync();  // every position's embedding is in x
-                normalize(all, layer.attention_norm_weight, layer.attention_norm_bias, normed);
-                project_columns(normed, weights.query_key_value, layer.query_key_value_bias, qkv, columns(qkv.cols()));
+                if (share.by_columns && l == 0) share.team->sync();  // every position's embedding is in x
+                const Matrix<T>& input =
+                    normalized(describe, share, weights_l.attention_norm_weight, weights_l.attention_norm_bias);
+                project(share, input, weights.query_key_value, weights_l.query_key_value_bias, qkv);
             }
-            team.sync();         // every column of q, k and v is ready
-            if (attends_rows) {  // every head, this worker's queries; they see the others' keys
-                rotate_heads(qkv, queries, 0, settings_.key_value_heads);
-                store_keys_values(l, queries);
-                team.sync();  // every position's keys are rotated (and in the cache)
-                attend_heads(l, queries, memory_.kernels[std::size_t(worker)], 0, settings_.heads);
-            } else {  // this worker's key/value heads and their query heads, every position: it alone reads them
-                rotate_heads(qkv, all, kv_first, kv_last);
-                store_keys_values(l, all, kv_first, kv_last);
-                attend_heads(l, all, memory_.kernels[std::size_t(worker)], kv_first * group, kv_last * group);
+            share.meet();  // every column of q, k and v is ready
+            hook(Point::q, l, mine, queries_of(qkv, mine));
+            hook(Point::k, l, mine, keys_of(qkv, mine));
+            hook(Point::v, l, mine, values_of(qkv, mine));
+            if (describe.query_key_norm != QueryKeyNorm::none) {
+                normalize_queries_keys(l, qkv, mine);
+                share.meet();  // every row's queries and keys are normalised
             }
-            team.sync();  // every head's output is ready
-            project_columns(attended_, weights.output, layer.output_bias, written_, width);
-            x_.middleCols(width.first, width.count()) += written_.middleCols(width.first, width.count());
-            team.sync();  // every column of x after attention is ready
-            normalize(all, layer.mlp_norm_weight, layer.mlp_norm_bias, normed);
-            if (settings_.gated_mlp) {
-                project_columns(normed, weights.gate, layer.gate_bias, hidden_, hidden_columns);
-                project_columns(normed, weights.up, layer.up_bias, hidden_linear_, hidden_columns);
-            } else {
-                project_columns(normed, weights.up, layer.up_bias, hidden_, hidden_columns);
-            }
-            const bool gated = settings_.gated_mlp;  // else hidden_linear_ is empty: a block of nothing at 0
-            if (activates_columns) {
-                activate_mlp(
-                    hidden_.middleCols(hidden_columns.first, hidden_columns.count()),
-                    hidden_linear_.middleCols(gated ? hidden_columns.first : 0, gated ? hidden_columns.count() : 0));
-            } else {
-                team.sync();  // every column of the hidden rows is ready: activated a row at a time
-                activate_mlp(hidden_.middleRows(mine.first, mine.count()),
-                             hidden_linear_.middleRows(gated ? mine.first : 0, gated ? mine.count() : 0));
-            }
-            team.sync();  // every column of the MLP's hidden rows is ready
-            project_columns(hidden_, weights.down, layer.down_bias, written_, width);
-            x_.middleCols(width.first, width.count()) += written_.middleCols(width.first, width.count());
-            team.sync();  // every column of x after the layer is ready
+            attention(l, share);
         }
-        const Index first = first_logit_, count = n_ - first_logit_;
-        normalize(Rows{first, n_}, model_.final_norm_weight_, model_.final_norm_bias_, normed);
-        const Rows vocabulary = columns(logits_.cols());
-        multiply_rows(normed.block(first, 0, count, normed.cols()),
-                      model_.unembedding_rows().middleCols(vocabulary.first, vocabulary.count()),
-                      logits_.middleCols(vocabulary.first, vocabulary.count()), false);
+
+        // attention's output, normalised if the layer says so, into x (or set aside: parallel)
+        const bool parallel = describe.residual == Residual::parallel;
+        Matrix<T>& attention_out = parallel ? aside_ : written_;
+        share.meet();  // every head's output is ready
+        project(share, attended_, weights.output, weights_l.output_bias, attention_out);
+        hook(Point::attn_out, l, mine, attention_out.middleRows(mine.first, mine.count()));
+        Matrix<T>& attention_added = block_output(describe, share, weights_l.attention_output_norm, attention_out);
+        if (describe.output_norms) hook_scale(Point::ln1_scale, l, mine, attention_out);
+        if (!parallel) {
+            add_to_x(share, attention_added);
+            hook(Point::resid_mid, l, mine, x_.middleRows(mine.first, mine.count()));
+            share.meet();  // every column of x after attention is ready
+        }
+
+        // the MLP, on x after attention (or on the layer's x: parallel)
+        if (describe.input_norms) hook_scale(Point::ln2_scale, l, mine, x_);
+        const Matrix<T>& input = normalized(describe, share, weights_l.mlp_norm_weight, weights_l.mlp_norm_bias);
+        if (describe.gated_mlp) {  // down(act(x · W_gate + b) ⊙ (x · W_up + b))
+            project(share, input, weights.gate, weights_l.gate_bias, hidden_);
+            hook(Point::mlp_pre, l, mine, hidden_.middleRows(mine.first, mine.count()));
+            project(share, input, weights.up, weights_l.up_bias, hidden_linear_);
+            hook(Point::mlp_pre_linear, l, mine, hidden_linear_.middleRows(mine.first, mine.count()));
+        } else {  // down(act(x · W_up + b))
+            project(share, input, weights.up, weights_l.up_bias, hidden_);
+            hook(Point::mlp_pre, l, mine, hidden_.middleRows(mine.first, mine.count()));
+        }
+        activate_mlp(describe, share);
+        hook(Point::mlp_post, l, mine, hidden_.middleRows(mine.first, mine.count()));
+        share.meet();  // every column of the MLP's hidden rows is ready
+        project(share, hidden_, weights.down, weights_l.down_bias, written_);
+        hook(Point::mlp_out, l, mine, written_.middleRows(mine.first, mine.count()));
+        if (describe.output_norms) hook_scale(Point::ln2_scale, l, mine, written_);
+        Matrix<T>& mlp_added = block_output(describe, share, weights_l.mlp_output_norm, written_);
+        if (parallel) add_to_x(share, aside_);
+        add_to_x(share, mlp_added);
+        hook(Point::resid_post, l, mine, x_.middleRows(mine.first, mine.count()));
+        share.meet();  // every column of x after the layer is ready
+    }
+
+    /// A block's input: norm(x) of the share's rows in the worker's buffer, or x itself for a
+    /// layer without input norms (OLMo-2).
+    const Matrix<T>& normalized(const LayerDescription& describe, const Share& share, const Vector<T>& weight,
+                                const Vector<T>& bias) {
+        if (!describe.input_norms) return x_;
+        normalize(describe, x_, share.norm_rows(), weight, bias, *share.normed);
+        return *share.normed;
+    }
+
+    /// A block's output as it is added to x: as projected, or normalised by `weight` where the
+    /// layer norms its blocks' outputs (OLMo-2). By columns the norm needs whole rows: after a
+    /// meeting, each worker normalises every row into its own buffer.
+    Matrix<T>& block_output(const LayerDescription& describe, const Share& share, const Vector<T>& weight,
+                            Matrix<T>& out) {
+        if (!describe.output_norms) return out;
+        share.meet();  // every column of the block's output is ready
+        normalize(describe, out, share.norm_rows(), weight, Vector<T>(), *share.normed);
+        return *share.normed;
+    }
+
+    /// x += added: the worker's rows, or its columns.
+    void add_to_x(const Share& share, const Matrix<T>& added) {
+        if (share.by_columns) {
+            const Rows width = share_of_columns(settings_.dimensions, share.worker, share.team->size());
+            x_.middleCols(width.first, width.count()) += added.middleCols(width.first, width.count());
+        } else {
+            x_.middleRows(share.mine.first, share.mine.count()) +=
+                added.middleRows(share.mine.first, share.mine.count());
+        }
+    }
+
+    /// out = a · w (+ bias): the worker's rows of every column, or every row of its columns.
+    template <class A>
+    void project(const Share& share, const A& a, const WeightRows<T>& w, const Vector<T>& bias, Matrix<T>& out) {
+        if (share.by_columns) {
+            project_columns(a, w, bias, out, share_of_columns(out.cols(), share.worker, share.team->size()));
+        } else {
+            const Rows rows = share.mine;
+            project_rows(a.middleRows(rows.first, rows.count()), w, bias, out.middleRows(rows.first, rows.count()));
+        }
+    }
+
+    /// The MLP's activation in place (times the linear half if gated): on the worker's rows, or
+    /// its columns where that rounds as whole rows do (else on its rows, after a meeting).
+    void activate_mlp(const LayerDescription& describe, const Share& share) {
+        const bool gated = describe.gated_mlp;  // else hidden_linear_ may be empty: a block of nothing at 0
+        if (share.by_columns && share.activates_columns) {
+            const Rows columns = share_of_columns(hidden_.cols(), share.worker, share.team->size());
+            activate_mlp(describe, hidden_.middleCols(columns.first, columns.count()),
+                         hidden_linear_.middleCols(gated ? columns.first : 0, gated ? columns.count() : 0));
+            return;
+        }
+        share.meet();  // by columns: every column of the hidden rows is ready: activated a row at a time
+        const Rows rows = share.mine;
+        activate_mlp(describe, hidden_.middleRows(rows.first, rows.count()),
+                     hidden_linear_.middleRows(gated ? rows.first : 0, gated ? rows.count() : 0));
+    }
+
+    /// Rotary positions, the keys and values into the caches, and causal attention in every
+    /// head, for the worker's share: by positions, its queries (after every worker's keys are
+    /// ready); by columns, its queries in every head, or its key/value heads' every query.
+    void attention(std::size_t l, const Share& share) {
+        KernelMemory<T>& memory = memory_.kernels[std::size_t(share.worker)];
+        const Index kv_heads = settings_.key_value_heads, group = settings_.heads / kv_heads;
+        Matrix<T>& qkv = qkv_of(l);
+        if (!share.by_columns) {
+            rotate_heads(l, qkv, share.mine, 0, kv_heads);
+            hook(Point::rot_q, l, share.mine, queries_of(qkv, share.mine));
+            hook(Point::rot_k, l, share.mine, keys_of(qkv, share.mine));
+            store_keys_values(l, share.mine);
+            share.team->sync();  // every position's keys and values of layer l are ready
+            attend(l, share.mine, memory);
+        } else if (share.attends_rows) {  // every head, this worker's queries; they see the others' keys
+            const Rows queries = share_of_attention(share.worker, share.team->size());
+            rotate_heads(l, qkv, queries, 0, kv_heads);
+            store_keys_values(l, queries);
+            share.team->sync();  // every position's keys are rotated (and in the cache)
+            attend_heads(l, queries, memory, 0, settings_.heads);
+        } else {  // this worker's key/value heads and their query heads, every position: it alone reads them
+            const int workers = share.team->size();
+            const Index first = kv_heads * share.worker / workers, last = kv_heads * (share.worker + 1) / workers;
+            rotate_heads(l, qkv, share.all, first, last);
+            store_keys_values(l, share.all, first, last);
+            attend_heads(l, share.all, memory, first * group, last * group);
+        }
+    }
+
+    /// The final norm of these rows of x into the same rows of `out`.
+    void final_normalize(Rows rows, Matrix<T>& out) {
+        normalize(settings_.final_norm, settings_.final_norm_epsilon, x_, rows, model_.final_norm_weight_,
+                  model_.final_norm_bias_, out);
     }
 
     /// Worker `worker`'s copy of norm(x) when the workers share columns: each reads all of it.
@@ -292,14 +428,22 @@ private:
     /// its few rows, and the weights come from memory.
     bool splits_columns(int available, bool kept) const {
         const ModelSettings& s = settings_;
-        const double per_layer = double(s.dimensions) * double(s.query_key_value_width() + s.query_width() +
-                                                               (s.gated_mlp ? 3 : 2) * s.mlp_width);
-        const double weights = double(s.layers) * per_layer + double(s.vocabulary_size) * double(s.dimensions);
+        const double weights =
+            double(s.dimensions) * layer_products(s) + double(s.vocabulary_size) * double(s.dimensions);
         const bool large = weights >= kColumnSplitWeights;
         const bool too_few = useful_workers(n_, available) == 1;
         const bool measured = (too_few && (kept || large)) || (large && n_ <= kColumnSplitPositions);
         return available > 1 && (split_ == SplitRule::columns || (split_ == SplitRule::measured && measured)) &&
                !hooks_ && !resume_ && targets_.empty() && log_sum_exp_.empty();
+    }
+
+    /// The columns of every layer's products together (FLOPs per position ÷ 2C).
+    static double layer_products(const ModelSettings& s) {
+        double columns = 0;
+        for (const LayerDescription& layer : s.layer_descriptions)
+            columns += double(s.query_key_value_width() + s.query_width()) +
+                       (layer.gated_mlp ? 3.0 : 2.0) * double(s.mlp_width);
+        return columns;
     }
 
     /// Fewest weights a pass reads for threads to be started only to share its columns: starting
@@ -354,31 +498,40 @@ private:
             hooks_->at({point, Index(l)}, rows.first, block);
     }
 
-    /// A norm's divisor of these rows of x, for the hooks that keep it: LayerNorm's
-    /// √(variance + ε), RMSNorm's √(mean(x²) + ε).
-    void hook_scale(Point point, std::size_t l, Rows rows) {
+    /// A norm's divisor of these rows of `of` (x, or a block's output), for the hooks that keep
+    /// it: LayerNorm's √(variance + ε), RMSNorm's √(mean(x²) + ε); layer l's norm, or the final
+    /// one; with `groups` > 1, one divisor per group of columns (q/k norms per head).
+    template <class Of>
+    void hook_scale(Point point, std::size_t l, Rows rows, const Of& of, Index groups = 1) {
         if (!hooks_ || rows.count() == 0 || !hooks_->keeps({point, Index(l)})) return;
-        Matrix<T> scale(rows.count(), 1);  // (rows × 1)
-        for (Index i = 0; i < rows.count(); ++i) {
-            const auto row = x_.row(rows.first + i).array();
-            scale(i, 0) = settings_.norm == Norm::rms_norm ? root_mean_square(row, settings_.norm_epsilon)
-                                                           : mean_and_scale(row, settings_.norm_epsilon).second;
-        }
+        const bool final = point == Point::final_scale;
+        const Norm norm = final ? settings_.final_norm : settings_.layer(Index(l)).norm;
+        const double epsilon = final ? settings_.final_norm_epsilon : settings_.layer(Index(l)).norm_epsilon;
+        const Index width = of.cols() / groups;
+        Matrix<T> scale(rows.count(), groups);  // (rows × groups)
+        for (Index i = 0; i < rows.count(); ++i)
+            for (Index g = 0; g < groups; ++g) {
+                const auto row = of.row(rows.first + i).segment(g * width, width).array();
+                scale(i, g) =
+                    norm == Norm::rms_norm ? root_mean_square(row, epsilon) : mean_and_scale(row, epsilon).second;
+            }
         hooks_->at({point, Index(l)}, rows.first, scale);
     }
 
-    /// The model's norm (weight, bias) of these rows of x into the same rows of `out` (n × C).
-    void normalize(Rows rows, const Vector<T>& weight, const Vector<T>& bias, Matrix<T>& out) {
-        auto x = x_.middleRows(rows.first, rows.count());
+    /// A norm (weight, bias) of these rows of `in` into the same rows of `out` (n × C).
+    static void normalize(Norm norm, double epsilon, const Matrix<T>& in, Rows rows, const Vector<T>& weight,
+                          const Vector<T>& bias, Matrix<T>& out) {
+        const auto x = in.middleRows(rows.first, rows.count());
         auto normed = out.middleRows(rows.first, rows.count());
-        if (settings_.norm == Norm::rms_norm)
-            rms_norm_into(x, weight, settings_.norm_epsilon, normed);
+        if (norm == Norm::rms_norm)
+            rms_norm_into(x, weight, epsilon, normed);
         else
-            layer_norm_into(x, weight, bias, settings_.norm_epsilon, normed);
+            layer_norm_into(x, weight, bias, epsilon, normed);
     }
-    /// normalize into normed_.
-    void normalize(Rows rows, const Vector<T>& weight, const Vector<T>& bias) {
-        normalize(rows, weight, bias, normed_);
+    /// Layer `describe`'s norm.
+    static void normalize(const LayerDescription& describe, const Matrix<T>& in, Rows rows, const Vector<T>& weight,
+                          const Vector<T>& bias, Matrix<T>& out) {
+        normalize(describe.norm, describe.norm_epsilon, in, rows, weight, bias, out);
     }
 
     /// out = a · w, plus the bias on every row if there is one (bias: w.cols() entries, or none).
@@ -397,7 +550,7 @@ private:
         } else {
             for (Index i = rows.first; i < rows.last; ++i) model_.embed_into(ids_[std::size_t(i)], x_.row(i));
             hook(Point::embed, 0, rows, x);
-            if (settings_.positions == PositionEncoding::learned) {
+            if (settings_.position_encoding == PositionEncoding::learned) {
                 auto positions = written_.middleRows(rows.first, rows.count());  // (rows × C)
                 positions = model_.position_embedding_.middleRows(p0_ + rows.first, rows.count());
                 hook(Point::pos_embed, 0, rows, positions);
@@ -407,34 +560,12 @@ private:
         hook(Point::resid_pre, l, rows, x);
     }
 
-    /// Layer 0's q, k, v looked up in first_layer_qkv_ (what project_qkv computes for each
-    /// token's embedding, the same bits), then rotated.
-    void look_up_first_layer_qkv(Rows rows) {
-        Matrix<T>& qkv = qkv_of(0);
-        hook_scale(Point::ln1_scale, 0, rows);
-        for (Index i = rows.first; i < rows.last; ++i) qkv.row(i) = model_.first_layer_qkv_.row(ids_[std::size_t(i)]);
-        hook_qkv_and_rotate(0, qkv, rows);
-    }
-
     /// A resumed layer's head outputs, given: attention is not run again.
     void take_head_outputs(std::size_t l, Rows rows) {
-        hook_scale(Point::ln1_scale, l, rows);
+        if (settings_.layer(Index(l)).input_norms) hook_scale(Point::ln1_scale, l, rows, x_);
         attended_.middleRows(rows.first, rows.count()) = resume_->z->middleRows(rows.first, rows.count());
         hook(Point::z, l, rows, attended_.middleRows(rows.first, rows.count()));
         hook_results(l, rows);
-    }
-
-    /// q, k, v = norm(x) · [Wq Wk Wv] (+ b) of layer l, queries and keys rotated; x enters
-    /// layer l here (resid_pre).
-    void project_qkv(std::size_t l, Rows rows) {
-        const auto& layer = model_.layers_[l];
-        if (l != first_layer_) hook(Point::resid_pre, l, rows, x_.middleRows(rows.first, rows.count()));
-        hook_scale(Point::ln1_scale, l, rows);
-        normalize(rows, layer.attention_norm_weight, layer.attention_norm_bias);
-        Matrix<T>& qkv = qkv_of(l);
-        project_rows(normed_.middleRows(rows.first, rows.count()), model_.weights_of(l).query_key_value,
-                     layer.query_key_value_bias, qkv.middleRows(rows.first, rows.count()));
-        hook_qkv_and_rotate(l, qkv, rows);
     }
 
     /// These rows' queries (H·d columns of qkv from 0), keys and values (H_kv·d each after them).
@@ -449,29 +580,42 @@ private:
                          settings_.key_value_width());
     }
 
-    /// The hooks of q, k and v as projected, then rotary positions in every query and key
-    /// head (if the model has them) and the hooks of the rotated ones.
-    void hook_qkv_and_rotate(std::size_t l, Matrix<T>& qkv, Rows rows) {
-        hook(Point::q, l, rows, queries_of(qkv, rows));
-        hook(Point::k, l, rows, keys_of(qkv, rows));
-        hook(Point::v, l, rows, values_of(qkv, rows));
-        if (settings_.positions != PositionEncoding::rotary) return;
-        rotate_heads(qkv, rows, 0, settings_.key_value_heads);
-        hook(Point::rot_q, l, rows, queries_of(qkv, rows));
-        hook(Point::rot_k, l, rows, keys_of(qkv, rows));
+    /// RMSNorm of these rows' queries and keys in place, over each head or over all of them,
+    /// as layer l's description says (Qwen3, OLMo-2).
+    void normalize_queries_keys(std::size_t l, Matrix<T>& qkv, Rows rows) {
+        if (rows.count() == 0) return;
+        const LayerDescription& describe = settings_.layer(Index(l));
+        const auto& layer = model_.layers_[l];
+        const double epsilon = describe.norm_epsilon;
+        auto queries = queries_of(qkv, rows);
+        auto keys = keys_of(qkv, rows);
+        const bool per_head = describe.query_key_norm == QueryKeyNorm::per_head;
+        const auto all_rows = [&](auto block) { return qkv.middleCols(block.startCol(), block.cols()); };
+        hook_scale(Point::q_norm_scale, l, rows, all_rows(queries), per_head ? settings_.heads : 1);
+        hook_scale(Point::k_norm_scale, l, rows, all_rows(keys), per_head ? settings_.key_value_heads : 1);
+        if (!per_head) {
+            rms_norm_into(queries, layer.query_norm, epsilon, queries);
+            rms_norm_into(keys, layer.key_norm, epsilon, keys);
+            return;
+        }
+        const Index d = settings_.head_size;
+        for (Index h = 0; h < settings_.heads; ++h)
+            rms_norm_into(queries.middleCols(h * d, d), layer.query_norm, epsilon, queries.middleCols(h * d, d));
+        for (Index g = 0; g < settings_.key_value_heads; ++g)
+            rms_norm_into(keys.middleCols(g * d, d), layer.key_norm, epsilon, keys.middleCols(g * d, d));
     }
 
-    /// Rotary positions in the query heads of key/value heads first_group … last_group − 1 and
-    /// in those key heads, for these rows (nothing with learned positions).
-    void rotate_heads(Matrix<T>& qkv, Rows rows, Index first_group, Index last_group) {
-        if (settings_.positions != PositionEncoding::rotary || rows.count() == 0) return;
+    /// Layer l's rotary positions in the query heads of key/value heads first_group …
+    /// last_group − 1 and in those key heads, for these rows (nothing if the layer rotates nothing).
+    void rotate_heads(std::size_t l, Matrix<T>& qkv, Rows rows, Index first_group, Index last_group) {
+        if (!settings_.layer(Index(l)).rotates() || rows.count() == 0) return;
+        const Rope<T>& rope = model_.rope(Index(l));
         const Index d = settings_.head_size, group = settings_.heads / settings_.key_value_heads;
         auto queries = queries_of(qkv, rows);
         auto keys = keys_of(qkv, rows);
         for (Index h = first_group * group; h < last_group * group; ++h)
-            model_.rope_->apply(queries.middleCols(h * d, d), p0_ + rows.first);
-        for (Index g = first_group; g < last_group; ++g)
-            model_.rope_->apply(keys.middleCols(g * d, d), p0_ + rows.first);
+            rope.apply(queries.middleCols(h * d, d), p0_ + rows.first);
+        for (Index g = first_group; g < last_group; ++g) rope.apply(keys.middleCols(g * d, d), p0_ + rows.first);
     }
 
     /// With caches: these rows' keys and values of layer l, copied to their positions in the cache.
@@ -583,69 +727,28 @@ private:
         hooks_->at({Point::result, Index(l)}, rows.first, results);
     }
 
-    /// x += attended · Wo (+ bo), then x += mlp(norm(x)). Each block's output is computed whole
-    /// before it is added (`written`), so that hooks can keep or replace it.
-    void project_output_and_mlp(std::size_t l, Rows rows) {
-        const auto& layer = model_.layers_[l];
-        const auto weights = model_.weights_of(l);
-        auto x = x_.middleRows(rows.first, rows.count());              // (rows × C)
-        auto normed = normed_.middleRows(rows.first, rows.count());    // (rows × C)
-        auto written = written_.middleRows(rows.first, rows.count());  // (rows × C)
-        auto hidden = hidden_.middleRows(rows.first, rows.count());    // (rows × M)
-        project_rows(attended_.middleRows(rows.first, rows.count()), weights.output, layer.output_bias, written);
-        hook(Point::attn_out, l, rows, written);
-        x += written;
-        hook(Point::resid_mid, l, rows, x);
-        hook_scale(Point::ln2_scale, l, rows);
-        normalize(rows, layer.mlp_norm_weight, layer.mlp_norm_bias);
-        if (settings_.gated_mlp) {  // down(act(x · W_gate + b) ⊙ (x · W_up + b))
-            auto linear = hidden_linear_.middleRows(rows.first, rows.count());  // (rows × M)
-            project_rows(normed, weights.gate, layer.gate_bias, hidden);
-            hook(Point::mlp_pre, l, rows, hidden);
-            project_rows(normed, weights.up, layer.up_bias, linear);
-            hook(Point::mlp_pre_linear, l, rows, linear);
-            activate(hidden);
-            hidden.array() *= linear.array();
-        } else {  // down(act(x · W_up + b))
-            project_rows(normed, weights.up, layer.up_bias, hidden);
-            hook(Point::mlp_pre, l, rows, hidden);
-            activate(hidden);
-        }
-        hook(Point::mlp_post, l, rows, hidden);
-        project_rows(hidden, weights.down, layer.down_bias, written);
-        hook(Point::mlp_out, l, rows, written);
-        x += written;
-        hook(Point::resid_post, l, rows, x);
-    }
-
     /// The MLP's activation of a block of its hidden rows, in place, times the same block of
     /// the linear ones if the MLP is gated (else `linear` is empty).
     template <class Hidden, class Linear>
-    void activate_mlp(Hidden hidden, const Linear& linear) const {
-        activate(hidden);
-        if (settings_.gated_mlp) hidden.array() *= linear.array();
-    }
-
-    /// The MLP's activation, in place.
-    template <class Block>
-    void activate(Block& hidden) const {
-        switch (settings_.activation) {
-            case Activation::gelu_tanh:
+    static void activate_mlp(const LayerDescription& describe, Hidden hidden, const Linear& linear) {
+        switch (describe.activation) {
+            case MlpActivation::gelu_tanh:
                 gelu_tanh_in_place(hidden);
                 break;
-            case Activation::gelu_erf:
+            case MlpActivation::gelu_erf:
                 gelu_in_place(hidden);
                 break;
-            case Activation::silu:
+            case MlpActivation::silu:
                 silu_in_place(hidden);
                 break;
         }
+        if (describe.gated_mlp) hidden.array() *= linear.array();
     }
 
     /// logits = norm(x) · U, for the positions from first_logit_ on.
     void unembed(Rows rows) {
-        hook_scale(Point::final_scale, 0, rows);
-        normalize(rows, model_.final_norm_weight_, model_.final_norm_bias_);
+        hook_scale(Point::final_scale, 0, rows, x_);
+        final_normalize(rows, normed_);
         multiply_rows(normed_.middleRows(rows.first, rows.count()), model_.unembedding_rows(),
                       logits_.middleRows(rows.first - first_logit_, rows.count()), false);
     }
@@ -656,10 +759,8 @@ private:
     Rows share_of_layers(int worker, int workers) const {
         // FLOPs per position ÷ 2C in the products of the layers (layer 0's q, k, v may be looked up)
         const ModelSettings& s = settings_;
-        const double mlp_products = s.gated_mlp ? 3.0 : 2.0;
-        const double per_position = double(s.layers) * (double(s.query_key_value_width() + s.query_width()) +
-                                                        mlp_products * double(s.mlp_width)) -
-                                    (look_up_first_layer_ ? double(s.query_key_value_width()) : 0.0);
+        const double per_position =
+            layer_products(s) - (look_up_first_layer_ ? double(s.query_key_value_width()) : 0.0);
         // attention's FLOPs per visible key (4·H·d per layer) ÷ 2C, weighted by kAttentionCost
         const double per_key = double(s.layers) * 2.0 * double(s.query_width()) / double(s.dimensions) * kAttentionCost;
         return share_by_cost(worker, workers,
@@ -709,6 +810,7 @@ private:
     Matrix<T> (&qkv_)[2];                             // (n × (H + 2 H_kv)·d) queries | keys | values
     Matrix<T>& attended_;                             // (n × H·d) every head's output, side by side
     Matrix<T>& written_;                              // (n × C) what attention, then the MLP, add to x
+    Matrix<T>& aside_;                                // (n × C) a parallel layer's attention output, or empty
     Matrix<T>& hidden_;                               // (n × M)
     Matrix<T>& hidden_linear_;                        // (n × M): a gated MLP's x · W_up
     Matrix<T>& logits_;                               // (n × vocabulary)

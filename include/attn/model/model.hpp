@@ -67,21 +67,24 @@ struct LoadOptions {
 template <class T>
 class Model {
 public:
-    /// One layer's weights, each (in × out). Biases and the gate are empty where the
-    /// architecture has none.
+    /// One layer's weights, each (in × out). What the layer's description (settings().layer(l))
+    /// does not read is empty: biases, the gate, q/k norms, the norms of a block's output.
     struct Layer {
-        Vector<T> attention_norm_weight, attention_norm_bias;  ///< C each (no bias with RMSNorm)
+        Vector<T> attention_norm_weight, attention_norm_bias;  ///< C each (no bias with RMSNorm; none in OLMo-2)
         Matrix<T> query_key_value;                 ///< (C × (H + 2 H_kv)·d): [Wq Wk Wv], one product for all three
         Vector<T> query_key_value_bias;            ///< (H + 2 H_kv)·d, or empty
+        Vector<T> query_norm, key_norm;            ///< d (per head) or H·d and H_kv·d (whole), or empty
         Matrix<T> output;                          ///< (H·d × C)
         Vector<T> output_bias;                     ///< C, or empty
-        Vector<T> mlp_norm_weight, mlp_norm_bias;  ///< C each (no bias with RMSNorm)
+        Vector<T> attention_output_norm;           ///< C, or empty: the norm of attention's output (OLMo-2)
+        Vector<T> mlp_norm_weight, mlp_norm_bias;  ///< C each (no bias with RMSNorm; none in OLMo-2)
         Matrix<T> up;                              ///< (C × M)
         Vector<T> up_bias;                         ///< M, or empty
         Matrix<T> gate;                            ///< (C × M) in a gated MLP, else empty
         Vector<T> gate_bias;                       ///< M, or empty
         Matrix<T> down;                            ///< (M × C)
         Vector<T> down_bias;                       ///< C, or empty
+        Vector<T> mlp_output_norm;                 ///< C, or empty: the norm of the MLP's output (OLMo-2)
         Index query_width = 0;                     ///< H·d
         Index key_value_width = 0;                 ///< H_kv·d
 
@@ -91,6 +94,53 @@ public:
         auto key() const { return query_key_value.middleCols(query_width, key_value_width); }
         /// Wv, (C × H_kv·d).
         auto value() const { return query_key_value.middleCols(query_width + key_value_width, key_value_width); }
+
+        /// The matrix a slot names (is_matrix_slot(slot)).
+        Matrix<T>& matrix(LayerSlot slot) {
+            switch (slot) {
+                case LayerSlot::query_key_value:
+                    return query_key_value;
+                case LayerSlot::output:
+                    return output;
+                case LayerSlot::gate:
+                    return gate;
+                case LayerSlot::up:
+                    return up;
+                default:
+                    return down;
+            }
+        }
+        /// The vector a slot names (!is_matrix_slot(slot)).
+        Vector<T>& vector(LayerSlot slot) {
+            switch (slot) {
+                case LayerSlot::attention_norm:
+                    return attention_norm_weight;
+                case LayerSlot::attention_norm_bias:
+                    return attention_norm_bias;
+                case LayerSlot::query_key_value_bias:
+                    return query_key_value_bias;
+                case LayerSlot::query_norm:
+                    return query_norm;
+                case LayerSlot::key_norm:
+                    return key_norm;
+                case LayerSlot::output_bias:
+                    return output_bias;
+                case LayerSlot::attention_output_norm:
+                    return attention_output_norm;
+                case LayerSlot::mlp_norm:
+                    return mlp_norm_weight;
+                case LayerSlot::mlp_norm_bias:
+                    return mlp_norm_bias;
+                case LayerSlot::gate_bias:
+                    return gate_bias;
+                case LayerSlot::up_bias:
+                    return up_bias;
+                case LayerSlot::down_bias:
+                    return down_bias;
+                default:
+                    return mlp_output_norm;
+            }
+        }
     };
 
     /// The token embedding, (V × C): a view, since a tied model keeps only its transpose U.
@@ -147,26 +197,28 @@ public:
     /// The final norm's weight and bias, C each (the bias is empty with RMSNorm).
     const Vector<T>& final_norm_weight() const { return final_norm_weight_; }
     const Vector<T>& final_norm_bias() const { return final_norm_bias_; }
-    /// The rotary positions of every head (head size, pairing and base from the config).
-    /// Throws argument_error for a model with learned positions.
-    const Rope<T>& rope() const {
-        if (!rope_)
+    /// Layer l's rotary positions (head size, the numbers that turn, pairing, base and scaling
+    /// from the config; 0 ≤ l < layers). Throws argument_error for a layer that rotates nothing
+    /// (learned positions).
+    const Rope<T>& rope(Index l = 0) const {
+        detail::check_index("Model::rope", "layer", l, settings_.layers);
+        const std::optional<Rope<T>>& rope = ropes_[rope_of_layer_[std::size_t(l)]];
+        if (!rope)
             throw argument_error(detail::message("Model::rope: this ", architecture_name(settings_.architecture),
                                                  " model has learned positions, not rotary ones"));
-        return *rope_;
+        return *rope;
     }
 
     /// The numbers the model's weights hold (a tied embedding counted once).
     Index parameters() const {
         Index count = embedding_.size() + unembedding_.size() + position_embedding_.size() + final_norm_weight_.size() +
                       final_norm_bias_.size();
-        for (const Layer& layer : layers_)
-            for (Index size :
-                 {layer.attention_norm_weight.size(), layer.attention_norm_bias.size(), layer.query_key_value.size(),
-                  layer.query_key_value_bias.size(), layer.output.size(), layer.output_bias.size(),
-                  layer.mlp_norm_weight.size(), layer.mlp_norm_bias.size(), layer.up.size(), layer.up_bias.size(),
-                  layer.gate.size(), layer.gate_bias.size(), layer.down.size(), layer.down_bias.size()})
-                count += size;
+        for (const Layer& constant : layers_) {
+            Layer& layer = const_cast<Layer&>(constant);  // matrix() and vector() only look
+            for (int slot = 0; slot < kLayerSlots; ++slot)
+                count += is_matrix_slot(LayerSlot(slot)) ? layer.matrix(LayerSlot(slot)).size()
+                                                         : layer.vector(LayerSlot(slot)).size();
+        }
         count += half_embedding_.size() + half_unembedding_.size();
         for (const HalfLayer& layer : half_layers_)
             count += layer.query_key_value.size() + layer.output.size() + layer.up.size() + layer.gate.size() +
@@ -174,12 +226,12 @@ public:
         return count;
     }
 
-    /// The model's norm (LayerNorm or RMSNorm) of x's rows with these parameters.
-    /// x: (rows × C) → (rows × C).
+    /// The model's final norm (LayerNorm or RMSNorm) of x's rows. x: (rows × C) → (rows × C).
     template <class D>
-    Matrix<T> normalize(const Eigen::MatrixBase<D>& x, const Vector<T>& weight, const Vector<T>& bias) const {
-        return settings_.norm == Norm::rms_norm ? rms_norm(x, weight, settings_.norm_epsilon)
-                                                : layer_norm(x, weight, bias, settings_.norm_epsilon);
+    Matrix<T> final_norm(const Eigen::MatrixBase<D>& x) const {
+        return settings_.final_norm == Norm::rms_norm
+                   ? rms_norm(x, final_norm_weight_, settings_.final_norm_epsilon)
+                   : layer_norm(x, final_norm_weight_, final_norm_bias_, settings_.final_norm_epsilon);
     }
 
     /// ids: 1 … longest token ids → logits (positions × vocabulary) and, if asked,
@@ -213,9 +265,28 @@ private:
     /// stays this small.
     static constexpr std::size_t kFirstLayerTableBytes = std::size_t(16) << 20;
 
+    /// One Rope per distinct rotary spec of the layers (most models: one for all).
     explicit Model(ModelSettings settings) : settings_(std::move(settings)) {
-        if (settings_.positions == PositionEncoding::rotary)
-            rope_.emplace(settings_.head_size, settings_.rope_pairing, settings_.rope_base, settings_.longest);
+        std::vector<const RotarySpec*> specs;
+        for (const LayerDescription& layer : settings_.layer_descriptions) {
+            const RotarySpec& spec = layer.rotary;
+            std::size_t found = 0;
+            while (found < specs.size() && !same_rotation(*specs[found], spec)) ++found;
+            if (found == specs.size()) {
+                specs.push_back(&spec);
+                ropes_.emplace_back();
+                if (layer.rotates()) ropes_.back().emplace(settings_.head_size, spec, settings_.longest);
+            }
+            rope_of_layer_.push_back(found);
+        }
+    }
+
+    static bool same_rotation(const RotarySpec& a, const RotarySpec& b) {
+        return a.rotated == b.rotated && a.pairing == b.pairing && a.base == b.base &&
+               a.scaling.kind == b.scaling.kind && a.scaling.factor == b.scaling.factor &&
+               a.scaling.low_frequency_factor == b.scaling.low_frequency_factor &&
+               a.scaling.high_frequency_factor == b.scaling.high_frequency_factor &&
+               a.scaling.original_context == b.scaling.original_context;
     }
 
     static Model load_store_model(const std::filesystem::path& directory, const LoadOptions& options) {
@@ -227,7 +298,7 @@ private:
             throw format_error(detail::message(manifest.vocabulary, ": ", model.tokenizer_.size(), " tokens, but ",
                                                (directory / "manifest.json").string(), " declares vocabulary_size ",
                                                manifest.settings.vocabulary_size));
-        model.read_weights(TensorFiles::open_file(manifest.weights), store_tensor_names(model.settings_));
+        model.read_weights(TensorFiles::open_file(manifest.weights));
         return model;
     }
 
@@ -237,12 +308,13 @@ private:
         if (!in) throw io_error(detail::message(config_path.string(), ": cannot open the model's config"));
         const nlohmann::json config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
         if (config.is_discarded()) throw format_error(detail::message(config_path.string(), ": not valid JSON"));
-        Model model(settings_from_config(config, config_path.string()));
-        model.storage_ = options.weights;
+        ModelSettings settings = settings_from_config(config, config_path.string());
         const TensorFiles files = TensorFiles::open(directory);
-        const bool prefixed =
-            model.settings_.architecture == Architecture::gpt2 && files.contains("transformer.wte.weight");
-        model.read_weights(files, hugging_face_tensor_names(model.settings_, prefixed ? "transformer." : ""));
+        if (settings.architecture == Architecture::gpt2 && files.contains("transformer.wte.weight"))
+            settings = with_tensor_prefix(std::move(settings), "transformer.");
+        Model model(std::move(settings));
+        model.storage_ = options.weights;
+        model.read_weights(files);
         model.tokenizer_ = Tokenizer::from_directory(directory);
         if (model.tokenizer_.size() > model.settings_.vocabulary_size)
             throw format_error(detail::message(directory.string(), ": the tokenizer has ", model.tokenizer_.size(),
@@ -251,17 +323,13 @@ private:
         return model;
     }
 
-    /// The tensors `names` lists, each checked against the shape the settings give it, read
-    /// one at a time into its place. All problems of the checkpoint (missing, unexpected and
-    /// misshapen tensors) are reported in one format_error.
-    void read_weights(const TensorFiles& files, const TensorNames& names) {
+    /// The tensors the settings name (settings_.tensors and each layer description's table),
+    /// each checked against its shape, read one at a time into its place. All problems of the
+    /// checkpoint (missing, unexpected and misshapen tensors) are reported in one format_error.
+    void read_weights(const TensorFiles& files) {
         const ModelSettings& s = settings_;
-        const Index c = s.dimensions, q = s.query_width(), kv = s.key_value_width(), m = s.mlp_width;
-        const bool transposed = names.layout == WeightLayout::out_in;
-        // A weight (in × out) as the file stores it: [in, out], or [out, in] for a Linear.
-        const auto weight_shape = [&](Index in, Index out) {
-            return transposed ? std::vector<std::int64_t>{out, in} : std::vector<std::int64_t>{in, out};
-        };
+        const ModelTensors& names = s.tensors;
+        const Index c = s.dimensions;
         std::map<std::string, std::vector<std::int64_t>> expected;
         const auto expect = [&](const std::string& name, std::vector<std::int64_t> shape) {
             if (!name.empty()) expected[name] = std::move(shape);
@@ -271,32 +339,8 @@ private:
         expect(names.final_norm_weight, {c});
         expect(names.final_norm_bias, {c});
         expect(names.unembedding, {s.vocabulary_size, c});  // lm_head: a Linear (V × C)
-        for (const LayerTensorNames& layer : names.layers) {
-            for (const std::string* norm :
-                 {&layer.attention_norm_weight, &layer.attention_norm_bias, &layer.mlp_norm_weight,
-                  &layer.mlp_norm_bias, &layer.output_bias, &layer.down_bias})
-                expect(*norm, {c});
-            if (layer.query_key_value.size() == 1) {
-                expect(layer.query_key_value[0], weight_shape(c, q + 2 * kv));
-            } else {
-                expect(layer.query_key_value[0], weight_shape(c, q));
-                expect(layer.query_key_value[1], weight_shape(c, kv));
-                expect(layer.query_key_value[2], weight_shape(c, kv));
-            }
-            if (layer.query_key_value_bias.size() == 1) {
-                expect(layer.query_key_value_bias[0], {q + 2 * kv});
-            } else if (layer.query_key_value_bias.size() == 3) {
-                expect(layer.query_key_value_bias[0], {q});
-                expect(layer.query_key_value_bias[1], {kv});
-                expect(layer.query_key_value_bias[2], {kv});
-            }
-            expect(layer.output, weight_shape(q, c));
-            expect(layer.up, weight_shape(c, m));
-            expect(layer.gate, weight_shape(c, m));
-            expect(layer.down, weight_shape(m, c));
-            expect(layer.up_bias, {m});
-            expect(layer.gate_bias, {m});
-        }
+        for (const LayerDescription& layer : s.layer_descriptions)
+            for (const LayerTensor& tensor : layer.tensors) expect(tensor.name, tensor.shape);
         check_tensors(files, expected, names.skipped);
 
         // Weights that are not finite would only surface as NaN logits (or a numeric_error in
@@ -312,29 +356,17 @@ private:
             finite(name, values);
             return values;
         };
-        // A weight into columns first … first + out − 1 of `into` (in × …), transposed from a Linear.
-        const auto weight_into = [&](const std::string& name, Matrix<T>& into, Index first, Index out) {
-            auto block = into.middleCols(first, out);
-            files.read_matrix_into<T>(name, block, transposed);
-            finite(name, block);
-        };
         // The large matrices on 2 MiB pages where the system has them: a decoding step streams
         // every weight, a prefill reads them a column panel at a time (docs/DESIGN.md).
         const auto sized = [](Matrix<T>& values, Index rows, Index cols) {
             values.resize(rows, cols);
             detail::advise_huge_pages(values.data(), std::size_t(values.size()) * sizeof(T));
         };
-        const auto weight = [&](const std::string& name, Index in, Index out) {
-            Matrix<T> values;
-            if (name.empty()) return values;
-            sized(values, in, out);
-            weight_into(name, values, 0, out);
-            return values;
-        };
         // With 16-bit storage, a large matrix read from these tensors is narrowed back to their
         // format at once (exactly: its numbers came from it), and its float copy dropped.
         bool format_known = false;
-        const auto keep_16_bit = [&](std::vector<std::string> tensors, Matrix<T>& values, detail::HalfMatrix& into) {
+        const auto keep_16_bit = [&](const std::vector<std::string>& tensors, Matrix<T>& values,
+                                     detail::HalfMatrix& into) {
             if (storage_ != WeightStorage::stored_16_bit || values.size() == 0) return;
             for (const std::string& name : tensors) {
                 const DType dtype = files.info(name).dtype;
@@ -377,43 +409,54 @@ private:
         }
         final_norm_weight_ = vector(names.final_norm_weight);
         final_norm_bias_ = vector(names.final_norm_bias);
-        for (const LayerTensorNames& names_of : names.layers) {
+
+        // Each layer: every slot its description reads sized once, then each tensor read into
+        // its pieces: whole into a block where it has one piece, else through one (in × out) copy.
+        for (const LayerDescription& description : s.layer_descriptions) {
             Layer layer;
-            layer.query_width = q;
-            layer.key_value_width = kv;
-            layer.attention_norm_weight = vector(names_of.attention_norm_weight);
-            layer.attention_norm_bias = vector(names_of.attention_norm_bias);
-            sized(layer.query_key_value, c, q + 2 * kv);
-            if (names_of.query_key_value.size() == 1) {
-                weight_into(names_of.query_key_value[0], layer.query_key_value, 0, q + 2 * kv);
-            } else {
-                weight_into(names_of.query_key_value[0], layer.query_key_value, 0, q);
-                weight_into(names_of.query_key_value[1], layer.query_key_value, q, kv);
-                weight_into(names_of.query_key_value[2], layer.query_key_value, q + kv, kv);
+            layer.query_width = s.query_width();
+            layer.key_value_width = s.key_value_width();
+            std::vector<std::string> sources[kLayerSlots];  // the tensors read into each slot
+            for (const LayerTensor& tensor : description.tensors)
+                for (const TensorPiece& piece : tensor.pieces) {
+                    std::vector<std::string>& into = sources[int(piece.slot)];
+                    if (!into.empty() && into.back() == tensor.name) continue;
+                    if (into.empty()) {
+                        const auto [rows, cols] = slot_shape(piece.slot, s, description);
+                        if (is_matrix_slot(piece.slot))
+                            sized(layer.matrix(piece.slot), rows, cols);
+                        else
+                            layer.vector(piece.slot).resize(cols);
+                    }
+                    into.push_back(tensor.name);
+                }
+            for (const LayerTensor& tensor : description.tensors) {
+                const bool matrix = is_matrix_slot(tensor.pieces.front().slot);
+                if (!matrix) {
+                    const Vector<T> values = vector(tensor.name);
+                    for (const TensorPiece& piece : tensor.pieces)
+                        layer.vector(piece.slot).segment(piece.to, piece.count) =
+                            values.segment(piece.from, piece.count);
+                } else if (tensor.pieces.size() == 1 && tensor.pieces.front().from == 0) {
+                    const TensorPiece& piece = tensor.pieces.front();
+                    auto block = layer.matrix(piece.slot).middleCols(piece.to, piece.count);
+                    files.read_matrix_into<T>(tensor.name, block, tensor.out_in);
+                    finite(tensor.name, block);
+                } else {
+                    const Matrix<T> whole = tensor.out_in ? files.transposed_matrix<T>(tensor.name)
+                                                          : files.matrix<T>(tensor.name);  // (in × out)
+                    finite(tensor.name, whole);
+                    for (const TensorPiece& piece : tensor.pieces)
+                        layer.matrix(piece.slot).middleCols(piece.to, piece.count) =
+                            whole.middleCols(piece.from, piece.count);
+                }
             }
             HalfLayer half;
-            keep_16_bit(names_of.query_key_value, layer.query_key_value, half.query_key_value);
-            if (names_of.query_key_value_bias.size() == 1) {
-                layer.query_key_value_bias = vector(names_of.query_key_value_bias[0]);
-            } else if (names_of.query_key_value_bias.size() == 3) {
-                layer.query_key_value_bias.resize(q + 2 * kv);
-                layer.query_key_value_bias << vector(names_of.query_key_value_bias[0]),
-                    vector(names_of.query_key_value_bias[1]), vector(names_of.query_key_value_bias[2]);
-            }
-            layer.output = weight(names_of.output, q, c);
-            keep_16_bit({names_of.output}, layer.output, half.output);
-            layer.output_bias = vector(names_of.output_bias);
-            layer.mlp_norm_weight = vector(names_of.mlp_norm_weight);
-            layer.mlp_norm_bias = vector(names_of.mlp_norm_bias);
-            layer.up = weight(names_of.up, c, m);
-            keep_16_bit({names_of.up}, layer.up, half.up);
-            layer.up_bias = vector(names_of.up_bias);
-            layer.gate = weight(names_of.gate, c, m);
-            keep_16_bit({names_of.gate}, layer.gate, half.gate);
-            layer.gate_bias = vector(names_of.gate_bias);
-            layer.down = weight(names_of.down, m, c);
-            keep_16_bit({names_of.down}, layer.down, half.down);
-            layer.down_bias = vector(names_of.down_bias);
+            keep_16_bit(sources[int(LayerSlot::query_key_value)], layer.query_key_value, half.query_key_value);
+            keep_16_bit(sources[int(LayerSlot::output)], layer.output, half.output);
+            keep_16_bit(sources[int(LayerSlot::up)], layer.up, half.up);
+            keep_16_bit(sources[int(LayerSlot::gate)], layer.gate, half.gate);
+            keep_16_bit(sources[int(LayerSlot::down)], layer.down, half.down);
             layers_.push_back(std::move(layer));
             if (storage_ == WeightStorage::stored_16_bit) half_layers_.push_back(std::move(half));
         }
@@ -450,18 +493,21 @@ private:
     void tabulate_first_layer() {
         const ModelSettings& s = settings_;
         const Index width = s.query_key_value_width();
-        if (s.positions != PositionEncoding::rotary ||
+        if (s.position_encoding != PositionEncoding::rotary ||
             std::size_t(s.vocabulary_size) * std::size_t(width) * sizeof(T) > kFirstLayerTableBytes)
             return;
         const Layer& first = layers_.front();
+        const LayerDescription& described = s.layer(0);
         Matrix<T> normed(s.vocabulary_size, s.dimensions);
         Matrix<T> embedded(s.vocabulary_size, s.dimensions);
         for (Index v = 0; v < s.vocabulary_size; ++v) embed_into(int(v), embedded.row(v));
-        if (s.norm == Norm::rms_norm)
-            detail::rms_norm_into(embedded, first.attention_norm_weight, s.norm_epsilon, normed);
+        if (!described.input_norms)
+            normed = embedded;
+        else if (described.norm == Norm::rms_norm)
+            detail::rms_norm_into(embedded, first.attention_norm_weight, described.norm_epsilon, normed);
         else
-            detail::layer_norm_into(embedded, first.attention_norm_weight, first.attention_norm_bias, s.norm_epsilon,
-                                    normed);
+            detail::layer_norm_into(embedded, first.attention_norm_weight, first.attention_norm_bias,
+                                    described.norm_epsilon, normed);
         first_layer_qkv_.resize(s.vocabulary_size, width);
         if (first.query_key_value_bias.size() != 0) first_layer_qkv_.rowwise() = first.query_key_value_bias.transpose();
         detail::multiply_rows(normed, weights_of(0).query_key_value, first_layer_qkv_,
@@ -517,10 +563,11 @@ private:
 
     ModelSettings settings_;
     Tokenizer tokenizer_;
-    std::optional<Rope<T>> rope_;   // rotary positions only
-    Matrix<T> embedding_;           // (V × C), untied only: a tied model reads E from unembedding_
-    Matrix<T> unembedding_;         // (C × V)
-    Matrix<T> position_embedding_;  // (longest × C), learned positions only
+    std::vector<std::optional<Rope<T>>> ropes_;  // one per distinct rotation of the layers (empty: none)
+    std::vector<std::size_t> rope_of_layer_;     // layer l's in ropes_
+    Matrix<T> embedding_;                        // (V × C), untied only: a tied model reads E from unembedding_
+    Matrix<T> unembedding_;                      // (C × V)
+    Matrix<T> position_embedding_;               // (longest × C), learned positions only
     Vector<T> final_norm_weight_, final_norm_bias_;
     std::vector<Layer> layers_;
     Matrix<T> first_layer_qkv_;  // (V × (H + 2 H_kv)·d): norm(E) · [Wq Wk Wv] + b of layer 0, or empty

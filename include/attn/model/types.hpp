@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -32,11 +33,12 @@ class Decoder;
 enum class Architecture {
     store,  ///< attn's own manifest (manifest.json): the store model
     gpt2,   ///< Hugging Face GPT2LMHeadModel
-    llama,  ///< Hugging Face LlamaForCausalLM: Llama, SmolLM/SmolLM2, TinyLlama
+    llama,  ///< Hugging Face LlamaForCausalLM: Llama 1–3, SmolLM/SmolLM2, TinyLlama
     qwen2,  ///< Hugging Face Qwen2ForCausalLM
 };
 
-/// The name a config or manifest gives the architecture: "store", "gpt2", "llama", "qwen2".
+/// The name a config or manifest gives the architecture: "store", "gpt2", "llama", …, its
+/// config.json model_type.
 inline const char* architecture_name(Architecture architecture) {
     switch (architecture) {
         case Architecture::store:
@@ -51,10 +53,10 @@ inline const char* architecture_name(Architecture architecture) {
     return "?";
 }
 
-/// How each layer normalises its input.
+/// How a norm normalises a row.
 enum class Norm {
-    layer_norm,  ///< (x − mean) / √(variance + ε) · weight + bias (GPT-2, the store model)
-    rms_norm,    ///< x / √(mean(x²) + ε) · weight (Llama, Qwen2)
+    layer_norm,  ///< (x − mean) / √(variance + ε) · weight + bias (GPT-2, GPT-NeoX, the store model)
+    rms_norm,    ///< x / √(mean(x²) + ε) · weight (Llama, Qwen, OLMo-2, Phi-3)
 };
 
 /// Where positions enter the model.
@@ -63,14 +65,123 @@ enum class PositionEncoding {
     learned,  ///< a learned vector per position added to the token embedding (GPT-2)
 };
 
-/// The MLP's activation, decided when the model is loaded.
-enum class Activation {
+/// The MLP's nonlinearity, decided when the model is loaded.
+enum class MlpActivation {
     gelu_erf,   ///< x · ½ · (1 + erf(x / √2)): PyTorch's nn.GELU()
     gelu_tanh,  ///< the tanh approximation: GPT-2's "gelu_new"
     silu,       ///< x · sigmoid(x): the gate of Llama's SwiGLU
 };
 
-/// What a model's config declares. Only what the forward pass implements is accepted.
+/// How attention and the MLP add into the residual stream.
+enum class Residual {
+    sequential,  ///< x += attn(norm1(x)); x += mlp(norm2(x))
+    parallel,    ///< x += attn(norm1(x)) + mlp(norm2(x)), both from the same x (GPT-NeoX, GPT-J)
+};
+
+/// Where a layer normalises queries and keys after their projection, before the rotation.
+enum class QueryKeyNorm {
+    none,
+    per_head,  ///< RMSNorm over each head's d numbers, one (d) weight shared by the heads (Qwen3)
+    whole,     ///< RMSNorm over all H·d (queries) and H_kv·d (keys) numbers (OLMo-2)
+};
+
+/// A place a layer keeps a parameter: where each tensor of the checkpoint is read into.
+/// Matrices are (in × out), as a projection reads x · W; vectors are one number per column.
+enum class LayerSlot {
+    attention_norm,         ///< (C) the norm before attention
+    attention_norm_bias,    ///< (C) LayerNorm only
+    query_key_value,        ///< (C × (H + 2 H_kv)·d) [Wq Wk Wv]
+    query_key_value_bias,   ///< ((H + 2 H_kv)·d) [bq bk bv]
+    query_norm,             ///< (d) per head or (H·d) whole
+    key_norm,               ///< (d) per head or (H_kv·d) whole
+    output,                 ///< (H·d × C) Wo
+    output_bias,            ///< (C)
+    attention_output_norm,  ///< (C) the norm of attention's output, before it is added (OLMo-2)
+    mlp_norm,               ///< (C) the norm before the MLP
+    mlp_norm_bias,          ///< (C) LayerNorm only
+    gate,                   ///< (C × M) gated MLPs
+    gate_bias,              ///< (M)
+    up,                     ///< (C × M)
+    up_bias,                ///< (M)
+    down,                   ///< (M × C)
+    down_bias,              ///< (C)
+    mlp_output_norm,        ///< (C) the norm of the MLP's output, before it is added (OLMo-2)
+};
+inline constexpr int kLayerSlots = int(LayerSlot::mlp_output_norm) + 1;
+
+/// Whether a slot holds a matrix (the projections) rather than a vector.
+inline bool is_matrix_slot(LayerSlot slot) {
+    return slot == LayerSlot::query_key_value || slot == LayerSlot::output || slot == LayerSlot::gate ||
+           slot == LayerSlot::up || slot == LayerSlot::down;
+}
+
+/// A run of a tensor's outputs read into a slot: its outputs from … from + count − 1 (rows of
+/// a Linear's (out × in) weight, columns of an (in × out) one, entries of a vector) go to the
+/// slot's columns (or entries) to … to + count − 1. A fused tensor has several pieces.
+struct TensorPiece {
+    LayerSlot slot = LayerSlot::attention_norm;
+    Index from = 0;
+    Index count = 0;
+    Index to = 0;
+};
+
+/// One tensor of a layer in a checkpoint: its name, its shape as stored, and where it goes.
+struct LayerTensor {
+    std::string name;
+    std::vector<std::int64_t> shape;  ///< as the checkpoint stores it
+    bool out_in = false;              ///< stored (out × in), PyTorch's Linear: read transposed
+    std::vector<TensorPiece> pieces;
+};
+
+/// One layer's structure, built once from the config (model/architectures.hpp): what it
+/// computes and the tensors it reads. Every pass (reference_forward, the fast pass, decoding,
+/// hooks, attribution) follows it; nothing else in attn branches on an architecture.
+///
+///   h = input_norms ? norm(x) : x                                (n × C)  ln1
+///   q, k, v = h · [Wq Wk Wv] (+ b)                               (n × H·d), (n × H_kv·d) ×2
+///   q, k = query_key_norm(q), query_key_norm(k)                  if any
+///   q, k = rotate(q), rotate(k)                                  the first rotary.rotated numbers of each head
+///   a = attention(q, k, v; score_scale) · Wo (+ bo)              (n × C)
+///   a = norm(a)                                                  if output_norms
+///   sequential: x += a; m = mlp(input_norms ? norm(x) : x); m = norm(m) if output_norms; x += m
+///   parallel:   m = mlp(norm(x_before)); x += a + m
+///   mlp(h) = act(h · W_up + b) · W_down + b, or gated: (act(h · W_gate + b) ⊙ (h · W_up + b)) · W_down + b
+struct LayerDescription {
+    Norm norm = Norm::layer_norm;  ///< every norm of the layer
+    double norm_epsilon = 1e-5;
+    bool input_norms = true;    ///< norms before attention and the MLP (pre-norm)
+    bool output_norms = false;  ///< norms on attention's and the MLP's outputs (OLMo-2)
+    Residual residual = Residual::sequential;
+    QueryKeyNorm query_key_norm = QueryKeyNorm::none;
+    bool gated_mlp = false;  ///< down(act(x · W_gate) ⊙ (x · W_up)), else down(act(x · W_up))
+    MlpActivation activation = MlpActivation::gelu_erf;
+    RotarySpec rotary{};       ///< rotary.rotated = 0: nothing turns (learned positions)
+    double score_scale = 1.0;  ///< what scores are multiplied by: 1/√d, unless the config says otherwise
+    std::vector<LayerTensor> tensors;
+
+    /// Whether some tensor is read into the slot (a bias, a norm or the gate the layer has).
+    bool has(LayerSlot slot) const {
+        for (const LayerTensor& tensor : tensors)
+            for (const TensorPiece& piece : tensor.pieces)
+                if (piece.slot == slot) return true;
+        return false;
+    }
+    bool rotates() const { return rotary.rotated > 0; }
+};
+
+/// The tensors outside the layers, by name in the checkpoint ("" where the model has none).
+struct ModelTensors {
+    std::string embedding;           ///< (V × C)
+    std::string position_embedding;  ///< (longest × C), learned positions only
+    std::string final_norm_weight, final_norm_bias;
+    std::string unembedding;  ///< untied only, (V × C) as a Linear stores it
+    /// Tensors that may be present and are skipped: GPT-2's saved attention-mask buffers, a
+    /// tied model's copy of its embedding as lm_head.weight.
+    std::vector<std::string> skipped;
+};
+
+/// What a model's config declares: its sizes, and each layer's structure. Only what the
+/// forward pass implements is accepted.
 struct ModelSettings {
     Architecture architecture = Architecture::store;
     Index layers = 0;
@@ -81,34 +192,60 @@ struct ModelSettings {
     Index mlp_width = 0;        ///< M
     Index longest = 0;          ///< context length: the most positions a forward pass takes
     Index vocabulary_size = 0;  ///< V: rows of the embedding, columns of the logits
-    double norm_epsilon = 1e-5;
-    Norm norm = Norm::layer_norm;
-    PositionEncoding positions = PositionEncoding::rotary;
-    double rope_base = 10000.0;  ///< rotary only
-    RopePairing rope_pairing = RopePairing::rotate_half;
-    Activation activation = Activation::gelu_erf;
-    bool gated_mlp = false;       ///< down(act(x · W_gate) ⊙ (x · W_up)), else down(act(x · W_up))
-    bool tied_embeddings = true;  ///< the unembedding is the embedding's transpose
-    bool scale_scores = true;     ///< scores divided by √d (GPT-2's scale_attn_weights)
-    bool scale_by_layer = false;  ///< and by layer + 1 (GPT-2's scale_attn_by_inverse_layer_idx)
-    bool attention_bias = false;  ///< biases on the queries, keys and values
-    bool output_bias = false;     ///< a bias on the attention's output projection
-    bool mlp_bias = false;        ///< biases on the MLP's projections
-    int end_token = -1;           ///< the end-of-text id generation stops at (−1: none declared)
+    PositionEncoding position_encoding = PositionEncoding::rotary;
+    Norm final_norm = Norm::layer_norm;  ///< the norm before the unembedding
+    double final_norm_epsilon = 1e-5;
+    bool tied_embeddings = true;                       ///< the unembedding is the embedding's transpose
+    int end_token = -1;                                ///< the end-of-text id generation stops at (−1: none declared)
+    std::vector<LayerDescription> layer_descriptions;  ///< one per layer
+    ModelTensors tensors;                              ///< the checkpoint's names outside the layers
 
+    /// Layer l's structure (unchecked: 0 ≤ l < layers).
+    const LayerDescription& layer(Index l) const { return layer_descriptions[static_cast<std::size_t>(l)]; }
     /// H · d: the queries' (and the head outputs') width.
     Index query_width() const { return heads * head_size; }
     /// H_kv · d: the keys' and the values' width.
     Index key_value_width() const { return key_value_heads * head_size; }
     /// (H + 2 H_kv) · d: queries, keys and values side by side.
     Index query_key_value_width() const { return query_width() + 2 * key_value_width(); }
-    /// What layer l's scores are multiplied by: 1/√d, 1/(√d · (l + 1)) or 1 as the config says.
-    double score_scale(Index layer) const {
-        double scale = scale_scores ? 1.0 / std::sqrt(static_cast<double>(head_size)) : 1.0;
-        if (scale_by_layer) scale /= static_cast<double>(layer + 1);
-        return scale;
+    /// What layer l's scores are multiplied by.
+    double score_scale(Index l) const { return layer(l).score_scale; }
+    /// Whether any layer has a gated MLP (the fast pass's buffers).
+    bool any_gated_mlp() const {
+        for (const LayerDescription& layer : layer_descriptions)
+            if (layer.gated_mlp) return true;
+        return false;
     }
 };
+
+/// The shape (rows × cols) of a layer's slot in a model of these settings: matrices (in × out),
+/// vectors (1 × count).
+inline std::pair<Index, Index> slot_shape(LayerSlot slot, const ModelSettings& s, const LayerDescription& layer) {
+    const Index c = s.dimensions, m = s.mlp_width, qkv = s.query_key_value_width();
+    const bool per_head = layer.query_key_norm == QueryKeyNorm::per_head;
+    switch (slot) {
+        case LayerSlot::query_key_value:
+            return {c, qkv};
+        case LayerSlot::query_key_value_bias:
+            return {1, qkv};
+        case LayerSlot::query_norm:
+            return {1, per_head ? s.head_size : s.query_width()};
+        case LayerSlot::key_norm:
+            return {1, per_head ? s.head_size : s.key_value_width()};
+        case LayerSlot::output:
+            return {s.query_width(), c};
+        case LayerSlot::gate:
+        case LayerSlot::up:
+            return {c, m};
+        case LayerSlot::gate_bias:
+        case LayerSlot::up_bias:
+            return {1, m};
+        case LayerSlot::down:
+            return {m, c};
+        default:  // the norms, output_bias, down_bias
+            return {1, c};
+    }
+}
 
 /// Every layer's attention weights: layers × heads × (positions × positions).
 template <class T>
