@@ -30,12 +30,15 @@ const std::filesystem::path kCheckpoints = std::filesystem::path(ATTN_TEST_DATA_
 
 // What each test checkpoint exercises (tools/references/hf_reference.py --regenerate writes them).
 const char* const kNames[] = {
-    "gpt2_prefixed_f32",      // transformer. prefix, saved mask buffers, gelu_new, tied
-    "gpt2_f16",               // F16, erf GELU, scores scaled by 1 / (layer + 1), n_inner
-    "gpt2_unscaled_f32",      // scale_attn_weights false, gelu_pytorch_tanh
-    "llama_gqa_bf16_shards",  // 4 heads over 2 key/value heads, BF16, two shards, tied
-    "llama_head_dim_untied",  // head_dim ≠ width / heads, one key/value head, untied, every bias
-    "qwen2_bias",             // q/k/v biases, rope_theta 1e6, 6 heads over 2
+    "gpt2_prefixed_f32",               // transformer. prefix, saved mask buffers, gelu_new, tied
+    "gpt2_f16",                        // F16, erf GELU, scores scaled by 1 / (layer + 1), n_inner
+    "gpt2_unscaled_f32",               // scale_attn_weights false, gelu_pytorch_tanh
+    "llama_gqa_bf16_shards",           // 4 heads over 2 key/value heads, BF16, two shards, tied
+    "llama_head_dim_untied",           // head_dim ≠ width / heads, one key/value head, untied, every bias
+    "qwen2_bias",                      // q/k/v biases, rope_theta 1e6, 6 heads over 2
+    "llama3_rope_scaling",             // rope_scaling llama3: frequencies kept, smoothed and divided
+    "llama_linear_rope_parameters",    // transformers v5's rope_parameters, linear scaling, "dtype"
+    "llama_linear_rope_scaling_type",  // the oldest spelling: rope_scaling {"type": "linear"}
 };
 
 template <class T>
@@ -127,6 +130,54 @@ TEST_CASE("Hugging Face checkpoints: the settings each config declares") {
                          attn::argument_error);
 
     // The newer architectures, each through its layers' descriptions.
+    const auto& llama3 = checkpoint<float>("llama3_rope_scaling").settings().layer(0).rotary;
+    CHECK(llama3.scaling.kind == attn::RopeScaling::Kind::llama3);
+    CHECK(llama3.scaling.factor == 32.0);
+    CHECK(llama3.scaling.original_context == 256.0);
+    const auto& linear = checkpoint<float>("llama_linear_rope_parameters").settings().layer(1).rotary;
+    CHECK(linear.scaling.kind == attn::RopeScaling::Kind::linear);
+    CHECK(linear.scaling.factor == 4.0);
+    CHECK(checkpoint<float>("llama_linear_rope_scaling_type").settings().layer(0).rotary.scaling.factor == 2.0);
+}
+
+TEST_CASE("Rotary frequencies: Llama 3's scaling keeps short wavelengths, divides long ones, blends between") {
+    attn::RopeScaling llama3;
+    llama3.kind = attn::RopeScaling::Kind::llama3;
+    llama3.factor = 32;
+    llama3.original_context = 256;
+    const std::vector<double> plain = attn::rope_frequencies(32, 5e5, {});
+    const std::vector<double> scaled = attn::rope_frequencies(32, 5e5, llama3);
+    const double pi = 3.14159265358979323846;
+    int kept = 0, divided = 0, blended = 0;
+    for (std::size_t j = 0; j < plain.size(); ++j) {
+        const double wavelength = 2 * pi / plain[j];
+        if (wavelength < 256.0 / 4) {
+            CHECK(scaled[j] == plain[j]);
+            ++kept;
+        } else if (wavelength > 256.0) {
+            CHECK(scaled[j] == doctest::Approx(plain[j] / 32).epsilon(1e-15));
+            ++divided;
+        } else {
+            CHECK(scaled[j] < plain[j]);
+            CHECK(scaled[j] > plain[j] / 32);
+            ++blended;
+        }
+    }
+    CHECK((kept > 0 && divided > 0 && blended > 0));
+    attn::RopeScaling linear;
+    linear.kind = attn::RopeScaling::Kind::linear;
+    linear.factor = 4;
+    CHECK(attn::rope_frequencies(8, 1e4, linear)[1] == doctest::Approx(std::pow(1e4, -0.25) / 4));  // pair 1 of 8
+    // A partial rotation leaves the rest of the head as it was.
+    const attn::Rope<double> partial(16, attn::RotarySpec{4, attn::RopePairing::rotate_half, 1e4, {}}, 8);
+    attn::Matrix<double> x = attn::Matrix<double>::Random(8, 16);
+    const attn::Matrix<double> before = x;
+    partial.apply(x);
+    CHECK(x.rightCols(12) == before.rightCols(12));
+    CHECK(x.row(0) == before.row(0));  // position 0 turns by 0
+    CHECK(x.row(3).leftCols(4) != before.row(3).leftCols(4));
+    CHECK_THROWS_WITH_AS(attn::Rope<double>(16, attn::RotarySpec{5, attn::RopePairing::rotate_half, 1e4, {}}),
+                         doctest::Contains("must be even"), attn::argument_error);
 }
 
 TEST_CASE_TEMPLATE("Hugging Face checkpoints: logits, attention and every activation agree with the float64 reference",
@@ -366,6 +417,32 @@ TEST_CASE("Model::load names what a Hugging Face directory gets wrong") {
     config_error(
         "gpt2_prefixed_f32", [](json& c) { c["scale_attn_weights"] = "yes"; },
         "\"scale_attn_weights\" must be true or false");
+    // Rotary scalings attn does not implement, and keys that would change the maths, by name.
+    config_error(
+        "llama_gqa_bf16_shards",
+        [](json& c) {
+            c["rope_scaling"] = {{"rope_type", "llama3"}};
+        },
+        "\"rope_scaling\": missing \"factor\"");
+    for (const char* type : {"dynamic", "yarn", "longrope", "su"})
+        config_error(
+            "llama_gqa_bf16_shards",
+            [&](json& c) {
+                c["rope_scaling"] = {{"rope_type", type}, {"factor", 2.0}};
+            },
+            std::string("\"rope_type\" = \"") + type + "\" is not supported (attn supports \"default\", \"linear\"");
+    config_error(
+        "llama_gqa_bf16_shards",
+        [](json& c) {
+            c["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}, {"attention_factor", 0.5}};
+        },
+        "\"attention_factor\" = 0.5 is not supported in linear rope scaling");
+    config_error(
+        "llama_linear_rope_parameters", [](json& c) { c["rope_parameters"]["rope_type"] = "longrope"; },
+        "\"rope_parameters\": \"rope_type\" = \"longrope\" is not supported");
+    config_error(
+        "llama3_rope_scaling", [](json& c) { c["rope_scaling"]["high_freq_factor"] = 0.5; },
+        "high_freq_factor must exceed low_freq_factor");
     config_error(
         "llama_gqa_bf16_shards", [](json& c) { c["hidden_act"] = "gelu"; },
         "\"hidden_act\" = \"gelu\" is not supported (attn supports \"silu\")");
