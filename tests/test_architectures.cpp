@@ -30,13 +30,15 @@ const std::filesystem::path kCheckpoints = std::filesystem::path(ATTN_TEST_DATA_
 
 // What each test checkpoint exercises (tools/references/hf_reference.py --regenerate writes them).
 const char* const kNames[] = {
-    "gpt2_prefixed_f32",               // transformer. prefix, saved mask buffers, gelu_new, tied
-    "gpt2_f16",                        // F16, erf GELU, scores scaled by 1 / (layer + 1), n_inner
-    "gpt2_unscaled_f32",               // scale_attn_weights false, gelu_pytorch_tanh
-    "llama_gqa_bf16_shards",           // 4 heads over 2 key/value heads, BF16, two shards, tied
-    "llama_head_dim_untied",           // head_dim ≠ width / heads, one key/value head, untied, every bias
-    "qwen2_bias",                      // q/k/v biases, rope_theta 1e6, 6 heads over 2
-    "llama3_rope_scaling",             // rope_scaling llama3: frequencies kept, smoothed and divided
+    "gpt2_prefixed_f32",      // transformer. prefix, saved mask buffers, gelu_new, tied
+    "gpt2_f16",               // F16, erf GELU, scores scaled by 1 / (layer + 1), n_inner
+    "gpt2_unscaled_f32",      // scale_attn_weights false, gelu_pytorch_tanh
+    "llama_gqa_bf16_shards",  // 4 heads over 2 key/value heads, BF16, two shards, tied
+    "llama_head_dim_untied",  // head_dim ≠ width / heads, one key/value head, untied, every bias
+    "qwen2_bias",             // q/k/v biases, rope_theta 1e6, 6 heads over 2
+    "gpt_neox_parallel",      // parallel residual, 4 of 16 numbers rotate, qkv interleaved per head, saved buffers
+    "gpt_neox_sequential",    // use_parallel_residual false, half the head rotates, rotary_emb_base 1000
+    "llama3_rope_scaling",    // rope_scaling llama3: frequencies kept, smoothed and divided
     "llama_linear_rope_parameters",    // transformers v5's rope_parameters, linear scaling, "dtype"
     "llama_linear_rope_scaling_type",  // the oldest spelling: rope_scaling {"type": "linear"}
 };
@@ -130,6 +132,16 @@ TEST_CASE("Hugging Face checkpoints: the settings each config declares") {
                          attn::argument_error);
 
     // The newer architectures, each through its layers' descriptions.
+    const auto& neox = checkpoint<float>("gpt_neox_parallel").settings();
+    CHECK(neox.architecture == attn::Architecture::gpt_neox);
+    CHECK(neox.layer(0).residual == attn::Residual::parallel);
+    CHECK(neox.layer(1).rotary.rotated == 4);  // int(16 · 0.25)
+    CHECK(neox.layer(0).activation == attn::MlpActivation::gelu_erf);
+    CHECK_FALSE(neox.tied_embeddings);
+    const auto& sequential = checkpoint<float>("gpt_neox_sequential").settings();
+    CHECK(sequential.layer(0).residual == attn::Residual::sequential);
+    CHECK(sequential.layer(0).rotary.rotated == 8);
+    CHECK(sequential.layer(0).rotary.base == 1000.0);
     const auto& llama3 = checkpoint<float>("llama3_rope_scaling").settings().layer(0).rotary;
     CHECK(llama3.scaling.kind == attn::RopeScaling::Kind::llama3);
     CHECK(llama3.scaling.factor == 32.0);
@@ -401,7 +413,7 @@ TEST_CASE("Model::load names what a Hugging Face directory gets wrong") {
     using json = nlohmann::json;
     config_error(
         "gpt2_prefixed_f32", [](json& c) { c["model_type"] = "bert"; },
-        "\"model_type\" = \"bert\" is not supported (attn opens \"gpt2\", \"llama\", \"qwen2\")");
+        "\"model_type\" = \"bert\" is not supported (attn opens \"gpt2\", \"llama\", \"qwen2\", \"gpt_neox\")");
     config_error(
         "gpt2_prefixed_f32", [](json& c) { c["architectures"] = {"GPT2ForSequenceClassification"}; },
         "is not supported for model_type \"gpt2\" (attn reads GPT2LMHeadModel");
@@ -443,6 +455,20 @@ TEST_CASE("Model::load names what a Hugging Face directory gets wrong") {
     config_error(
         "llama3_rope_scaling", [](json& c) { c["rope_scaling"]["high_freq_factor"] = 0.5; },
         "high_freq_factor must exceed low_freq_factor");
+    config_error(
+        "gpt_neox_parallel",
+        [](json& c) {
+            c["rotary_pct"] = 0.1;
+            c["partial_rotary_factor"] = 0.1;  // transformers writes both spellings
+        },
+        "1 rotated numbers of a head of 16: rotary positions turn an even number of them");
+    config_error(
+        "gpt_neox_parallel", [](json& c) { c["partial_rotary_factor"] = 0.5; },
+        "rotary_pct and partial_rotary_factor differ");
+    config_error(
+        "gpt_neox_parallel", [](json& c) { c["rope_theta"] = 500.0; }, "rotary_emb_base and rope_theta differ");
+    config_error(
+        "gpt_neox_parallel", [](json& c) { c["hidden_act"] = "relu"; }, "\"hidden_act\" = \"relu\" is not supported");
     config_error(
         "llama_gqa_bf16_shards", [](json& c) { c["hidden_act"] = "gelu"; },
         "\"hidden_act\" = \"gelu\" is not supported (attn supports \"silu\")");

@@ -10,6 +10,8 @@
 //   gpt2          "gpt2" GPT2LMHeadModel            LayerNorm, biases     sequential  learned           GELU
 //   llama         "llama" LlamaForCausalLM          RMSNorm               sequential  rotary (scaled)   SwiGLU
 //   qwen2         "qwen2" Qwen2ForCausalLM          RMSNorm, q/k/v biases sequential  rotary            SwiGLU
+//   gpt_neox      "gpt_neox" GPTNeoXForCausalLM     LayerNorm, biases     parallel or rotary (partial)  GELU
+//                                                                         sequential
 //
 // Adding an architecture: a function here that reads its config into ModelSettings and builds
 // each layer's description (its tensors with the helpers below), one line in `kKnown`, its
@@ -451,6 +453,81 @@ inline ModelSettings qwen2_settings(const Reader& config) {
     return llama_style_settings(config, Architecture::qwen2, style, false, 1e-6);
 }
 
+/// GPTNeoXForCausalLM (Pythia): LayerNorm with biases, q, k, v in one tensor interleaved per
+/// head, a fraction of each head rotating (rotary_pct), attention and the MLP reading the same
+/// x in parallel (use_parallel_residual), an erf GELU, an untied embed_out.
+inline ModelSettings gpt_neox_settings(const Reader& config) {
+    using namespace detail::layers;
+    ModelSettings s;
+    s.architecture = Architecture::gpt_neox;
+    s.dimensions = config.positive_integer("hidden_size");
+    s.heads = config.positive_integer("num_attention_heads");
+    s.layers = config.positive_integer("num_hidden_layers");
+    s.longest = config.positive_integer("max_position_embeddings");
+    s.vocabulary_size = config.positive_integer("vocab_size");
+    s.mlp_width = config.positive_integer("intermediate_size");
+    if (s.dimensions % s.heads != 0)
+        throw format_error(message(config.file(), ": num_attention_heads = ", s.heads,
+                                   " does not divide hidden_size = ", s.dimensions));
+    s.key_value_heads = s.heads;
+    s.head_size = s.dimensions / s.heads;
+    s.position_encoding = PositionEncoding::rotary;
+    s.final_norm = Norm::layer_norm;
+    s.final_norm_epsilon = config.positive_number("layer_norm_eps", 1e-5);
+    s.tied_embeddings = config.flag("tie_word_embeddings", false);
+    const bool biases = config.flag("attention_bias", true);
+    const MlpActivation activation = mlp_activation(config, "hidden_act", "gelu", false);
+    const Residual residual = config.flag("use_parallel_residual", true) ? Residual::parallel : Residual::sequential;
+    // rotary_pct and rotary_emb_base, or the newer partial_rotary_factor and rope_theta
+    if (config.has("rotary_pct") && config.has("partial_rotary_factor") &&
+        config.positive_number("rotary_pct", 1.0) != config.positive_number("partial_rotary_factor", 1.0))
+        config.unsupported("partial_rotary_factor", "one rotary fraction: rotary_pct and partial_rotary_factor differ");
+    const double fraction = config.positive_number("rotary_pct", config.positive_number("partial_rotary_factor", 0.25));
+    if (config.has("rotary_emb_base") && config.has("rope_theta") &&
+        config.positive_number("rotary_emb_base", 1.0) != config.positive_number("rope_theta", 1.0))
+        config.unsupported("rope_theta", "one rotary base: rotary_emb_base and rope_theta differ");
+    const RotarySpec rotary =
+        rotary_spec(config, s.head_size, fraction, config.positive_number("rotary_emb_base", 10000.0));
+    const Index c = s.dimensions, m = s.mlp_width, d = s.head_size;
+    s.tensors.embedding = "gpt_neox.embed_in.weight";
+    s.tensors.final_norm_weight = "gpt_neox.final_layer_norm.weight";
+    s.tensors.final_norm_bias = "gpt_neox.final_layer_norm.bias";
+    for (Index l = 0; l < s.layers; ++l) {
+        const std::string p = message("gpt_neox.layers.", l, ".");
+        LayerDescription layer;
+        layer.norm = Norm::layer_norm;
+        layer.norm_epsilon = s.final_norm_epsilon;
+        layer.residual = residual;
+        layer.activation = activation;
+        layer.rotary = rotary;
+        layer.score_scale = score_scale(d, true, false, l);
+        std::vector<LayerTensor>& t = layer.tensors;
+        t.push_back(vector_tensor(p + "input_layernorm.weight", LayerSlot::attention_norm, c));
+        t.push_back(vector_tensor(p + "input_layernorm.bias", LayerSlot::attention_norm_bias, c));
+        t.push_back(fused_tensor(p + "attention.query_key_value.weight", {3 * c, c}, true,
+                                 per_head_query_key_value(LayerSlot::query_key_value, s.heads, d)));
+        if (biases)
+            t.push_back(fused_tensor(p + "attention.query_key_value.bias", {3 * c}, false,
+                                     per_head_query_key_value(LayerSlot::query_key_value_bias, s.heads, d)));
+        t.push_back(weight_tensor(p + "attention.dense.weight", LayerSlot::output, c, c, true));
+        if (biases) t.push_back(vector_tensor(p + "attention.dense.bias", LayerSlot::output_bias, c));
+        t.push_back(vector_tensor(p + "post_attention_layernorm.weight", LayerSlot::mlp_norm, c));
+        t.push_back(vector_tensor(p + "post_attention_layernorm.bias", LayerSlot::mlp_norm_bias, c));
+        t.push_back(weight_tensor(p + "mlp.dense_h_to_4h.weight", LayerSlot::up, c, m, true));
+        t.push_back(vector_tensor(p + "mlp.dense_h_to_4h.bias", LayerSlot::up_bias, m));
+        t.push_back(weight_tensor(p + "mlp.dense_4h_to_h.weight", LayerSlot::down, m, c, true));
+        t.push_back(vector_tensor(p + "mlp.dense_4h_to_h.bias", LayerSlot::down_bias, c));
+        s.layer_descriptions.push_back(std::move(layer));
+        for (const char* buffer : {"attention.bias", "attention.masked_bias", "attention.rotary_emb.inv_freq"})
+            s.tensors.skipped.push_back(p + buffer);  // buffers older transformers saved
+    }
+    if (s.tied_embeddings)
+        s.tensors.skipped.push_back("embed_out.weight");
+    else
+        s.tensors.unembedding = "embed_out.weight";
+    return s;
+}
+
 /// One architecture attn opens: its config.json model_type, the class it must name, its reader.
 struct Known {
     const char* model_type;
@@ -462,6 +539,7 @@ inline constexpr Known kKnown[] = {
     {"gpt2", "GPT2LMHeadModel", gpt2_settings},
     {"llama", "LlamaForCausalLM", llama_settings},
     {"qwen2", "Qwen2ForCausalLM", qwen2_settings},
+    {"gpt_neox", "GPTNeoXForCausalLM", gpt_neox_settings},
 };
 
 }  // namespace detail::config

@@ -31,10 +31,11 @@ class Decoder;
 /// The family a model's layers follow: which tensors it has and how they are laid out
 /// (model/architectures.hpp describes each).
 enum class Architecture {
-    store,  ///< attn's own manifest (manifest.json): the store model
-    gpt2,   ///< Hugging Face GPT2LMHeadModel
-    llama,  ///< Hugging Face LlamaForCausalLM: Llama 1–3, SmolLM/SmolLM2, TinyLlama
-    qwen2,  ///< Hugging Face Qwen2ForCausalLM
+    store,     ///< attn's own manifest (manifest.json): the store model
+    gpt2,      ///< Hugging Face GPT2LMHeadModel
+    llama,     ///< Hugging Face LlamaForCausalLM: Llama 1–3, SmolLM/SmolLM2, TinyLlama
+    qwen2,     ///< Hugging Face Qwen2ForCausalLM
+    gpt_neox,  ///< Hugging Face GPTNeoXForCausalLM: Pythia
 };
 
 /// The name a config or manifest gives the architecture: "store", "gpt2", "llama", …, its
@@ -49,6 +50,8 @@ inline const char* architecture_name(Architecture architecture) {
             return "llama";
         case Architecture::qwen2:
             return "qwen2";
+        case Architecture::gpt_neox:
+            return "gpt_neox";
     }
     return "?";
 }
