@@ -41,6 +41,7 @@ const char* const kNames[] = {
     "llama3_rope_scaling",    // rope_scaling llama3: frequencies kept, smoothed and divided
     "llama_linear_rope_parameters",    // transformers v5's rope_parameters, linear scaling, "dtype"
     "llama_linear_rope_scaling_type",  // the oldest spelling: rope_scaling {"type": "linear"}
+    "qwen3_qk_norm",                   // RMSNorm over each query and key head, head_dim 16 ≠ 32 / 4
 };
 
 template <class T>
@@ -150,6 +151,9 @@ TEST_CASE("Hugging Face checkpoints: the settings each config declares") {
     CHECK(linear.scaling.kind == attn::RopeScaling::Kind::linear);
     CHECK(linear.scaling.factor == 4.0);
     CHECK(checkpoint<float>("llama_linear_rope_scaling_type").settings().layer(0).rotary.scaling.factor == 2.0);
+    const auto& qwen3 = checkpoint<float>("qwen3_qk_norm").settings();
+    CHECK(qwen3.layer(0).query_key_norm == attn::QueryKeyNorm::per_head);
+    CHECK(qwen3.head_size == 16);
 }
 
 TEST_CASE("Rotary frequencies: Llama 3's scaling keeps short wavelengths, divides long ones, blends between") {
@@ -413,7 +417,8 @@ TEST_CASE("Model::load names what a Hugging Face directory gets wrong") {
     using json = nlohmann::json;
     config_error(
         "gpt2_prefixed_f32", [](json& c) { c["model_type"] = "bert"; },
-        "\"model_type\" = \"bert\" is not supported (attn opens \"gpt2\", \"llama\", \"qwen2\", \"gpt_neox\")");
+        "\"model_type\" = \"bert\" is not supported (attn opens \"gpt2\", \"llama\", \"qwen2\", \"qwen3\", "
+        "\"gpt_neox\")");
     config_error(
         "gpt2_prefixed_f32", [](json& c) { c["architectures"] = {"GPT2ForSequenceClassification"}; },
         "is not supported for model_type \"gpt2\" (attn reads GPT2LMHeadModel");
@@ -469,6 +474,9 @@ TEST_CASE("Model::load names what a Hugging Face directory gets wrong") {
         "gpt_neox_parallel", [](json& c) { c["rope_theta"] = 500.0; }, "rotary_emb_base and rope_theta differ");
     config_error(
         "gpt_neox_parallel", [](json& c) { c["hidden_act"] = "relu"; }, "\"hidden_act\" = \"relu\" is not supported");
+    config_error(
+        "qwen3_qk_norm", [](json& c) { c["use_sliding_window"] = true; },
+        "\"use_sliding_window\" = true is not supported");
     config_error(
         "llama_gqa_bf16_shards", [](json& c) { c["hidden_act"] = "gelu"; },
         "\"hidden_act\" = \"gelu\" is not supported (attn supports \"silu\")");

@@ -10,6 +10,7 @@
 //   gpt2          "gpt2" GPT2LMHeadModel            LayerNorm, biases     sequential  learned           GELU
 //   llama         "llama" LlamaForCausalLM          RMSNorm               sequential  rotary (scaled)   SwiGLU
 //   qwen2         "qwen2" Qwen2ForCausalLM          RMSNorm, q/k/v biases sequential  rotary            SwiGLU
+//   qwen3         "qwen3" Qwen3ForCausalLM          RMSNorm, q/k per head sequential  rotary            SwiGLU
 //   gpt_neox      "gpt_neox" GPTNeoXForCausalLM     LayerNorm, biases     parallel or rotary (partial)  GELU
 //                                                                         sequential
 //
@@ -453,6 +454,15 @@ inline ModelSettings qwen2_settings(const Reader& config) {
     return llama_style_settings(config, Architecture::qwen2, style, false, 1e-6);
 }
 
+/// Qwen3ForCausalLM: RMSNorm over each query and key head before the rotation, head_dim given.
+inline ModelSettings qwen3_settings(const Reader& config) {
+    config.expect("use_sliding_window", false, "sliding-window attention must be off");
+    LlamaStyle style;
+    style.query_key_value_bias = style.output_bias = config.flag("attention_bias", false);
+    style.query_key_norm = QueryKeyNorm::per_head;
+    return llama_style_settings(config, Architecture::qwen3, style, false, 1e-6);
+}
+
 /// GPTNeoXForCausalLM (Pythia): LayerNorm with biases, q, k, v in one tensor interleaved per
 /// head, a fraction of each head rotating (rotary_pct), attention and the MLP reading the same
 /// x in parallel (use_parallel_residual), an erf GELU, an untied embed_out.
@@ -539,6 +549,7 @@ inline constexpr Known kKnown[] = {
     {"gpt2", "GPT2LMHeadModel", gpt2_settings},
     {"llama", "LlamaForCausalLM", llama_settings},
     {"qwen2", "Qwen2ForCausalLM", qwen2_settings},
+    {"qwen3", "Qwen3ForCausalLM", qwen3_settings},
     {"gpt_neox", "GPTNeoXForCausalLM", gpt_neox_settings},
 };
 

@@ -36,6 +36,7 @@ enum class Architecture {
     llama,     ///< Hugging Face LlamaForCausalLM: Llama 1–3, SmolLM/SmolLM2, TinyLlama
     qwen2,     ///< Hugging Face Qwen2ForCausalLM
     gpt_neox,  ///< Hugging Face GPTNeoXForCausalLM: Pythia
+    qwen3,     ///< Hugging Face Qwen3ForCausalLM
 };
 
 /// The name a config or manifest gives the architecture: "store", "gpt2", "llama", …, its
@@ -52,6 +53,8 @@ inline const char* architecture_name(Architecture architecture) {
             return "qwen2";
         case Architecture::gpt_neox:
             return "gpt_neox";
+        case Architecture::qwen3:
+            return "qwen3";
     }
     return "?";
 }
