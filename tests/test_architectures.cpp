@@ -42,6 +42,7 @@ const char* const kNames[] = {
     "llama_linear_rope_parameters",    // transformers v5's rope_parameters, linear scaling, "dtype"
     "llama_linear_rope_scaling_type",  // the oldest spelling: rope_scaling {"type": "linear"}
     "qwen3_qk_norm",                   // RMSNorm over each query and key head, head_dim 16 ≠ 32 / 4
+    "olmo2_post_norm",                 // norms after attention and the MLP, q/k norms over the whole width
 };
 
 template <class T>
@@ -154,6 +155,10 @@ TEST_CASE("Hugging Face checkpoints: the settings each config declares") {
     const auto& qwen3 = checkpoint<float>("qwen3_qk_norm").settings();
     CHECK(qwen3.layer(0).query_key_norm == attn::QueryKeyNorm::per_head);
     CHECK(qwen3.head_size == 16);
+    const auto& olmo2 = checkpoint<float>("olmo2_post_norm").settings();
+    CHECK(olmo2.layer(1).query_key_norm == attn::QueryKeyNorm::whole);
+    CHECK_FALSE(olmo2.layer(1).input_norms);
+    CHECK(olmo2.layer(1).output_norms);
 }
 
 TEST_CASE("Rotary frequencies: Llama 3's scaling keeps short wavelengths, divides long ones, blends between") {
@@ -417,7 +422,7 @@ TEST_CASE("Model::load names what a Hugging Face directory gets wrong") {
     using json = nlohmann::json;
     config_error(
         "gpt2_prefixed_f32", [](json& c) { c["model_type"] = "bert"; },
-        "\"model_type\" = \"bert\" is not supported (attn opens \"gpt2\", \"llama\", \"qwen2\", \"qwen3\", "
+        "\"model_type\" = \"bert\" is not supported (attn opens \"gpt2\", \"llama\", \"qwen2\", \"qwen3\", \"olmo2\", "
         "\"gpt_neox\")");
     config_error(
         "gpt2_prefixed_f32", [](json& c) { c["architectures"] = {"GPT2ForSequenceClassification"}; },
@@ -474,6 +479,8 @@ TEST_CASE("Model::load names what a Hugging Face directory gets wrong") {
         "gpt_neox_parallel", [](json& c) { c["rope_theta"] = 500.0; }, "rotary_emb_base and rope_theta differ");
     config_error(
         "gpt_neox_parallel", [](json& c) { c["hidden_act"] = "relu"; }, "\"hidden_act\" = \"relu\" is not supported");
+    config_error(
+        "olmo2_post_norm", [](json& c) { c["clip_qkv"] = 8.0; }, "\"clip_qkv\" = 8.0 is not supported");
     config_error(
         "qwen3_qk_norm", [](json& c) { c["use_sliding_window"] = true; },
         "\"use_sliding_window\" = true is not supported");

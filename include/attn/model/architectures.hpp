@@ -11,6 +11,8 @@
 //   llama         "llama" LlamaForCausalLM          RMSNorm               sequential  rotary (scaled)   SwiGLU
 //   qwen2         "qwen2" Qwen2ForCausalLM          RMSNorm, q/k/v biases sequential  rotary            SwiGLU
 //   qwen3         "qwen3" Qwen3ForCausalLM          RMSNorm, q/k per head sequential  rotary            SwiGLU
+//   olmo2         "olmo2" Olmo2ForCausalLM          RMSNorm after blocks, sequential  rotary            SwiGLU
+//                                                   q/k over the width
 //   gpt_neox      "gpt_neox" GPTNeoXForCausalLM     LayerNorm, biases     parallel or rotary (partial)  GELU
 //                                                                         sequential
 //
@@ -463,6 +465,17 @@ inline ModelSettings qwen3_settings(const Reader& config) {
     return llama_style_settings(config, Architecture::qwen3, style, false, 1e-6);
 }
 
+/// Olmo2ForCausalLM: no norm before attention or the MLP; one after each, inside the residual;
+/// RMSNorm over the whole query and key projections before the rotation.
+inline ModelSettings olmo2_settings(const Reader& config) {
+    config.expect("clip_qkv", nullptr, "OLMo-2 does not clip q, k and v");
+    LlamaStyle style;
+    style.query_key_value_bias = style.output_bias = config.flag("attention_bias", false);
+    style.query_key_norm = QueryKeyNorm::whole;
+    style.output_norms = true;
+    return llama_style_settings(config, Architecture::olmo2, style, false, 1e-5);
+}
+
 /// GPTNeoXForCausalLM (Pythia): LayerNorm with biases, q, k, v in one tensor interleaved per
 /// head, a fraction of each head rotating (rotary_pct), attention and the MLP reading the same
 /// x in parallel (use_parallel_residual), an erf GELU, an untied embed_out.
@@ -546,11 +559,9 @@ struct Known {
 };
 
 inline constexpr Known kKnown[] = {
-    {"gpt2", "GPT2LMHeadModel", gpt2_settings},
-    {"llama", "LlamaForCausalLM", llama_settings},
-    {"qwen2", "Qwen2ForCausalLM", qwen2_settings},
-    {"qwen3", "Qwen3ForCausalLM", qwen3_settings},
-    {"gpt_neox", "GPTNeoXForCausalLM", gpt_neox_settings},
+    {"gpt2", "GPT2LMHeadModel", gpt2_settings},    {"llama", "LlamaForCausalLM", llama_settings},
+    {"qwen2", "Qwen2ForCausalLM", qwen2_settings}, {"qwen3", "Qwen3ForCausalLM", qwen3_settings},
+    {"olmo2", "Olmo2ForCausalLM", olmo2_settings}, {"gpt_neox", "GPTNeoXForCausalLM", gpt_neox_settings},
 };
 
 }  // namespace detail::config

@@ -37,6 +37,7 @@ enum class Architecture {
     qwen2,     ///< Hugging Face Qwen2ForCausalLM
     gpt_neox,  ///< Hugging Face GPTNeoXForCausalLM: Pythia
     qwen3,     ///< Hugging Face Qwen3ForCausalLM
+    olmo2,     ///< Hugging Face Olmo2ForCausalLM
 };
 
 /// The name a config or manifest gives the architecture: "store", "gpt2", "llama", …, its
@@ -55,6 +56,8 @@ inline const char* architecture_name(Architecture architecture) {
             return "gpt_neox";
         case Architecture::qwen3:
             return "qwen3";
+        case Architecture::olmo2:
+            return "olmo2";
     }
     return "?";
 }
