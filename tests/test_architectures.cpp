@@ -43,6 +43,7 @@ const char* const kNames[] = {
     "llama_linear_rope_scaling_type",  // the oldest spelling: rope_scaling {"type": "linear"}
     "qwen3_qk_norm",                   // RMSNorm over each query and key head, head_dim 16 ≠ 32 / 4
     "olmo2_post_norm",                 // norms after attention and the MLP, q/k norms over the whole width
+    "phi3_fused_partial",              // qkv_proj and gate_up_proj fused, half of each head rotates
 };
 
 template <class T>
@@ -159,6 +160,9 @@ TEST_CASE("Hugging Face checkpoints: the settings each config declares") {
     CHECK(olmo2.layer(1).query_key_norm == attn::QueryKeyNorm::whole);
     CHECK_FALSE(olmo2.layer(1).input_norms);
     CHECK(olmo2.layer(1).output_norms);
+    const auto& phi3 = checkpoint<float>("phi3_fused_partial").settings();
+    CHECK(phi3.layer(0).rotary.rotated == 8);
+    CHECK(phi3.layer(0).tensors.size() == 6);  // two norms, qkv_proj, o_proj, gate_up_proj, down_proj
 }
 
 TEST_CASE("Rotary frequencies: Llama 3's scaling keeps short wavelengths, divides long ones, blends between") {
@@ -423,7 +427,7 @@ TEST_CASE("Model::load names what a Hugging Face directory gets wrong") {
     config_error(
         "gpt2_prefixed_f32", [](json& c) { c["model_type"] = "bert"; },
         "\"model_type\" = \"bert\" is not supported (attn opens \"gpt2\", \"llama\", \"qwen2\", \"qwen3\", \"olmo2\", "
-        "\"gpt_neox\")");
+        "\"phi3\", \"gpt_neox\")");
     config_error(
         "gpt2_prefixed_f32", [](json& c) { c["architectures"] = {"GPT2ForSequenceClassification"}; },
         "is not supported for model_type \"gpt2\" (attn reads GPT2LMHeadModel");
@@ -465,6 +469,11 @@ TEST_CASE("Model::load names what a Hugging Face directory gets wrong") {
     config_error(
         "llama3_rope_scaling", [](json& c) { c["rope_scaling"]["high_freq_factor"] = 0.5; },
         "high_freq_factor must exceed low_freq_factor");
+    config_error(
+        "phi3_fused_partial", [](json& c) { c["partial_rotary_factor"] = 1.5; },
+        "the rotary fraction of a head must be in (0, 1], got 1.5");
+    config_error(
+        "phi3_fused_partial", [](json& c) { c["sliding_window"] = 8; }, "\"sliding_window\" = 8 is not supported");
     config_error(
         "gpt_neox_parallel",
         [](json& c) {

@@ -13,6 +13,7 @@
 //   qwen3         "qwen3" Qwen3ForCausalLM          RMSNorm, q/k per head sequential  rotary            SwiGLU
 //   olmo2         "olmo2" Olmo2ForCausalLM          RMSNorm after blocks, sequential  rotary            SwiGLU
 //                                                   q/k over the width
+//   phi3          "phi3" Phi3ForCausalLM            RMSNorm               sequential  rotary (partial)  SwiGLU, fused
 //   gpt_neox      "gpt_neox" GPTNeoXForCausalLM     LayerNorm, biases     parallel or rotary (partial)  GELU
 //                                                                         sequential
 //
@@ -476,6 +477,17 @@ inline ModelSettings olmo2_settings(const Reader& config) {
     return llama_style_settings(config, Architecture::olmo2, style, false, 1e-5);
 }
 
+/// Phi3ForCausalLM: fused qkv_proj and gate_up_proj; a fraction of each head rotates.
+inline ModelSettings phi3_settings(const Reader& config) {
+    if (config.has("sliding_window") &&
+        config.positive_integer("sliding_window") < config.positive_integer("max_position_embeddings"))
+        config.unsupported("sliding_window", "no sliding window shorter than max_position_embeddings");
+    LlamaStyle style;
+    style.fused = true;
+    style.rotary_fraction = config.positive_number("partial_rotary_factor", 1.0);
+    return llama_style_settings(config, Architecture::phi3, style, false, 1e-5);
+}
+
 /// GPTNeoXForCausalLM (Pythia): LayerNorm with biases, q, k, v in one tensor interleaved per
 /// head, a fraction of each head rotating (rotary_pct), attention and the MLP reading the same
 /// x in parallel (use_parallel_residual), an erf GELU, an untied embed_out.
@@ -559,9 +571,13 @@ struct Known {
 };
 
 inline constexpr Known kKnown[] = {
-    {"gpt2", "GPT2LMHeadModel", gpt2_settings},    {"llama", "LlamaForCausalLM", llama_settings},
-    {"qwen2", "Qwen2ForCausalLM", qwen2_settings}, {"qwen3", "Qwen3ForCausalLM", qwen3_settings},
-    {"olmo2", "Olmo2ForCausalLM", olmo2_settings}, {"gpt_neox", "GPTNeoXForCausalLM", gpt_neox_settings},
+    {"gpt2", "GPT2LMHeadModel", gpt2_settings},
+    {"llama", "LlamaForCausalLM", llama_settings},
+    {"qwen2", "Qwen2ForCausalLM", qwen2_settings},
+    {"qwen3", "Qwen3ForCausalLM", qwen3_settings},
+    {"olmo2", "Olmo2ForCausalLM", olmo2_settings},
+    {"phi3", "Phi3ForCausalLM", phi3_settings},
+    {"gpt_neox", "GPTNeoXForCausalLM", gpt_neox_settings},
 };
 
 }  // namespace detail::config

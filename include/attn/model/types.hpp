@@ -38,6 +38,7 @@ enum class Architecture {
     gpt_neox,  ///< Hugging Face GPTNeoXForCausalLM: Pythia
     qwen3,     ///< Hugging Face Qwen3ForCausalLM
     olmo2,     ///< Hugging Face Olmo2ForCausalLM
+    phi3,      ///< Hugging Face Phi3ForCausalLM: Phi-3, Phi-4-mini
 };
 
 /// The name a config or manifest gives the architecture: "store", "gpt2", "llama", …, its
@@ -58,6 +59,8 @@ inline const char* architecture_name(Architecture architecture) {
             return "qwen3";
         case Architecture::olmo2:
             return "olmo2";
+        case Architecture::phi3:
+            return "phi3";
     }
     return "?";
 }
