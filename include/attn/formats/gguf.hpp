@@ -353,15 +353,19 @@ public:
     std::vector<double> floatings() const { return floatings_in("a GGUF value"); }
     std::vector<bool> booleans() const { return booleans_in("a GGUF value"); }
 
-    /// "uint32", "string", "array of float32", "array of array"...
+    /// "a uint32", "a string", "an array of float32", "an array of array"...
     std::string describe() const {
-        if (!is_array()) return gguf_type_name(type_);
-        return std::string("array of ") + gguf_type_name(element_type_);
+        if (!is_array()) return with_article(gguf_type_name(type_));
+        return std::string("an array of ") + gguf_type_name(element_type_);
     }
 
 private:
     friend class GgufFile;
     friend class detail::GgufParser;
+
+    static std::string with_article(const char* name) {
+        return std::string(name[0] == 'i' || name[0] == 'a' ? "an " : "a ") + name;
+    }
 
     static bool is_integer_type(GgufType t) {
         switch (t) {
@@ -383,7 +387,7 @@ private:
     }
 
     [[noreturn]] void wrong_type(const std::string& where, const char* expected) const {
-        throw format_error(detail::message(where, " is a ", describe(), ", expected ", expected));
+        throw format_error(detail::message(where, " is ", describe(), ", expected ", expected));
     }
 
     // Scalars: the value of an integer or bool in `unsigned_` (unsigned types) or `signed_`
@@ -420,7 +424,7 @@ private:
     }
     void expect_elements(GgufType element, const char* plural, const std::string& where) const {
         if (!is_array() || element_type_ != element)
-            throw format_error(detail::message(where, " is a ", describe(), ", expected an array of ", plural));
+            throw format_error(detail::message(where, " is ", describe(), ", expected an array of ", plural));
     }
     void check_element(std::uint64_t i, const std::string& where) const {
         if (i >= count_)
@@ -483,7 +487,7 @@ private:
     std::vector<T> numeric_elements(const std::string& where, bool (*accepts)(GgufType), const char* expected,
                                     Get get) const {
         if (!is_array() || !accepts(element_type_))
-            throw format_error(detail::message(where, " is a ", describe(), ", expected an array of ", expected));
+            throw format_error(detail::message(where, " is ", describe(), ", expected an array of ", expected));
         std::vector<T> out;
         out.reserve(static_cast<std::size_t>(count_));  // count_ elements are held in raw_ already
         for (std::size_t i = 0; i < static_cast<std::size_t>(count_); ++i) {
@@ -530,7 +534,7 @@ private:
     }
     std::vector<bool> booleans_in(const std::string& where) const {
         if (!is_array() || element_type_ != GgufType::boolean)
-            throw format_error(detail::message(where, " is a ", describe(), ", expected an array of bool"));
+            throw format_error(detail::message(where, " is ", describe(), ", expected an array of bool"));
         std::vector<bool> out(static_cast<std::size_t>(count_));
         for (std::size_t i = 0; i < out.size(); ++i) out[i] = raw_[i] != 0;
         return out;
@@ -1041,7 +1045,7 @@ private:
         if (found == file_.index_.end()) return;
         const GgufValue& v = file_.entries_[found->second].second;
         if (v.type() != GgufType::uint32)
-            fail("metadata key 'general.alignment' is a ", v.describe(), ", expected a uint32");
+            fail("metadata key 'general.alignment' is ", v.describe(), ", expected a uint32");
         const std::uint64_t alignment = v.unsigned_;
         if (alignment == 0 || (alignment & (alignment - 1)) != 0)
             fail("metadata key 'general.alignment' is ", alignment, ", expected a power of two");
