@@ -983,7 +983,7 @@ private:
             }
             case GgufType::string: {
                 const std::uint64_t length = in_.u64(where + ": string length");
-                in_.require(length, detail::message(where, ": string of ", length, " bytes"));
+                in_.require(length, where + ": string");
                 charge(length, where);
                 v.text_ = in_.text(length, where);
                 break;
