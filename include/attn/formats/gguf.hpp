@@ -826,13 +826,16 @@ private:
         return 1;
     }
 
-    /// Counts `bytes` more of memory against max_header_memory, before they are allocated.
-    void charge(std::uint64_t bytes, const std::string& what) {
-        if (bytes > GgufFile::max_header_memory - charged_)
+    /// Counts `count` × `size` more bytes of memory against max_header_memory, before
+    /// they are allocated.
+    void charge(std::uint64_t count, std::uint64_t size, const std::string& what) {
+        const std::uint64_t left = GgufFile::max_header_memory - charged_;
+        if (size != 0 && count > left / size)
             fail(what, " would bring the parsed header past ", GgufFile::max_header_memory,
                  " bytes of memory (GgufFile::max_header_memory)");
-        charged_ += bytes;
+        charged_ += count * size;
     }
+    void charge(std::uint64_t bytes, const std::string& what) { charge(bytes, 1, what); }
 
     /// Checks that `count` elements of at least `smallest` bytes each fit in what is left
     /// of the file, before anything is reserved for them.
@@ -1007,7 +1010,7 @@ private:
         const auto count = static_cast<std::size_t>(v.count_);  // ≤ the file's size: fits
         switch (v.element_type_) {
             case GgufType::string: {
-                charge(v.count_ * sizeof(std::uint64_t), what);
+                charge(v.count_, sizeof(std::uint64_t), what);
                 v.string_ends_.reserve(count);
                 for (std::size_t i = 0; i < count; ++i) {
                     const std::uint64_t length = in_.u64(what);
@@ -1021,7 +1024,7 @@ private:
                 break;
             }
             case GgufType::array: {
-                charge(v.count_ * sizeof(GgufValue), what);
+                charge(v.count_, sizeof(GgufValue), what);
                 v.arrays_.reserve(count);
                 for (std::size_t i = 0; i < count; ++i)
                     v.arrays_.push_back(read_value(GgufType::array, depth + 1, detail::message(where, "[", i, "]")));
@@ -1029,7 +1032,7 @@ private:
             }
             default: {  // numbers and bools, kept as the file has them
                 const std::uint64_t width = smallest_value_bytes(v.element_type_);
-                charge(v.count_ * width, what);
+                charge(v.count_, width, what);
                 v.raw_.resize(count * static_cast<std::size_t>(width));
                 in_.bytes(v.raw_.size(), v.raw_.data(), what);
                 if (v.element_type_ == GgufType::boolean)
@@ -1161,7 +1164,7 @@ inline GgufFile GgufFile::open(const std::filesystem::path& path) {
         throw io_error(detail::message("GgufFile::open: ", e.what()));
     }
     file.size_ = file.file_->size();
-    detail::BoundedReader in(*file.file_, file.size_, file.name_);
+    detail::BoundedReader in(*file.file_, file.name_);
     detail::GgufParser(file, in).parse();
     return file;
 }
@@ -1175,7 +1178,7 @@ inline GgufFile GgufFile::map(const std::filesystem::path& path) {
         throw io_error(detail::message("GgufFile::map: ", e.what()));
     }
     file.size_ = file.mapping_->size();
-    detail::BoundedReader in(file.mapping_->data(), file.size_, file.size_, file.name_);
+    detail::BoundedReader in(file.mapping_->data(), file.size_, file.name_);
     detail::GgufParser(file, in).parse();
     return file;
 }
@@ -1185,7 +1188,7 @@ inline GgufFile GgufFile::from_bytes(std::vector<std::uint8_t> bytes, std::strin
     file.name_ = std::move(name);
     file.bytes_ = std::make_shared<const std::vector<std::uint8_t>>(std::move(bytes));
     file.size_ = file.bytes_->size();
-    detail::BoundedReader in(file.bytes_->data(), file.size_, file.size_, file.name_);
+    detail::BoundedReader in(file.bytes_->data(), file.size_, file.name_);
     detail::GgufParser(file, in).parse();
     return file;
 }
