@@ -310,9 +310,11 @@ class GgufParser;
 /// string only; the array getters apply the same rule to the element type.
 class GgufValue {
 public:
+    /// The value's type (GgufType::array for an array, whatever its elements).
     GgufType type() const { return type_; }
     bool is_array() const { return type_ == GgufType::array; }
 
+    /// The scalar, checked and converted as the class comment says.
     std::uint64_t as_unsigned() const { return unsigned_in("a GGUF value"); }
     std::int64_t as_integer() const { return integer_in("a GGUF value"); }
     double as_floating() const { return floating_in("a GGUF value"); }
@@ -347,6 +349,10 @@ public:
         return arrays_[static_cast<std::size_t>(i)];
     }
 
+    /// All elements of an array: strings (an array of strings); integers and
+    /// unsigned_integers (an array of any integer type, each element checked as
+    /// as_integer and as_unsigned check a scalar); floatings (float32 or float64);
+    /// booleans (bool).
     std::vector<std::string> strings() const { return strings_in("a GGUF value"); }
     std::vector<std::int64_t> integers() const { return integers_in("a GGUF value"); }
     std::vector<std::uint64_t> unsigned_integers() const { return unsigned_integers_in("a GGUF value"); }
