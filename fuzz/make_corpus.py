@@ -111,9 +111,85 @@ def tokenizer_seeds():
     return seeds
 
 
+def gguf_string(text):
+    raw = text.encode("utf-8") if isinstance(text, str) else text
+    return struct.pack("<Q", len(raw)) + raw
+
+
+def gguf(entries=(), tensors=(), version=3, alignment=32, counts=None):
+    """A GGUF file: entries are (key, type id, value bytes); tensors (name, dims, ggml type, data, offset or None)."""
+    infos, data, next_offset = b"", b"", 0
+    for name, dims, ggml_type, blob, offset in tensors:
+        offset = next_offset if offset is None else offset
+        infos += gguf_string(name) + struct.pack(f"<I{len(dims)}QIQ", len(dims), *dims, ggml_type, offset)
+        if offset >= len(data) and offset < 1 << 20:
+            data += bytes(offset - len(data)) + blob
+        next_offset = -(-(offset + len(blob)) // alignment) * alignment
+    tensor_count, entry_count = counts or (len(tensors), len(entries))
+    head = b"GGUF" + struct.pack("<IQQ", version, tensor_count, entry_count)
+    head += b"".join(gguf_string(key) + struct.pack("<I", kind) + value for key, kind, value in entries) + infos
+    if tensors:
+        head += bytes(-len(head) % alignment)
+    return head + data
+
+
+def gguf_seeds():
+    u32, string, array = 4, 8, 9
+
+    def strings(*items):
+        return struct.pack("<IQ", string, len(items)) + b"".join(gguf_string(s) for s in items)
+
+    every_type = [("u8", 0, b"\xfa"), ("i8", 1, b"\x80"), ("u16", 2, struct.pack("<H", 65535)),
+                  ("i16", 3, struct.pack("<h", -2)), ("u32", u32, struct.pack("<I", 7)), ("i32", 5, struct.pack("<i", -1)),
+                  ("f32", 6, struct.pack("<f", 0.5)), ("b", 7, b"\x01"), ("s", string, gguf_string("llama")),
+                  ("u64", 10, struct.pack("<Q", 1 << 63)), ("i64", 11, struct.pack("<q", -3)),
+                  ("f64", 12, struct.pack("<d", 1e300)),
+                  ("tokenizer.ggml.tokens", array, strings("<s>", "\u2581the", "")),
+                  ("tokenizer.ggml.scores", array, struct.pack("<IQ2f", 6, 2, -1.0, 0.0)),
+                  ("nested", array, struct.pack("<IQ", array, 2) + strings("a", "b") + strings())]
+    f16_one = struct.pack("<H", 0x3C00)
+    q8_0 = f16_one + bytes(range(32))
+    q4_0 = f16_one + bytes(range(16))
+    q4_k = f16_one * 2 + bytes(range(12)) + bytes(range(128))
+    q5_k = f16_one * 2 + bytes(range(12)) + bytes(32) + bytes(range(128))
+    q6_k = bytes(range(128)) + bytes(range(64)) + bytes(range(1, 17)) + f16_one
+    all_tensors = [("f32", [2, 2], 0, struct.pack("<4f", 1, -2, 0.5, 3), None),
+                   ("f16", [3], 1, struct.pack("<3H", 0x3C00, 0x0001, 0x7C00), None),
+                   ("bf16", [2], 30, struct.pack("<2H", 0x3F80, 0x7FC0), None),
+                   ("q8_0", [32, 1], 8, q8_0, None), ("q4_0", [32], 2, q4_0, None),
+                   ("q4_k", [256], 12, q4_k, None), ("q5_k", [256], 13, q5_k, None), ("q6_k", [256], 14, q6_k, None)]
+    one = [("w", [4], 0, bytes(16), None)]
+    alignment_64 = [("general.alignment", u32, struct.pack("<I", 64))]
+    return {
+        "valid_every_type.gguf": gguf(every_type, all_tensors),
+        "valid_empty.gguf": gguf(),
+        "valid_v2.gguf": gguf([("general.architecture", string, gguf_string("llama"))], one, version=2),
+        "valid_alignment_64.gguf": gguf(alignment_64, one + [("v", [8], 0, bytes(32), None)], alignment=64),
+        "bad_magic": b"GGUG" + gguf()[4:],
+        "bad_version_1": gguf(version=1),
+        "bad_big_endian": gguf(version=0x03000000),
+        "bad_kv_count": gguf(every_type[:1], counts=(0, 1 << 60)),
+        "bad_tensor_count": gguf(counts=(1 << 60, 0)),
+        "bad_string_length": gguf([("s", string, struct.pack("<Q", 1 << 62) + b"x")]),
+        "bad_array_length": gguf([("a", array, struct.pack("<IQ", string, 1 << 60))]),
+        "bad_dims_overflow.gguf": gguf(tensors=[("w", [1 << 32, 1 << 31, 2], 0, b"", None)]),
+        "bad_n_dims.gguf": gguf(tensors=[("w", [1, 1, 1, 1, 1], 0, bytes(4), None)]),
+        "bad_row.gguf": gguf(tensors=[("w", [48], 8, bytes(68), None)]),
+        "bad_alignment_string.gguf": gguf([("general.alignment", string, gguf_string("32"))], one),
+        "bad_alignment_48.gguf": gguf([("general.alignment", u32, struct.pack("<I", 48))], one),
+        "bad_misaligned.gguf": gguf(tensors=one + [("v", [4], 0, bytes(16), 48)]),
+        "bad_overlap.gguf": gguf(tensors=[("a", [16], 0, bytes(64), None), ("b", [8], 0, bytes(32), 32)]),
+        "bad_duplicate_tensor.gguf": gguf(tensors=one + one),
+        "bad_duplicate_key.gguf": gguf(every_type[:1] * 2),
+        "bad_unsupported_type.gguf": gguf(tensors=[("w", [256], 11, bytes(110), None)]),
+        "bad_deep.gguf": gguf([("d", array, struct.pack("<IQ", array, 1) * 4 + struct.pack("<IQ", 0, 0))]),
+        "bad_truncated.gguf": gguf(every_type, all_tensors)[:-7],
+    }
+
+
 def main():
     for target, seeds in (("safetensors", safetensors_seeds()), ("shard_index", shard_index_seeds()),
-                          ("tokenizer", tokenizer_seeds())):
+                          ("tokenizer", tokenizer_seeds()), ("gguf", gguf_seeds())):
         folder = HERE / "corpus" / target
         folder.mkdir(parents=True, exist_ok=True)
         for name, blob in seeds.items():

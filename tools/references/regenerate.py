@@ -66,6 +66,7 @@ GOLDENS = [
            ["include/attn/detail/text/unicode_tables.hpp", "include/attn/detail/text/nfc_tables.hpp"]),
     Golden("ziggurat_tables", [PYTHON, "tools/references/ziggurat_tables.py"],
            ["include/attn/detail/ziggurat_tables.hpp"]),
+    Golden("gguf_quants", [PYTHON, "tools/references/gguf_quants.py"], ["tests/data/gguf/*.txt"]),
     Golden("tokenizer_corpus", tokenizer_corpus_command,
            ["tests/tokenizer_reference/corpus.jsonl"]),
     Golden("hf", [PYTHON, "tools/references/hf_reference.py", "--regenerate"],
