@@ -553,9 +553,11 @@ void online_softmax(T* s, Index stride, Index count, T* m, T* l, T* factor, T* e
     for (int p = 0; p < P; ++p) {
         const Packet old_m = ei::ploadu<Packet>(m + p * L);
         const Packet new_m = ei::pmax(old_m, largest[p]);
-        // exp(m_old − m_new): 0 while nothing was seen (m_old = −∞)
+        // exp(m_old − m_new): 0 while nothing was seen (m_old = −∞; also where this block shows
+        // nothing either, as a window's first block may: m_new = −∞, and −∞ − −∞ is NaN)
         moved[p] = ei::psub(old_m, new_m);
-        ei::pstoreu(factor + p * L, exp_nonpositive(moved[p], cutoff, zero));
+        ei::pstoreu(factor + p * L,
+                    ei::pselect(ei::pcmp_eq(old_m, minus_inf), zero, exp_nonpositive(moved[p], cutoff, zero)));
         // shift by m_new, or by 0 while every score so far is −∞ (their weights stay 0)
         shift[p] = ei::pselect(ei::pcmp_eq(new_m, minus_inf), zero, new_m);
         ei::pstoreu(m + p * L, new_m);
@@ -855,11 +857,13 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
     if (statistics) std::fill(sums, sums + SightSum::rows * width, T(0));
 
     using ScoreTiles = kernel::Tiles<T, Tiling::kScoreKeys, Tiling::kScorePackets>;
-    // Keys first_visible(i0) … end − 1, in blocks: the task's first row sees the earliest keys
-    // (with a window every block before them is skipped) and its last row the latest.
+    // Keys first_visible(i0) … end − 1: the task's first row sees the earliest keys (with a
+    // window every block before them is skipped) and its last row the latest. The blocks are
+    // multiples of kKeyBlock whatever the task's rows, so that a row's online softmax takes the
+    // same steps, and gives the same bits, in whichever task it falls (threads, caches).
     const Index end = problem.allowed(i1 - 1);
 
-    for (Index j0 = problem.first_visible(i0); j0 < end; j0 += block) {
+    for (Index j0 = problem.first_visible(i0) / block * block; j0 < end; j0 += block) {
         for (Index ch = 0; ch < chunks; ++ch) {
             const Index c0 = ch * chunk;                      // first column of the chunk
             const Index c_rows = std::min(chunk, rows - c0);  // its real queries
@@ -1095,7 +1099,7 @@ void weights_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, I
 
     // output = weights · values over the lower blocks (with a window, from each group's first key)
     const Index end = problem.allowed(i1 - 1);
-    for (Index j0 = problem.first_visible(i0); j0 < end; j0 += block) {
+    for (Index j0 = problem.first_visible(i0) / block * block; j0 < end; j0 += block) {
         for (Index g = 0; g < rows; g += group) {
             const Index group_rows = std::min(group, rows - g);
             const Index start = problem.first_visible(i0 + g), lo = std::max(j0, start);
