@@ -4,7 +4,9 @@
 //
 // Work is split into tasks of kQueryBlock (96) query rows of one head. A task visits
 // only the keys its rows may see — never the masked upper triangle beyond the
-// diagonal blocks — in blocks of kKeyBlock (128) keys.
+// diagonal blocks, nor with a sliding window (FusedProblem::window) the blocks before
+// its first row's window — in blocks of kKeyBlock (128) keys. A soft cap
+// (FusedProblem::score_cap) bends each score before the masks and the softmax.
 //
 //  * Streaming (weights not kept): a block's scores go to a per-thread buffer laid out
 //    keys × queries (sᵀ), so the online softmax runs down the columns with whole

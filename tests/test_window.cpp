@@ -269,8 +269,7 @@ TEST_CASE_TEMPLATE("sliding window: keys and values outside every window are nev
                 keys.head(g).topRows(poisoned).setConstant(std::numeric_limits<T>::quiet_NaN());
                 values.head(g).topRows(poisoned).setConstant(std::numeric_limits<T>::quiet_NaN());
             }
-            attn::HeadStatisticsRequest request;
-            request.markers = {0, 1010};
+            const attn::HeadStatisticsRequest request{4, std::vector<Index>{0, 1010}, false};
             for (int route = 0; route < 3; ++route) {  // streaming, exact weights, statistics
                 CAPTURE(route);
                 attn::AttentionOptions<T> options = sliding::windowed<T>(window, 5.0, first);
@@ -390,9 +389,7 @@ TEST_CASE_TEMPLATE(
     "sliding window and cap: head statistics from the streaming pass equal the weights' and the plain "
     "path's; the even spread counts the window's keys",
     T, float, double) {
-    attn::HeadStatisticsRequest request;
-    request.markers = {0, 3, 140};
-    request.back = 6;
+    attn::HeadStatisticsRequest request{6, std::vector<Index>{0, 3, 140}, false};
     for (Index n : {5, 97, 300})
         for (Index window : {1, 4, 50, 129})
             for (bool excluded : {false, true}) {
