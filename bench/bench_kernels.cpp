@@ -5,6 +5,10 @@
 //   heads/<path>/d:<size>/threads:<t>    attend_heads(): 4 heads of d numbers, causal
 //   head/<path>/d:<size>/threads:<t>     attention(): one head, causal
 //   long/stream/d:64/threads:<t>         attend_heads(), 4 heads, 8,192 and 16,384 positions
+//   causal_window/<w:W|full>/d:64/threads:1  attend_heads(), 4 heads × 64, streaming, 1,024 … 16,384
+//                                        positions: a sliding window of W keys (256, 1,024), whose cost
+//                                        grows as positions × W, against full causal attention (full),
+//                                        positions²/2; GFLOP/s counts the keys each query sees
 //   matrix_multiply/threads:<t>/size:1024  Eigen's float GEMM, the machine's reference rate
 //   fma_peak/threads:<t>                 the fp32 FMA peak: independent chains at the build's vector width
 //   sight/<what>/d:64/threads:2          attend_heads_into() on kept Workers, 512 … 4,096 positions: stream,
@@ -164,6 +168,29 @@ void long_benchmark(benchmark::State& state, int threads) {
     state.counters["maxrss_MB"] = peak_rss_megabytes();
     // for comparison: one (positions × positions) float matrix
     state.counters["scores_matrix_MB"] = double(n) * double(n) * 4.0 / (1024.0 * 1024.0);
+}
+
+/// attend_heads() on the streaming path, 4 heads × 64, causal, with a sliding window of `window`
+/// keys (0: none, full causal attention). GFLOP/s counts the keys each query sees: Σ min(i + 1,
+/// window) · 2·(d + dv) per head.
+void window_benchmark(benchmark::State& state, Index window, int threads) {
+    const Index n = state.range(0), heads = 4, d = 64;
+    const auto q = random_stack(heads, n, d, 1), k = random_stack(heads, n, d, 2), v = random_stack(heads, n, d, 3);
+    auto options = options_for(Path::stream, threads);
+    options.window = window;
+    attn::HeadsResult<float> result;
+    for (auto _ : state) {
+        attn::attend_heads_into(q, k, v, options, result);
+        benchmark::DoNotOptimize(result.outputs.data());
+        benchmark::ClobberMemory();
+    }
+    double seen = 0;  // keys seen, summed over the queries
+    for (Index i = 0; i < n; ++i) seen += double(window > 0 ? std::min(i + 1, window) : i + 1);
+    const double flops = seen * 2.0 * double(d + d) * double(heads);
+    state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["ns_per_query"] = benchmark::Counter(
+        double(n * heads) * 1e-9, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+    state.SetComplexityN(n);
 }
 
 /// Eigen's float matrix product, n³: the reference rate every GFLOP/s above is read against.
@@ -737,6 +764,17 @@ void register_benchmarks() {
                 ->Unit(benchmark::kMillisecond)
                 ->UseRealTime();
         }
+    for (Index window : {256, 1024, 0}) {
+        const std::string name = std::string("causal_window/") +
+                                 (window > 0 ? "w:" + std::to_string(window) : std::string("full")) + "/d:64/threads:1";
+        benchmark::RegisterBenchmark(name.c_str(), window_benchmark, window, 1)
+            ->RangeMultiplier(2)
+            ->Range(1024, 16384)
+            ->ArgName("positions")
+            ->Complexity(benchmark::oAuto)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+    }
     for (int threads : {1, 2})
         benchmark::RegisterBenchmark(("fma_peak/threads:" + std::to_string(threads)).c_str(), fma_peak, threads)
             ->Unit(benchmark::kMillisecond)

@@ -2,6 +2,7 @@
 #include <attn/core/mask.hpp>
 
 #include <cmath>
+#include <limits>
 
 #include "support.hpp"
 
@@ -56,4 +57,65 @@ TEST_CASE("apply_mask: a boolean mask hides padding; apply_additive_mask adds Py
     CHECK_THROWS_WITH_AS(attn::apply_mask(scores, attn::AllowedMask::Constant(2, 3, true)),
                          doctest::Contains("allowed is 2 × 3 but scores are 3 × 3"), attn::shape_error);
     CHECK_THROWS_AS(attn::apply_additive_mask(scores, attn::Matrix<double>::Zero(3, 2)), attn::shape_error);
+}
+
+TEST_CASE("apply_sliding_window_mask: each query keeps the window's latest keys, Hugging Face's convention") {
+    // transformers' sliding_window_overlay keeps kv_idx > q_idx − sliding_window; with the causal
+    // mask query i sees keys i − window < j ≤ i: here window 2, itself and the key before.
+    attn::Matrix<double> scores = attn::Matrix<double>::Zero(5, 5);
+    attn::apply_causal_mask(scores);
+    attn::apply_sliding_window_mask(scores, 2);
+    for (attn::Index i = 0; i < 5; ++i)
+        for (attn::Index j = 0; j < 5; ++j) {
+            CAPTURE(i);
+            CAPTURE(j);
+            const bool seen = i - 2 < j && j <= i;
+            CHECK((scores(i, j) == 0.0) == seen);
+            if (!seen) CHECK(scores(i, j) == -std::numeric_limits<double>::infinity());
+        }
+}
+
+TEST_CASE_TEMPLATE("apply_sliding_window_mask: first_position for cached keys; window 1, 0 and beyond the keys", T,
+                   float, double) {
+    const auto original = attn::test::random_matrix<T>(3, 10, 4);
+    const T minus_infinity = -std::numeric_limits<T>::infinity();
+    // queries at positions 6, 7, 8, window 4: keys 3 … 6, 4 … 7, 5 … 8 (and any later ones: the
+    // causal mask's to hide)
+    attn::Matrix<T> scores = original;
+    attn::apply_sliding_window_mask(scores, 4, 6);
+    for (attn::Index i = 0; i < 3; ++i)
+        for (attn::Index j = 0; j < 10; ++j) {
+            CAPTURE(i);
+            CAPTURE(j);
+            CHECK(scores(i, j) == (j >= i + 3 ? original(i, j) : minus_infinity));
+        }
+    // window 1: only the query's own position
+    scores = original;
+    attn::apply_causal_mask(scores, 6);
+    attn::apply_sliding_window_mask(scores, 1, 6);
+    for (attn::Index i = 0; i < 3; ++i) {
+        CHECK(scores(i, i + 6) == original(i, i + 6));
+        CHECK((scores.row(i).array() == minus_infinity).count() == 9);
+    }
+    // window 0 is none; a window reaching past key 0 hides nothing
+    scores = original;
+    attn::apply_sliding_window_mask(scores, 0, 6);
+    CHECK(scores == original);
+    attn::apply_sliding_window_mask(scores, 7, 6);  // position 6 − 7 < 0
+    CHECK(scores.row(0) == original.row(0));
+    CHECK(std::isinf(scores(1, 0)));  // position 7: key 0 is 7 back
+    // on a block of a larger matrix, in place
+    attn::Matrix<T> big = attn::Matrix<T>::Zero(6, 6);
+    attn::apply_sliding_window_mask(big.bottomRows(2), 2, 4);  // positions 4, 5: keys 3 … and 4 …
+    CHECK(big.topRows(4).isZero());
+    CHECK((big.row(4).array() == minus_infinity).count() == 3);
+    CHECK((big.row(5).array() == minus_infinity).count() == 4);
+}
+
+TEST_CASE("apply_sliding_window_mask: a negative window or first position is an argument_error naming it") {
+    attn::Matrix<float> scores = attn::Matrix<float>::Zero(2, 2);
+    CHECK_THROWS_WITH_AS(attn::apply_sliding_window_mask(scores, -1), doctest::Contains("window must be ≥ 0"),
+                         attn::argument_error);
+    CHECK_THROWS_WITH_AS(attn::apply_sliding_window_mask(scores, 2, -3), doctest::Contains("first_position"),
+                         attn::argument_error);
 }

@@ -2,6 +2,8 @@
 #include <attn/attn.hpp>
 #include <attn/core/scoring.hpp>
 
+#include <cmath>
+#include <limits>
 #include <random>
 
 #include "support.hpp"
@@ -52,4 +54,43 @@ TEST_CASE("scaling keeps the average largest weight near 0.25 at sizes 4, 32, 25
         if (size >= 32) CHECK(unscaled > 0.7);
         previous_unscaled = unscaled;
     }
+}
+
+TEST_CASE_TEMPLATE("soft_cap_in_place: cap · tanh(s / cap) on every score, as Gemma 2's attn_logit_softcapping", T,
+                   float, double) {
+    const auto original = random_matrix<T>(4, 7, 5, 30.0);  // scores of spread 30 around a cap of 50
+    attn::Matrix<T> scores = original;
+    attn::soft_cap_in_place(scores, T(50));
+    const double slack = std::is_same_v<T, float> ? 1e-5 : 1e-13;
+    for (attn::Index i = 0; i < 4; ++i)
+        for (attn::Index j = 0; j < 7; ++j) {
+            const double expected = 50.0 * std::tanh(double(original(i, j)) / 50.0);
+            CHECK(double(scores(i, j)) == doctest::Approx(expected).epsilon(slack));
+            CHECK(std::abs(scores(i, j)) < T(50));
+        }
+    // small scores barely change; huge ones and +∞ reach the cap; NaN stays NaN; cap 0 is none
+    attn::Matrix<T> edges(1, 5);
+    edges << T(1e-3), T(1e6), std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity(),
+        std::numeric_limits<T>::quiet_NaN();
+    attn::soft_cap_in_place(edges, T(20));
+    CHECK(edges(0, 0) == doctest::Approx(1e-3).epsilon(1e-6));
+    CHECK(edges(0, 1) == T(20));
+    CHECK(edges(0, 2) == T(20));
+    CHECK(edges(0, 3) == T(-20));
+    CHECK(std::isnan(edges(0, 4)));
+    scores = original;
+    attn::soft_cap_in_place(scores, T(0));
+    CHECK(scores == original);
+    // a block of a larger matrix, in place
+    attn::Matrix<T> big = attn::Matrix<T>::Constant(3, 3, T(100));
+    attn::soft_cap_in_place(big.col(1), T(1));
+    CHECK(big(0, 0) == T(100));
+    CHECK(big(2, 1) == doctest::Approx(1.0));
+}
+
+TEST_CASE("soft_cap_in_place: a negative or non-finite cap is an argument_error naming it") {
+    attn::Matrix<float> scores = attn::Matrix<float>::Zero(2, 2);
+    for (float cap : {-1.0f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()})
+        CHECK_THROWS_WITH_AS(attn::soft_cap_in_place(scores, cap), doctest::Contains("cap must be finite and ≥ 0"),
+                             attn::argument_error);
 }

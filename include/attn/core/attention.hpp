@@ -50,12 +50,22 @@ struct AttentionWorkspace {
 };
 
 /// How attention is computed. The defaults are the chapter's: causal, scaled by
-/// 1/√(head size), no positions, weights not kept.
+/// 1/√(head size), no window, no cap, no positions, weights not kept.
 template <class T>
 struct AttentionOptions {
-    bool causal = true;                 ///< hide every key later than its query
-    bool keep_weights = false;          ///< return the weights as well as the output
-    std::optional<T> scale;             ///< default 1/√(head size)
+    bool causal = true;         ///< hide every key later than its query
+    bool keep_weights = false;  ///< return the weights as well as the output
+    std::optional<T> scale;     ///< default 1/√(head size)
+    /// Sliding window (Mistral's, and Gemma 2's local layers', `sliding_window`): if > 0, the
+    /// query at position p sees only keys p − window < j ≤ p, itself and the window − 1 before
+    /// it (apply_sliding_window_mask, mask.hpp: Hugging Face's convention). Positions are
+    /// absolute: first_position counts, and a cache's keys sit at 0 … cache size − 1. 0: none.
+    /// Needs causal. The fused kernel skips every key block wholly outside the window.
+    Index window = 0;
+    /// Soft cap (Gemma 2's attn_logit_softcapping): if > 0, every scaled score s becomes
+    /// score_cap · tanh(s / score_cap) before the masks and the softmax (soft_cap_in_place,
+    /// scoring.hpp). 0: none.
+    T score_cap = T(0);
     const Rope<T>* rope = nullptr;      ///< if set, rotate queries and keys in every head
     const AllowedMask* mask = nullptr;  ///< if set, also hide where mask(i, j) is false (queries × keys)
     Index first_position = 0;           ///< position of query row 0 (the key cache length when decoding)
@@ -88,6 +98,19 @@ struct AttentionResult {
 
 namespace detail {
 
+/// The window and the soft cap of `options`, checked (argument_error naming them).
+template <class T>
+void check_window_and_cap(const char* function, const AttentionOptions<T>& options) {
+    if (options.window < 0)
+        throw argument_error(message(function, ": window must be ≥ 0 (0: none), got ", options.window));
+    if (options.window > 0 && !options.causal)
+        throw argument_error(message(function, ": window = ", options.window,
+                                     " needs causal attention (it counts keys back from each query)"));
+    if (!std::isfinite(options.score_cap) || options.score_cap < T(0))
+        throw argument_error(
+            message(function, ": score_cap must be finite and ≥ 0 (0: none), got ", options.score_cap));
+}
+
 /// Each row's log Σ exp(s) of masked scores (queries × keys) → (queries); −∞ for a fully masked row.
 template <class T>
 Vector<T> log_sum_exp_rows(const Matrix<T>& scores) {
@@ -112,6 +135,7 @@ AttentionResult<typename DQ::Scalar> plain_attention(const Eigen::MatrixBase<DQ>
     detail::check_not_empty("attention", "values", values);
     detail::check_rows("attention", "values", values, keys.rows(), "one value per key");
     if (options.first_position < 0) throw argument_error("attention: first_position must be ≥ 0");
+    check_window_and_cap("attention", options);
 
     Matrix<T> weights;
     if (options.rope) {
@@ -123,7 +147,9 @@ AttentionResult<typename DQ::Scalar> plain_attention(const Eigen::MatrixBase<DQ>
     } else {
         weights = scaled_scores(queries, keys, options.scale);
     }
+    if (options.score_cap > T(0)) soft_cap_in_place(weights, options.score_cap);
     if (options.causal) apply_causal_mask(weights, options.first_position);
+    if (options.window > 0) apply_sliding_window_mask(weights, options.window, options.first_position);
     if (options.mask) apply_mask(weights, *options.mask);
     AttentionResult<T> result;
     if (options.keep_log_sum_exp) result.log_sum_exp = log_sum_exp_rows(weights).transpose();
@@ -134,7 +160,7 @@ AttentionResult<typename DQ::Scalar> plain_attention(const Eigen::MatrixBase<DQ>
         const std::vector<Index> markers = checked_markers("attention", *options.statistics);
         const StatisticsTarget<T> target =
             statistics_target(result.statistics, *options.statistics, markers, 1, weights.rows(), weights.cols(),
-                              options.first_position, options.causal);
+                              options.first_position, options.causal, options.window);
         for (Index i = 0; i < weights.rows(); ++i)
             row_statistics(weights.row(i).data(), weights.cols(), options.first_position + i, target, 0, i);
     }
@@ -189,7 +215,7 @@ struct SightOutputs {
         if (options.statistics) {
             markers = checked_markers(function, *options.statistics);
             target = statistics_target(statistics, *options.statistics, markers, problem.heads, problem.queries,
-                                       problem.keys, problem.first_position, problem.causal);
+                                       problem.keys, problem.first_position, problem.causal, problem.window);
             problem.statistics = &target;
         }
     }
@@ -213,6 +239,7 @@ void check_fused_inputs(const char* function, const Eigen::MatrixBase<DQ>& queri
     check_cols(function, "keys", keys, queries.cols(), "keys must be as wide as queries");
     if (options.first_position < 0) throw argument_error(message(function, ": first_position must be ≥ 0"));
     if (!std::isfinite(options.scale.value_or(T(1)))) throw argument_error(message(function, ": scale must be finite"));
+    check_window_and_cap(function, options);
     if (options.rope)
         check_cols(function, "queries", queries, options.rope->head_size(),
                    "RoPE rotates queries and keys of its head size");
@@ -242,6 +269,8 @@ FusedProblem<T> fused_problem(Index heads, Index queries, Index keys, Index dept
     problem.causal = options.causal;
     problem.first_position = options.first_position;
     problem.scale = options.scale.value_or(default_scale<T>(depth));
+    problem.window = options.window;
+    problem.score_cap = options.score_cap;
     if (options.rope) problem.rope = rotate_rows(*options.rope);
     problem.threads = options.threads.available("attention");
     problem.workers = options.threads.kept();
@@ -504,7 +533,7 @@ void attend_cache_folded(const HeadStack<T>& queries, const KeyValueCache<T>& ca
     FusedProblem<T> problem =
         fused_problem(kv_heads, group, cache.size(), cache.head_size(), cache.value_size(), options);
     problem.causal = false;
-    problem.first_position = 0;
+    problem.first_position = cache.size() - 1;  // every row's: the new position (a window counts back from it)
     problem.few_queries = true;
     problem.folded_heads = group;
     problem.outputs = result.outputs.data();

@@ -61,6 +61,7 @@ struct HeadStatistics {
     Index first_position = 0;  ///< position of query row 0
     Index keys = 0;            ///< keys per head
     bool causal = true;
+    Index window = 0;  ///< the sliding window (AttentionOptions::window), 0: none
 
     Index heads() const { return previous.rows(); }
     Index queries() const { return previous.cols(); }
@@ -122,26 +123,30 @@ private:
             *x /= n;
     }
 
-    /// Adds what an even spread over the keys visible at `position` gives.
+    /// Adds what an even spread over the keys visible at `position` gives: keys lo … visible − 1,
+    /// lo = 0, or the window's first key.
     void add_even(Index position, HeadStatisticsSummary::Values& even) const {
         const Index visible = causal ? std::min(keys, position + 1) : keys;
-        if (visible <= 0) return;
-        const double share = 1.0 / double(visible);
-        if (position >= 1 && position - 1 < visible) even.previous += share;
-        even.first += share;
-        if (position < visible) even.self += share;
-        Index far = std::max<Index>(0, std::min(visible, position - request.back + 1));
+        const Index lo = window > 0 ? std::clamp<Index>(position - window + 1, 0, visible) : 0;
+        const Index count = visible - lo;
+        if (count <= 0) return;
+        const double share = 1.0 / double(count);
+        const auto shown = [&](Index j) { return j >= lo && j < visible; };
+        if (shown(position - 1)) even.previous += share;
+        if (shown(0)) even.first += share;
+        if (shown(position)) even.self += share;
+        Index far = std::max<Index>(0, std::min(visible, position - request.back + 1) - lo);
         Index marked = 0;
         for (Index j : request.markers)
-            if (j >= 0 && j < visible) {
+            if (shown(j)) {
                 ++marked;
                 if (request.back_excludes_markers && j <= position - request.back) --far;
             }
         even.back += double(far) * share;
         even.markers += double(marked) * share;
         even.largest += share;
-        even.entropy += std::log(double(visible));
-        even.distance += double(position) - double(visible - 1) / 2.0;
+        even.entropy += std::log(double(count));
+        even.distance += double(position) - double(lo + visible - 1) / 2.0;
     }
 };
 
@@ -171,13 +176,14 @@ inline std::vector<Index> checked_markers(const char* function, const HeadStatis
 template <class T>
 StatisticsTarget<T> statistics_target(HeadStatistics<T>& out, const HeadStatisticsRequest& request,
                                       const std::vector<Index>& sorted_markers, Index heads, Index queries, Index keys,
-                                      Index first_position, bool causal) {
+                                      Index first_position, bool causal, Index window = 0) {
     out.resize(heads, queries);
     out.request = request;
     out.request.markers = sorted_markers;
     out.keys = keys;
     out.first_position = first_position;
     out.causal = causal;
+    out.window = window;
     StatisticsTarget<T> target;
     target.back = request.back;
     target.markers = sorted_markers.data();
@@ -202,6 +208,7 @@ void copy_head_statistics(HeadStatistics<T>& one, Index h, Index heads, HeadStat
     out.first_position = one.first_position;
     out.keys = one.keys;
     out.causal = one.causal;
+    out.window = one.window;
 }
 
 }  // namespace detail

@@ -4,6 +4,7 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <limits>
 
 #include "attn/core/types.hpp"
@@ -38,6 +39,32 @@ void apply_causal_mask(const Eigen::MatrixBase<D>& scores, Index first_position 
     for (Index i = 0; i < s.rows(); ++i) {
         const Index first_hidden = i + first_position + 1;
         if (first_hidden < s.cols()) s.row(i).tail(s.cols() - first_hidden).setConstant(minus_infinity);
+    }
+}
+
+/// Sliding window, Mistral's and Gemma 2's `sliding_window`: query row i, at position
+/// p = first_position + i, keeps only the `window` latest keys up to its own position, and
+/// scores(i, j) = −∞ for every key j ≤ p − window (those `window` or more positions back).
+/// scores: (queries × keys), modified in place; keys sit at positions 0 … keys − 1.
+///
+/// With apply_causal_mask (which hides the keys after p) query p sees keys j with
+/// p − window < j ≤ p: itself and the window − 1 before it. That is Hugging Face's convention:
+/// transformers' masking_utils.py, `sliding_window_overlay`, keeps kv_idx > q_idx −
+/// sliding_window on top of the causal kv_idx ≤ q_idx. window = 0 means no window (nothing is
+/// hidden); a negative window or first_position is an argument_error.
+template <class D>
+void apply_sliding_window_mask(const Eigen::MatrixBase<D>& scores, Index window, Index first_position = 0) {
+    using T = typename D::Scalar;
+    auto& s = const_cast<Eigen::MatrixBase<D>&>(scores);  // Eigen's idiom for writable expressions
+    if (window < 0)
+        throw argument_error(detail::message("apply_sliding_window_mask: window must be ≥ 0 (0: none), got ", window));
+    if (first_position < 0) throw argument_error("apply_sliding_window_mask: first_position must be ≥ 0");
+    if (window == 0) return;
+    const T minus_infinity = -std::numeric_limits<T>::infinity();
+    for (Index i = 0; i < s.rows(); ++i) {
+        const Index hidden =
+            std::min(s.cols(), std::max<Index>(0, first_position + i - window + 1));  // keys 0 … hidden − 1
+        s.row(i).head(hidden).setConstant(minus_infinity);
     }
 }
 

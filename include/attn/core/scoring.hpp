@@ -1,5 +1,6 @@
 #pragma once
-// Attention scores: every query against every key, scaled.
+// Attention scores: every query against every key, scaled; and the soft cap some models
+// (Gemma 2) put on them.
 
 #include <Eigen/Core>
 
@@ -35,6 +36,22 @@ Matrix<typename DQ::Scalar> scaled_scores(const Eigen::MatrixBase<DQ>& queries, 
     Matrix<T> scores(queries.rows(), keys.rows());
     scores.noalias() = (queries * factor) * keys.transpose();
     return scores;
+}
+
+/// Soft cap, Gemma 2's attn_logit_softcapping: each score s becomes cap · tanh(s / cap), so
+/// that scores stay within (−cap, cap) while small ones barely change. scores: (queries ×
+/// keys), modified in place. Applied to the scaled scores before any mask and the softmax,
+/// in transformers' order (modeling_gemma2.py, eager_attention_forward: scores · scaling, then
+/// / softcap, tanh, · softcap, then + the mask). cap = 0 means no cap (the scores are left as
+/// they are); a negative or non-finite cap is an argument_error. +∞ becomes cap; NaN stays NaN.
+template <class D>
+void soft_cap_in_place(const Eigen::MatrixBase<D>& scores, typename D::Scalar cap) {
+    using T = typename D::Scalar;
+    auto& s = const_cast<Eigen::MatrixBase<D>&>(scores);  // Eigen's idiom for writable expressions
+    if (!std::isfinite(cap) || cap < T(0))
+        throw argument_error(detail::message("soft_cap_in_place: cap must be finite and ≥ 0 (0: none), got ", cap));
+    if (cap == T(0)) return;
+    s = s.unaryExpr([cap](T x) { return cap * std::tanh(x / cap); });
 }
 
 }  // namespace attn

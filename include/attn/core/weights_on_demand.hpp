@@ -62,9 +62,14 @@ struct DemandShape {
     const AllowedMask* mask = nullptr;
     bool causal = true;
     Index first_position = 0;
+    Index window = 0;    ///< AttentionOptions::window
+    T score_cap = T(0);  ///< AttentionOptions::score_cap
 
-    /// Query row i sees keys 0 … visible(i) − 1 (a mask may hide some of them).
+    /// Query row i sees keys first_visible(i) … visible(i) − 1 (a mask may hide some of them).
     Index visible(Index i) const { return causal ? std::min(keys, first_position + i + 1) : keys; }
+    Index first_visible(Index i) const {
+        return window > 0 ? std::clamp<Index>(first_position + i - window + 1, 0, keys) : 0;
+    }
 };
 
 /// `chosen`, or 0 … count − 1 (kept in `all`) if it is empty.
@@ -130,11 +135,13 @@ void demand_head(const char* function, const DemandShape<T>& shape, const Demand
                 T* row = tile + (r - g) * panel;
                 const T lse = head.log_sum_exp[i];
                 T* dst = out + r * out_row + (p0 - shape.first);
-                const Index visible = shape.visible(i);
+                const Index lo = shape.first_visible(i), visible = shape.visible(i);
                 if (lse == -std::numeric_limits<T>::infinity()) {  // a fully masked row: zeros, as softmax_rows gives
                     std::fill(dst, dst + width, T(0));
                     continue;
                 }
+                // capped as the kernel caps its scores (the same bits whatever the layout)
+                if (shape.score_cap > T(0)) kernel::soft_cap(row, width, shape.score_cap);
                 if constexpr (std::is_same_v<T, float>) {
                     // s − lse and its exponential in double: lse carries the whole row's sum,
                     // and float rounding of s − lse would add |s − lse|·2⁻²⁴ to every weight
@@ -145,7 +152,7 @@ void demand_head(const char* function, const DemandShape<T>& shape, const Demand
                 }
                 for (Index j = 0; j < width; ++j) {
                     const Index key = p0 + j;
-                    const bool shown = key < visible && (!shape.mask || (*shape.mask)(i, key));
+                    const bool shown = key >= lo && key < visible && (!shape.mask || (*shape.mask)(i, key));
                     dst[j] = shown ? row[j] : T(0);
                 }
             }
@@ -156,14 +163,14 @@ void demand_head(const char* function, const DemandShape<T>& shape, const Demand
     // float for 8 ≤ lse < 16), and leaves each weight within about one rounding of the softmax.
     for (Index r = 0; r < count; ++r) {
         const Index i = rows[std::size_t(r)];
-        const Index visible = shape.visible(i);
-        if (shape.first != 0 || shape.last < visible) continue;
-        T* dst = out + r * out_row;
+        const Index lo = shape.first_visible(i), visible = shape.visible(i);
+        if (shape.first > lo || shape.last < visible) continue;
+        T* dst = out + r * out_row + (lo - shape.first);  // keys lo … visible − 1
         double sum = 0;
-        for (Index j = 0; j < visible; ++j) sum += double(dst[j]);
+        for (Index j = 0; j < visible - lo; ++j) sum += double(dst[j]);
         if (sum <= 0) continue;  // a fully masked row stays 0
         const double inverse = 1.0 / sum;
-        for (Index j = 0; j < visible; ++j) dst[j] = T(double(dst[j]) * inverse);
+        for (Index j = 0; j < visible - lo; ++j) dst[j] = T(double(dst[j]) * inverse);
     }
 }
 
@@ -171,6 +178,7 @@ template <class T>
 DemandShape<T> demand_shape(const char* function, Index queries, Index keys, Index depth, KeyRange range,
                             const AttentionOptions<T>& options) {
     if (options.first_position < 0) throw argument_error(message(function, ": first_position must be ≥ 0"));
+    check_window_and_cap(function, options);
     if (options.rope && options.rope->head_size() != depth)
         throw shape_error(
             message(function, ": RoPE rotates ", options.rope->head_size(), " numbers per head, queries have ", depth));
@@ -188,6 +196,8 @@ DemandShape<T> demand_shape(const char* function, Index queries, Index keys, Ind
     shape.mask = options.mask;
     shape.causal = options.causal;
     shape.first_position = options.first_position;
+    shape.window = options.window;
+    shape.score_cap = options.score_cap;
     return shape;
 }
 
@@ -196,7 +206,7 @@ DemandShape<T> demand_shape(const char* function, Index queries, Index keys, Ind
 /// Exact weights of chosen heads and query rows over a range of keys, into result.weights:
 /// queries: heads × (queries × d), keys: heads × (keys × d), log_sum_exp: (heads × queries)
 /// as a pass with keep_log_sum_exp returned it with the same options (causal, scale, rope,
-/// first_position, mask) → weights: heads.size() × (rows.size() × range width); weights(a, b,
+/// first_position, window, score_cap, mask) → weights: heads.size() × (rows.size() × range width); weights(a, b,
 /// c) is the weight of query rows[b] of head heads[a] on key range.first + c. Empty heads or
 /// rows mean all of them. result.weights must be empty (then it is allocated) or of that shape;
 /// a repeated call of the same shape into the same result allocates nothing.

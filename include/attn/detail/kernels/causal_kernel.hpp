@@ -4,7 +4,9 @@
 //
 // Work is split into tasks of kQueryBlock (96) query rows of one head. A task visits
 // only the keys its rows may see — never the masked upper triangle beyond the
-// diagonal blocks — in blocks of kKeyBlock (128) keys.
+// diagonal blocks, nor with a sliding window (FusedProblem::window) the blocks before
+// its first row's window — in blocks of kKeyBlock (128) keys. A soft cap
+// (FusedProblem::score_cap) bends each score before the masks and the softmax.
 //
 //  * Streaming (weights not kept): a block's scores go to a per-thread buffer laid out
 //    keys × queries (sᵀ), so the online softmax runs down the columns with whole
@@ -142,8 +144,14 @@ struct FusedProblem {
     Index depth = 0;       ///< query/key size d
     Index value_size = 0;  ///< dv
     bool causal = true;
-    Index first_position = 0;
+    Index first_position = 0;  ///< position of query row 0 (of every row when folded_heads > 0)
     T scale = T(1);
+    /// Sliding window: if > 0, a query at position p sees only keys j > p − window (with causal,
+    /// the `window` keys up to its own); every key block wholly before that is skipped. 0: none.
+    Index window = 0;
+    /// Soft cap: if > 0, each scaled score s becomes score_cap · tanh(s / score_cap) before the
+    /// masks and the softmax (kernel::soft_cap). 0: none.
+    T score_cap = T(0);
     RotateRows<T> rope;  ///< RoPE on queries and keys, if set
     int threads = 1;
     Workers* workers = nullptr;         ///< kept threads to run on (then at most workers->size() of them)
@@ -200,8 +208,23 @@ struct FusedProblem {
     /// Query heads per key/value head.
     Index group() const { return key_value_heads != 0 ? heads / key_value_heads : 1; }
 
-    /// Keys 0 … allowed(i) − 1 are visible to query row i.
+    /// Keys first_visible(i) … allowed(i) − 1 are visible to query row i.
     Index allowed(Index i) const { return causal ? std::min(keys, i + first_position + 1) : keys; }
+
+    /// Position of query row i: first_position + i, or first_position for every row of a
+    /// folded problem (its rows are query heads at one position).
+    Index position(Index i) const { return folded_heads > 0 ? first_position : first_position + i; }
+
+    /// The first key query row i sees: 0, or with a window the first after position(i) − window.
+    Index first_visible(Index i) const { return window > 0 ? std::clamp<Index>(position(i) - window + 1, 0, keys) : 0; }
+
+    /// The first row, from 0, whose window has passed `key` (first_visible(row) > key): rows
+    /// from there on do not see it. queries if none (always, without a window).
+    Index first_row_past(Index key) const {
+        if (window <= 0) return queries;
+        if (folded_heads > 0) return first_visible(0) > key ? 0 : queries;
+        return std::clamp<Index>(key + window - first_position, 0, queries);
+    }
 };
 
 template <class T>
@@ -477,6 +500,40 @@ void scale_row(T* x, Index count, T factor) {
     for (Index j = 0; j < count; j += Tiling::kLanes) ei::pstoreu(x + j, ei::pmul(ei::ploadu<Packet>(x + j), f));
 }
 
+/// cap · tanh(x · (1 / cap)) for a packet of floats, on Eigen's vectorised tanh (the rational
+/// approximation Eigen's float tanh is, within a few units in the last place); NaN stays NaN
+/// (that tanh clamps its argument first, which could turn NaN into a number).
+template <class Packet>
+EIGEN_ALWAYS_INLINE Packet soft_capped(const Packet& x, const Packet& cap, const Packet& inverse) {
+    const Packet capped = ei::pmul(cap, ei::ptanh(ei::pmul(x, inverse)));
+    return ei::pselect(ei::pcmp_eq(x, x), capped, x);
+}
+
+/// x[j] = cap · tanh(x[j] / cap) for j < count (FusedProblem::score_cap, cap > 0): for float
+/// on packets (soft_capped, the last partial packet padded, so every entry takes the same
+/// instructions wherever it lies), else std::tanh(x / cap) entry by entry. Either way an
+/// entry's result depends on its value alone: the streaming, exact and decoding paths and
+/// weights on demand, which lay scores out differently, cap them to the same bits.
+template <class T>
+void soft_cap(T* x, Index count, T cap) {
+    using Tiling = KernelTiling<T>;
+    using Packet = typename Tiling::Packet;
+    constexpr Index L = Tiling::kLanes;
+    if constexpr (std::is_same_v<T, float> && L > 1 && ei::packet_traits<T>::HasTanh) {
+        const Packet c = ei::pset1<Packet>(cap), inverse = ei::pset1<Packet>(T(1) / cap);
+        Index j = 0;
+        for (; j + L <= count; j += L) ei::pstoreu(x + j, soft_capped(ei::ploadu<Packet>(x + j), c, inverse));
+        if (j < count) {
+            T last[L] = {};
+            std::copy(x + j, x + count, last);
+            ei::pstoreu(last, soft_capped(ei::ploadu<Packet>(last), c, inverse));
+            std::copy(last, last + (count - j), x + j);
+        }
+    } else {
+        for (Index j = 0; j < count; ++j) x[j] = cap * std::tanh(x[j] / cap);
+    }
+}
+
 /// One block of the online softmax for P packets of queries: s (count keys × the packets,
 /// row stride `stride`) holds scoresᵀ with −∞ where masked and becomes the unnormalised
 /// weights exp(s − m_new); m (running maxima), l (running sums) are updated and factor
@@ -498,9 +555,11 @@ void online_softmax(T* s, Index stride, Index count, T* m, T* l, T* factor, T* e
     for (int p = 0; p < P; ++p) {
         const Packet old_m = ei::ploadu<Packet>(m + p * L);
         const Packet new_m = ei::pmax(old_m, largest[p]);
-        // exp(m_old − m_new): 0 while nothing was seen (m_old = −∞)
+        // exp(m_old − m_new): 0 while nothing was seen (m_old = −∞; also where this block shows
+        // nothing either, as a window's first block may: m_new = −∞, and −∞ − −∞ is NaN)
         moved[p] = ei::psub(old_m, new_m);
-        ei::pstoreu(factor + p * L, exp_nonpositive(moved[p], cutoff, zero));
+        ei::pstoreu(factor + p * L,
+                    ei::pselect(ei::pcmp_eq(old_m, minus_inf), zero, exp_nonpositive(moved[p], cutoff, zero)));
         // shift by m_new, or by 0 while every score so far is −∞ (their weights stay 0)
         shift[p] = ei::pselect(ei::pcmp_eq(new_m, minus_inf), zero, new_m);
         ei::pstoreu(m + p * L, new_m);
@@ -666,20 +725,22 @@ void finish_output(const FusedProblem<T>& problem, Index h, Index i, const T* o,
     for (Index c = 0; c < problem.value_size; ++c) out[c] = o[c * o_step] * inverse;
 }
 
-/// A kept row of weights from its scores: exp(score − largest) / total for the `visible` keys,
-/// exactly 0 for the rest of the row's `keys` (decode_task's, once a row's largest score and
-/// total are final).
+/// A kept row of weights from its scores: exp(score − largest) / total for the visible keys
+/// first … visible − 1, exactly 0 for the rest of the row's `keys` (decode_task's, once a row's
+/// largest score and total are final).
 template <class T>
-void weights_from_scores(T* row, Index visible, Index keys, T largest, T total) {
+void weights_from_scores(T* row, Index first, Index visible, Index keys, T largest, T total) {
     if (total == T(0)) {  // every visible score was −∞: every weight 0, as softmax_rows gives
         std::fill(row, row + keys, T(0));
         return;
     }
-    const Index whole = visible / KernelTiling<T>::kLanes * KernelTiling<T>::kLanes;
-    exp_shifted(row, whole, largest);
-    for (Index j = whole; j < visible; ++j) row[j] = flushed_exp(row[j] - largest);
+    std::fill(row, row + first, T(0));
+    T* shown = row + first;
+    const Index count = visible - first, whole = count / KernelTiling<T>::kLanes * KernelTiling<T>::kLanes;
+    exp_shifted(shown, whole, largest);
+    for (Index j = whole; j < count; ++j) shown[j] = flushed_exp(shown[j] - largest);
     const T inverse = T(1) / total;
-    for (Index j = 0; j < visible; ++j) row[j] *= inverse;
+    for (Index j = 0; j < count; ++j) shown[j] *= inverse;
     std::fill(row + visible, row + keys, T(0));
 }
 
@@ -798,26 +859,43 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
     if (statistics) std::fill(sums, sums + SightSum::rows * width, T(0));
 
     using ScoreTiles = kernel::Tiles<T, Tiling::kScoreKeys, Tiling::kScorePackets>;
+    // Keys first_visible(i0) … end − 1: the task's first row sees the earliest keys (with a
+    // window every block before them is skipped) and its last row the latest. The blocks are
+    // multiples of kKeyBlock whatever the task's rows, so that a row's online softmax takes the
+    // same steps, and gives the same bits, in whichever task it falls (threads, caches).
     const Index end = problem.allowed(i1 - 1);
 
-    for (Index j0 = 0; j0 < end; j0 += block) {
-        const T* keys = head.keys.data + j0 * head.keys.stride;
+    for (Index j0 = problem.first_visible(i0) / block * block; j0 < end; j0 += block) {
         for (Index ch = 0; ch < chunks; ++ch) {
             const Index c0 = ch * chunk;                      // first column of the chunk
             const Index c_rows = std::min(chunk, rows - c0);  // its real queries
-            const Index count = std::min(block, problem.allowed(i0 + c0 + c_rows - 1) - j0);  // keys it sees here
+            // keys lo … lo + count − 1 of the block are the ones some query of the chunk sees
+            const Index lo = std::max(j0, problem.first_visible(i0 + c0));
+            const Index count = std::min(j0 + block, problem.allowed(i0 + c0 + c_rows - 1)) - lo;
             if (count <= 0) continue;
+            const T* keys = head.keys.data + lo * head.keys.stride;
             const int packets = int((c_rows + lanes - 1) / lanes);  // short sequences: fewer packets
             // scoresᵀ(j, i) = keys(j) · queries(i), tile by tile
             for (Index j = 0; j < count; j += tile_keys)
                 ScoreTiles::run(int(std::min(tile_keys, count - j)), packets, keys + j * head.keys.stride,
                                 head.keys.stride, 1, qt + c0, width, d, st + j * width + c0, width, false);
-            // causal mask: key j0 + j is hidden from queries before position j0 + j
+            if (problem.score_cap > T(0))  // before the masks, as the chapter's steps do it
+                for (Index j = 0; j < count; ++j)
+                    kernel::soft_cap(st + j * width + c0, packets * lanes, problem.score_cap);
+            // causal mask: key lo + j is hidden from queries before position lo + j
             if (problem.causal) {
-                const Index first_hiding = std::max<Index>(0, problem.first_position + i0 + c0 - j0 + 1);
+                const Index first_hiding = std::max<Index>(0, problem.first_position + i0 + c0 - lo + 1);
                 for (Index j = first_hiding; j < count; ++j) {
-                    const Index hidden = std::min(c_rows, j0 + j - problem.first_position - i0 - c0);
+                    const Index hidden = std::min(c_rows, lo + j - problem.first_position - i0 - c0);
                     std::fill(st + j * width + c0, st + j * width + c0 + hidden, minus_infinity);
+                }
+            }
+            // window: key lo + j is hidden from the chunk's queries whose window has passed it
+            if (problem.window > 0) {
+                const Index passed = std::min(count, problem.first_visible(i0 + c0 + c_rows - 1) - lo);
+                for (Index j = 0; j < passed; ++j) {
+                    const Index from = std::clamp<Index>(problem.first_row_past(lo + j) - i0 - c0, 0, c_rows);
+                    std::fill(st + j * width + c0 + from, st + j * width + c0 + c_rows, minus_infinity);
                 }
             }
             // online softmax down the columns, a packet of queries at a time
@@ -827,11 +905,11 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
             else
                 kernel::online_softmax_packets(packets, st + c0, width, count, m + c0, l + c0, alpha + c0);
             if (statistics)
-                kernel::sight_block(problem, *statistics, st, width, count, j0, i0, c0, c_rows, packets, alpha, sums);
+                kernel::sight_block(problem, *statistics, st, width, count, lo, i0, c0, c_rows, packets, alpha, sums);
             if (!problem.outputs) continue;  // statistics only (attention_statistics)
             kernel::scale_columns(ot + c0, width, dv, packets, alpha + c0);
             // outputᵀ += valuesᵀ · weightsᵀ
-            kernel::values_times_weights(dv, packets, st + c0, width, count, head.values.data + j0 * head.values.stride,
+            kernel::values_times_weights(dv, packets, st + c0, width, count, head.values.data + lo * head.values.stride,
                                          head.values.stride, ot + c0, width);
         }
     }
@@ -911,15 +989,19 @@ void decode_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
     std::fill(o, o + rows * padded, T(0));
 
     const Index end = problem.allowed(i1 - 1);
-    for (Index j0 = 0; j0 < end; j0 += block) {
+    for (Index j0 = problem.first_visible(i0); j0 < end; j0 += block) {  // a window skips the keys before
         const Index count = std::min(block, end - j0), whole = kernel::round_up(count, lanes);
         score_rows_of(int(rows), packed, q, d, head.keys.data + j0 * head.keys.stride, head.keys.stride, count, s,
                       block);
         for (Index r = 0; r < rows; ++r) {
             T* row = s + r * block;
-            // keys this row may not see, and the padding to whole packets: weight exactly 0
-            const Index own = std::max<Index>(0, std::min(count, problem.allowed(i0 + r) - j0));
-            if (weights) std::copy(row, row + own, weights + r * weights_row + j0);  // scores, for the end
+            if (problem.score_cap > T(0)) kernel::soft_cap(row, count, problem.score_cap);
+            // keys this row may not see (before its window, after its position), and the
+            // padding to whole packets: weight exactly 0
+            const Index first = std::clamp<Index>(problem.first_visible(i0 + r) - j0, 0, count);
+            const Index own = std::max(first, std::min(count, problem.allowed(i0 + r) - j0));
+            if (weights) std::copy(row + first, row + own, weights + r * weights_row + j0 + first);  // for the end
+            std::fill(row, row + first, minus_infinity);
             std::fill(row + own, row + whole, minus_infinity);
             const T largest = kernel::row_max(row, whole);
             if (kernel::bad_largest(largest)) problem.bad_scores(h, i0 + r);
@@ -944,7 +1026,8 @@ void decode_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
     for (Index r = 0; r < rows; ++r) {
         if (problem.log_sum_exp) problem.log_sum_exp_at(h, i0 + r) = kernel::log_sum_exp(m[r], l[r]);
         if (weights)
-            kernel::weights_from_scores(weights + r * weights_row, problem.allowed(i0 + r), problem.keys, m[r], l[r]);
+            kernel::weights_from_scores(weights + r * weights_row, problem.first_visible(i0 + r),
+                                        problem.allowed(i0 + r), problem.keys, m[r], l[r]);
         kernel::finish_output(problem, h, i0 + r, o + r * padded, 1, l[r]);
     }
 }
@@ -971,8 +1054,9 @@ void weights_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, I
         const Index group_rows = std::min(group, rows - g);
         const Index visible = problem.allowed(i0 + g + group_rows - 1);
         const Index panels = (visible + panel - 1) / panel;
+        const Index first_panel = problem.first_visible(i0 + g) / panel;  // a window's first
         // scores of the lower blocks, straight into the weights
-        for (Index p = 0; p < panels; ++p) {
+        for (Index p = first_panel; p < panels; ++p) {
             const T* keys = head.panels.data() + p * d * panel;
             T* dst = weights + g * stride + p * panel;
             if ((p + 1) * panel <= n) {
@@ -985,24 +1069,28 @@ void weights_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, I
                     std::copy(tile + r * panel, tile + r * panel + (n - p * panel), dst + r * stride);
             }
         }
-        // softmax over each row's visible keys; the rest exactly 0
+        // softmax over each row's visible keys first … own − 1; the rest exactly 0
         const Index written = std::min(n, panels * panel);
         for (Index r = g; r < g + group_rows; ++r) {
-            T* row = weights + r * stride;
-            const Index own = problem.allowed(i0 + r);
+            T* const row = weights + r * stride;
+            const Index first = problem.first_visible(i0 + r), own = problem.allowed(i0 + r);
             std::fill(row + own, row + (problem.weights_zeroed ? written : n), T(0));
-            const Index whole = own / lanes * lanes;
-            T largest = whole > 0 ? kernel::row_max(row, whole) : minus_infinity;
-            for (Index j = whole; j < own; ++j) largest = std::isnan(row[j]) ? row[j] : std::max(largest, row[j]);
+            std::fill(row + (problem.weights_zeroed ? first_panel * panel : 0), row + first, T(0));
+            T* const shown = row + first;  // the visible keys, count of them
+            const Index count = own - first, whole = count / lanes * lanes;
+            if (problem.score_cap > T(0)) kernel::soft_cap(shown, count, problem.score_cap);
+            T largest = whole > 0 ? kernel::row_max(shown, whole) : minus_infinity;
+            for (Index j = whole; j < count; ++j)
+                largest = std::isnan(shown[j]) ? shown[j] : std::max(largest, shown[j]);
             if (kernel::bad_largest(largest)) problem.bad_scores(h, i0 + r);
             if (largest == minus_infinity) {  // every visible score −∞: a zero row, as softmax_rows gives
-                std::fill(row, row + own, T(0));
+                std::fill(shown, shown + count, T(0));
             } else {
-                T sum = kernel::exp_shifted_exactly(row, whole, largest);
-                for (Index j = whole; j < own; ++j) sum += (row[j] = kernel::exp_of_difference(row[j], largest));
+                T sum = kernel::exp_shifted_exactly(shown, whole, largest);
+                for (Index j = whole; j < count; ++j) sum += (shown[j] = kernel::exp_of_difference(shown[j], largest));
                 const T inverse = T(1) / sum;
-                kernel::scale_row(row, whole, inverse);
-                for (Index j = whole; j < own; ++j) row[j] *= inverse;
+                kernel::scale_row(shown, whole, inverse);
+                for (Index j = whole; j < count; ++j) shown[j] *= inverse;
                 largest = kernel::log_sum_exp(largest, sum);
             }
             if (problem.log_sum_exp) problem.log_sum_exp_at(h, i0 + r) = largest;
@@ -1011,19 +1099,26 @@ void weights_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, I
         }
     }
 
-    // output = weights · values over the lower blocks
+    // output = weights · values over the lower blocks (with a window, from each group's first key)
     const Index end = problem.allowed(i1 - 1);
-    for (Index j0 = 0; j0 < end; j0 += block) {
+    for (Index j0 = problem.first_visible(i0) / block * block; j0 < end; j0 += block) {
         for (Index g = 0; g < rows; g += group) {
             const Index group_rows = std::min(group, rows - g);
-            const Index count = std::min(block, problem.allowed(i0 + g + group_rows - 1) - j0);
+            const Index start = problem.first_visible(i0 + g), lo = std::max(j0, start);
+            const Index count = std::min(j0 + block, problem.allowed(i0 + g + group_rows - 1)) - lo;
             if (count <= 0) continue;
-            kernel::weights_times_values(group_rows, weights + g * stride + j0, stride, 1, count,
-                                         head.values.data + j0 * head.values.stride, head.values.stride, padded,
-                                         o + g * padded, padded, j0 > 0);
+            kernel::weights_times_values(group_rows, weights + g * stride + lo, stride, 1, count,
+                                         head.values.data + lo * head.values.stride, head.values.stride, padded,
+                                         o + g * padded, padded, lo > start);
         }
     }
-    for (Index r = 0; r < rows; ++r) std::copy(o + r * padded, o + r * padded + dv, problem.output_row(h, i0 + r));
+    for (Index r = 0; r < rows; ++r) {
+        T* out = problem.output_row(h, i0 + r);
+        if (problem.allowed(i0 + r) > problem.first_visible(i0 + r))
+            std::copy(o + r * padded, o + r * padded + dv, out);
+        else  // nothing visible (a window past the last key): a zero output, as softmax_rows gives
+            std::fill(out, out + dv, T(0));
+    }
 }
 
 /// Runs the kernel on problem.inputs into problem.outputs (and problem.weights).
@@ -1054,7 +1149,8 @@ void fused_attention(const FusedProblem<T>& problem) {
     cost.assign(static_cast<std::size_t>(blocks_per_head), 0);
     double flops = 0;
     for (Index b = 0; b < blocks_per_head; ++b) {
-        for (Index i = b * width; i < std::min(nq, (b + 1) * width); ++i) cost[std::size_t(b)] += problem.allowed(i);
+        for (Index i = b * width; i < std::min(nq, (b + 1) * width); ++i)
+            cost[std::size_t(b)] += problem.allowed(i) - problem.first_visible(i);
         flops += 2.0 * double(cost[std::size_t(b)]) * double(problem.depth + problem.value_size);
     }
     flops *= double(heads);
@@ -1068,8 +1164,8 @@ void fused_attention(const FusedProblem<T>& problem) {
     });
     // Each key/value head's keys and values come from memory at least once, whatever the rows:
     // with few query rows that, not the arithmetic, takes the time.
-    const double bytes =
-        double(key_value_heads) * double(problem.keys) * double(problem.depth + problem.value_size) * double(sizeof(T));
+    const double bytes = double(key_value_heads) * double(problem.keys - problem.first_visible(0)) *
+                         double(problem.depth + problem.value_size) * double(sizeof(T));
     const Index worth = std::max<Index>(1, Index(std::max(flops / kFlopsPerExtraThread, bytes / kBytesPerExtraThread)));
     const Index asked = problem.workers ? problem.workers->size() : problem.threads;
     const int workers = int(std::min<Index>({asked, tasks, worth}));
