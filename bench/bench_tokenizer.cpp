@@ -7,8 +7,9 @@
 //
 // Each PATH is a model directory (its tokenizer files, as Tokenizer::from_directory finds them:
 // tokenizer.json, vocab.json + merges.txt, encoder.json + vocab.bpe, or the store model's
-// vocabulary.txt + merges.txt) or a tokenizer.json file; NAME (default: the directory's or file's
-// name) names its benchmarks: seeds/NAME, mixed_10MB/NAME, word_1MB/NAME, repeated_1MB/NAME.
+// vocabulary.txt + merges.txt) or a tokenizer.json file; NAME (default: the directory's name, or
+// the file's without .json; a tokenizer.json takes its directory's) names its benchmarks:
+// seeds/NAME, mixed_10MB/NAME (or text_1MB/NAME), word_1MB/NAME, repeated_1MB/NAME.
 // Paths on the command line come first; ATTN_TOKENIZERS is read when there are none.
 //
 // Environment:
@@ -60,8 +61,13 @@ std::vector<std::string> lines_of(const fs::path& path) {
 NamedTokenizer load(const std::string& spec) {
     const auto equals = spec.find('=');
     const fs::path path = equals == std::string::npos ? spec : spec.substr(equals + 1);
-    std::string name = equals == std::string::npos ? path.filename().string() : spec.substr(0, equals);
-    if (name.empty()) name = path.parent_path().filename().string();  // "dir/" names itself
+    std::string name = spec.substr(0, equals == std::string::npos ? 0 : equals);
+    if (name.empty()) {  // the directory's name; a file's stem, or its directory's for tokenizer.json
+        const fs::path named = path.filename().empty() ? path.parent_path() : path;
+        name = fs::is_regular_file(named) && named.stem() != "tokenizer" ? named.stem().string()
+               : fs::is_regular_file(named)                              ? named.parent_path().filename().string()
+                                                                         : named.filename().string();
+    }
     try {
         attn::Tokenizer tokenizer = fs::is_regular_file(path) ? attn::Tokenizer::from_tokenizer_json(path)
                                                               : attn::Tokenizer::from_directory(path);

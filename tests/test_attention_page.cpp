@@ -219,7 +219,8 @@ TEST_CASE("attention_page 16-bit and 8-bit encodings stay within half a step") {
                 REQUIRE(end - begin == 28 * 2);
                 for (std::size_t k = begin; k < end; k += 2) q.push_back(bytes[k] | bytes[k + 1] << 8);
             } else {
-                for (std::uint8_t code : attn::detail::decode_codes(bytes, begin, end, 28)) q.push_back(code);
+                for (std::uint8_t code : attn::detail::decode_weight_chunk(bytes, begin, end, 7, true))
+                    q.push_back(code);
             }
             std::size_t k = 0;
             for (attn::Index i = 0; i < 7; ++i)
@@ -257,6 +258,28 @@ TEST_CASE("attention_page's entropy coding gives the codes back, runs of zeros i
     CHECK(zeros.size() < 136 + 8);  // 2^20 zeros: 16 runs of 2^16
     std::vector<std::uint8_t> truncated{0};
     CHECK_THROWS_AS(attn::detail::decode_codes(truncated, 0, 1, 1), attn::format_error);
+}
+
+TEST_CASE("attention_page codes near-even rows as their differences, and reads either form back") {
+    const attn::Index n = 300;
+    std::vector<std::uint8_t> even, spiky;
+    for (attn::Index i = 0; i < n; ++i)
+        for (attn::Index j = 0; j <= i; ++j) {
+            even.push_back(static_cast<std::uint8_t>(std::lround(255.0 / double(i + 1))));
+            spiky.push_back(j == i / 2 ? 200 : 0);
+        }
+    for (const auto* codes : {&even, &spiky}) {
+        std::vector<std::uint8_t> chunk;
+        attn::detail::encode_weight_chunk(chunk, *codes, n, true);
+        CHECK(attn::detail::decode_weight_chunk(chunk, 0, chunk.size(), n, true) == *codes);
+        CHECK(chunk[0] == (codes == &even ? 1 : 0));
+        CHECK(chunk.size() < 136 + codes->size() / 20);
+    }
+    // A full (not lower) matrix: rows of n.
+    std::vector<std::uint8_t> full(std::size_t(20 * 20), 13), chunk;
+    full[5] = 200;
+    attn::detail::encode_weight_chunk(chunk, full, 20, false);
+    CHECK(attn::detail::decode_weight_chunk(chunk, 0, chunk.size(), 20, false) == full);
 }
 
 TEST_CASE("attention_page thumbnails hold each cell's largest colour code") {

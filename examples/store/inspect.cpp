@@ -13,6 +13,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -231,14 +232,24 @@ public:
     /// The shortest text that reads back to the same float32 ("0.1", "1.0", "1e-09"); JSON has
     /// no NaN or infinity, so those are null, as nlohmann writes them.
     JsonStream& number(float value) {
-        if (!std::isfinite(value)) return raw("null");
-        char text[32];
-        const auto written = std::to_chars(text, text + sizeof text, value);
-        std::string_view digits(text, std::size_t(written.ptr - text));
-        buffer_ += digits;
-        if (digits.find_first_of(".e") == std::string_view::npos) buffer_ += ".0";  // a float, as nlohmann writes
+        char text[40];
+        buffer_.append(text, format(value, text));
         if (buffer_.size() >= piece) flush();
         return *this;
+    }
+    /// Writes value's JSON text to `text` (40 bytes are enough); returns its length.
+    static std::size_t format(float value, char* text) {
+        if (!std::isfinite(value)) {
+            std::memcpy(text, "null", 4);
+            return 4;
+        }
+        const auto written = std::to_chars(text, text + 32, value);
+        std::size_t length = std::size_t(written.ptr - text);
+        if (std::string_view(text, length).find_first_of(".e") == std::string_view::npos) {
+            std::memcpy(text + length, ".0", 2);  // a float, as nlohmann writes them
+            length += 2;
+        }
+        return length;
     }
     template <class Numbers>
     JsonStream& numbers(const Numbers& values) {
@@ -280,13 +291,26 @@ std::vector<attn::Index> largest(const Row& row, attn::Index k) {
 /// inspect --json (see the usage for its keys).
 void write_json(std::ostream& out, const attn::Tokenizer& tokenizer, const std::vector<int>& ids,
                 const attn::ForwardResult<float>& result, const Selection& selection, long top_k, bool all_logits) {
-    const attn::Index keys = result.attention.positions(), vocabulary = result.logits.cols();
+    const attn::Index keys = result.attention.positions();
     const std::size_t rows = selection.positions.size();
-    // About 11 bytes a weight or logit ("0.012345678,"), 6 a top-k id.
-    const std::uintmax_t estimate =
-        11 * selection.attention_count(keys) +
-        (all_logits ? 11 * rows * std::size_t(vocabulary) : 17 * rows * std::size_t(top_k)) + 64 * ids.size();
-    store::announce_size("inspect", estimate, "of JSON to standard output (about; --npy is smaller)");
+    // The numbers' text, from every 64th weight and logit written as JsonStream writes them.
+    const auto text_bytes = [](const float* values, std::size_t count) {
+        if (count == 0) return 0.0;
+        std::size_t sampled = 0, bytes = 0;
+        for (std::size_t k = 0; k < count; k += 64, ++sampled) {
+            char text[40];
+            bytes += JsonStream::format(values[k], text) + 1;  // and a comma
+        }
+        return double(bytes) / double(sampled) * double(count);
+    };
+    double estimate =
+        text_bytes(result.attention.layer(0).data(), std::size_t(keys * keys * result.attention.heads())) /
+        double(keys * keys * result.attention.heads()) * double(selection.attention_count(keys));
+    estimate += all_logits ? text_bytes(result.logits.data(), std::size_t(result.logits.size())) /
+                                 double(result.logits.rows()) * double(rows)
+                           : 16.0 * double(rows * std::size_t(top_k));
+    store::announce_size("inspect", std::uintmax_t(estimate) + 64 * ids.size(),
+                         "of JSON to standard output (estimated; --npy writes the same numbers in less)");
     nlohmann::json tokens = nlohmann::json::array();
     for (int id : ids) tokens.push_back(store::token_text(tokenizer, id));
     JsonStream json(out);

@@ -27,8 +27,9 @@
 // page at most), 16-bit fixed point on [0, 1] (absolute error ≤ 0.5/65535 ≈ 7.7e-6) up to
 // 4,194,304 (11 MB), and 8-bit fixed point beyond (≤ 0.5/255 ≈ 2.0e-3, the colour ramp's own
 // resolution). The 8-bit codes are entropy-coded, losslessly, one chunk per head (see
-// detail::encode_codes below): a long row spends most of its weights near 0, so a 12-layer ×
-// 12-head page at 1,024 positions (75.6 million weights) takes about a bit per weight, not 8.
+// detail::encode_codes and encode_weight_chunk below): a long row spends most of its weights
+// near 0, or, in a diffuse head, near one value, so a 12-layer × 12-head page at 1,024
+// positions (75.6 million weights) takes about a bit per weight, not 8.
 // Each head also gets a thumbnail, the largest 8-bit colour code in each cell of a g × g grid
 // (g = thumbnail_cells below), so that the model view draws every head without decoding any:
 // the page decodes a head only when a view shows it, and keeps it. The 160-position store
@@ -396,6 +397,38 @@ inline std::vector<std::uint8_t> decode_codes(const std::vector<std::uint8_t>& b
     return out;
 }
 
+/// A head's 8-bit codes (rows of n, or of i + 1 when `lower`) as a chunk of weights: one byte
+/// naming the transform, then encode_codes of the codes as they are (0) or of each row's
+/// differences from the code before it, the first as it is (1), whichever is shorter. A
+/// near-even row (an untrained model's, a diffuse head's) is the same code over and over:
+/// its differences are runs of zeros.
+inline void encode_weight_chunk(std::vector<std::uint8_t>& out, const std::vector<std::uint8_t>& codes, Index n,
+                                bool lower) {
+    std::vector<std::uint8_t> differences(codes.size());
+    for (std::size_t start = 0, i = 0; start < codes.size(); start += std::size_t(lower ? i + 1 : n), ++i)
+        for (std::size_t j = 0, end = std::size_t(lower ? i + 1 : n); j < end; ++j)
+            differences[start + j] =
+                static_cast<std::uint8_t>(j == 0 ? codes[start] : codes[start + j] - codes[start + j - 1]);
+    std::vector<std::uint8_t> as_is{0}, as_differences{1};
+    encode_codes(as_is, codes);
+    encode_codes(as_differences, differences);
+    const std::vector<std::uint8_t>& shorter = as_differences.size() < as_is.size() ? as_differences : as_is;
+    out.insert(out.end(), shorter.begin(), shorter.end());
+}
+
+/// The codes of a chunk encode_weight_chunk wrote at bytes[begin, end); format_error if it is not one.
+inline std::vector<std::uint8_t> decode_weight_chunk(const std::vector<std::uint8_t>& bytes, std::size_t begin,
+                                                     std::size_t end, Index n, bool lower) {
+    if (end <= begin || bytes[begin] > 1) throw format_error("decode_weight_chunk: no transform byte (0 or 1)");
+    const std::size_t count = lower ? std::size_t(n) * std::size_t(n + 1) / 2 : std::size_t(n) * std::size_t(n);
+    std::vector<std::uint8_t> codes = decode_codes(bytes, begin + 1, end, count);
+    if (bytes[begin] == 1)
+        for (std::size_t start = 0, i = 0; start < codes.size(); start += std::size_t(lower ? i + 1 : n), ++i)
+            for (std::size_t j = 1, row_end = std::size_t(lower ? i + 1 : n); j < row_end; ++j)
+                codes[start + j] = static_cast<std::uint8_t>(codes[start + j] + codes[start + j - 1]);
+    return codes;
+}
+
 /// Cells per side of each head's thumbnail: the model view's canvas size in pixels (what its
 /// script computes from the number of heads), or n when that is fewer.
 inline Index thumbnail_cells(Index heads, Index n) {
@@ -429,7 +462,7 @@ EncodedWeights encode_weights(const std::vector<AttentionWeights<T>>& layers, bo
                     for (Index j = 0, end = lower ? i + 1 : n; j < end; ++j)
                         codes.push_back(static_cast<std::uint8_t>(
                             std::lround(std::min(static_cast<double>(layer(h, i, j)), 1.0) * 255.0)));
-                encode_codes(out.weights, codes);
+                encode_weight_chunk(out.weights, codes, n, lower);
             } else {
                 append_raw_head(out.weights, layer, h, lower, encoding);
             }

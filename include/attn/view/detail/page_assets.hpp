@@ -169,7 +169,13 @@ function headData(l, h) {
     for (let i = 0; i < perHead; ++i) values[i] = view.getUint16(2 * i, true);
     head = { values, scale: 1 / 65535 };
   } else {
-    head = { values: decodeCodes(weightBytes, begin, end, perHead), scale: 1 / 255 };
+    // A transform byte, then the codes as they are (0) or each row's differences (1).
+    const values = decodeCodes(weightBytes, begin + 1, end, perHead);
+    if (weightBytes[begin] === 1)
+      for (let i = 0; i < n; ++i)
+        for (let start = rowStart(i), j = 1, m = visible(i); j < m; ++j)
+          values[start + j] = (values[start + j] + values[start + j - 1]) & 255;
+    head = { values, scale: 1 / 255 };
   }
   decoded.set(c, head);
   return head;
