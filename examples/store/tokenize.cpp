@@ -1,7 +1,7 @@
 // tokenize: the ids and tokens a model directory's tokenizer gives a text, without loading the
 // model's weights; or, with --decode, the text of token ids.
 //
-//   tokenize [--model DIR|FILE.json] [--text TEXT | --file PATH | --decode 1,2,3] [--no-special] [--json]
+//   tokenize [--model DIR|FILE.json] [--text TEXT | --file PATH | --decode 1,2,3] [--no-special] [--json] [--quiet]
 #include <attn/text/tokenizer.hpp>
 
 #include <nlohmann/json.hpp>
@@ -19,7 +19,7 @@ namespace {
 
 constexpr const char* usage =
     R"(usage: tokenize [--model DIR|FILE] [--text TEXT | --file PATH | --decode 1,2,3] [--no-special]
-                [--json]
+                [--json] [--quiet]
 
 Prints the token ids a model directory's tokenizer gives a text, and each token as the
 vocabulary writes it ("Ġthe", "▁the", "table</w>"), without reading the model's weights. With
