@@ -214,18 +214,39 @@ TEST_CASE("attention_page 16-bit and 8-bit encodings stay within half a step") {
         CHECK(chunks.back() == bytes.size());
         for (attn::Index h = 0; h < 2; ++h) {
             std::vector<double> q;  // the head's 28 stored codes
+            bool relative = false;
             const std::size_t begin = chunks[std::size_t(h)], end = chunks[std::size_t(h) + 1];
             if (steps > 255) {
                 REQUIRE(end - begin == 28 * 2);
                 for (std::size_t k = begin; k < end; k += 2) q.push_back(bytes[k] | bytes[k + 1] << 8);
-            } else {
-                for (std::uint8_t code : attn::detail::decode_weight_chunk(bytes, begin, end, 7, true))
-                    q.push_back(code);
+            } else {  // a byte (1: 7 row scales follow), then the codes, multiples of their row's scale / 255
+                relative = bytes[begin] == 1;
+                std::vector<double> scales(7, 1.0);
+                for (std::size_t i = 0; relative && i < 7; ++i) {
+                    std::uint32_t bits = 0;
+                    for (int b = 0; b < 4; ++b)
+                        bits |= std::uint32_t(bytes[begin + 1 + 4 * i + std::size_t(b)]) << (8 * b);
+                    float scale = 0;
+                    std::memcpy(&scale, &bits, 4);
+                    scales[i] = scale;
+                }
+                std::size_t k = 0;
+                for (std::uint8_t code :
+                     attn::detail::decode_weight_chunk(bytes, begin + 1 + (relative ? 28 : 0), end, 7, true)) {
+                    attn::Index i = 0;
+                    while ((i + 1) * (i + 2) / 2 <= attn::Index(k)) ++i;
+                    q.push_back(double(code) * scales[std::size_t(i)]);
+                    ++k;
+                }
             }
             std::size_t k = 0;
-            for (attn::Index i = 0; i < 7; ++i)
+            for (attn::Index i = 0; i < 7; ++i) {
+                double largest = 0;
+                for (attn::Index j = 0; j <= i; ++j) largest = std::max(largest, w(h, i, j));
+                const double step = relative ? largest : 1.0;  // steps of the row's largest weight, or of 1
                 for (attn::Index j = 0; j <= i; ++j, ++k)
-                    CHECK(std::abs(q[k] / steps - w(h, i, j)) <= 0.5 / steps + 1e-12);
+                    CHECK(std::abs(q[k] / steps - w(h, i, j)) <= 0.5 / steps * step + 1e-6);
+            }
         }
     }
 }
@@ -280,6 +301,30 @@ TEST_CASE("attention_page codes near-even rows as their differences, and reads e
     full[5] = 200;
     attn::detail::encode_weight_chunk(chunk, full, 20, false);
     CHECK(attn::detail::decode_weight_chunk(chunk, 0, chunk.size(), 20, false) == full);
+}
+
+TEST_CASE("attention_page 8-bit heads keep row scales unless a diffuse head would cost twice the bytes") {
+    const attn::Index n = 400;
+    attn::AttentionWeights<double> w(2, n, n);
+    std::uint32_t random = 7;
+    for (attn::Index i = 0; i < n; ++i) {
+        double total = 0;
+        for (attn::Index j = 0; j <= i; ++j) {  // head 0: every weight near 1/(i+1), each a little different
+            random = random * 1664525u + 1013904223u;
+            total += (w(0, i, j) = 1.0 + 0.3 * (double(random >> 8) / double(1u << 24) - 0.5));
+            w(1, i, j) = j == i / 2 ? 0.9 : j == 0 ? 0.1 : 0.0;  // head 1: two keys
+        }
+        for (attn::Index j = 0; j <= i; ++j) w(0, i, j) /= total;
+        if (i == 0) w(1, 0, 0) = 1.0;
+    }
+    attn::PageOptions options;
+    options.encoding = attn::WeightEncoding::unorm8;
+    const std::string data =
+        embedded_data(attn::attention_page(std::vector<std::string>(std::size_t(n), "t"), std::vector{w}, options));
+    const std::vector<std::uint8_t> bytes = base64_decode(field(data, "weights"));
+    const std::vector<std::size_t> chunks = offsets_field(data, "chunks");
+    CHECK(bytes[chunks[0]] == 0);  // diffuse: codes of 1
+    CHECK(bytes[chunks[1]] == 1);  // sharp: row scales
 }
 
 TEST_CASE("attention_page thumbnails hold each cell's largest colour code") {

@@ -25,15 +25,16 @@
 // every weight above the diagonal is 0 (causal attention), head after head. WeightEncoding::
 // automatic keeps float32 (exact for float input) up to 1,048,576 stored weights (a 5.6 MB
 // page at most), 16-bit fixed point on [0, 1] (absolute error ≤ 0.5/65535 ≈ 7.7e-6) up to
-// 4,194,304 (11 MB), and 8-bit fixed point beyond (≤ 0.5/255 ≈ 2.0e-3, the colour ramp's own
-// resolution). The 8-bit codes are entropy-coded, losslessly, one chunk per head (see
-// detail::encode_codes and encode_weight_chunk below): a long row spends most of its weights
-// near 0, or, in a diffuse head, near one value, so a 12-layer × 12-head page at 1,024
-// positions (75.6 million weights) takes about a bit per weight, not 8.
-// Each head also gets a thumbnail, the largest 8-bit colour code in each cell of a g × g grid
-// (g = thumbnail_cells below), so that the model view draws every head without decoding any:
-// the page decodes a head only when a view shows it, and keeps it. The 160-position store
-// model's 16 heads are 206,080 weights: float32, about 1.1 MB of page.
+// 4,194,304 (11 MB), and 8 bits per weight beyond: each row as codes of its own largest weight
+// (a float32 per row; error ≤ 0.5/255 of the row's largest weight, far less than the colour
+// ramp's step in a row of small weights), or, in a head where those cost more than twice the
+// bytes (a diffuse head), codes of 1 (error ≤ 0.5/255 ≈ 2.0e-3, the colour ramp's own step). The 8-bit codes are
+// entropy-coded, losslessly, one chunk per head (detail::encode_codes and encode_weight_chunk below): a long row spends
+// most of its weights near 0, or, in a diffuse head, near one value, so a 12-layer × 12-head page at 1,024 positions
+// (75.6 million weights) takes 0.6–1.3 bits per weight, not 8. Each head also gets a thumbnail, the largest 8-bit
+// colour code in each cell of a g × g grid (g = thumbnail_cells below), so that the model view draws every head without
+// decoding any: the page decodes a head only when a view shows it, and keeps it. The 160-position store model's 16
+// heads are 206,080 weights: float32, about 1.1 MB of page.
 
 #include <Eigen/Core>
 
@@ -204,11 +205,10 @@ bool check_page_inputs(const std::vector<std::string>& tokens, const std::vector
     return lower;
 }
 
-/// The value the page shows for weight w stored in `encoding` (what its script decodes).
+/// The value the page shows for weight w stored in float32 or unorm16 (what its script decodes).
 inline double stored_value(double w, WeightEncoding encoding) {
     if (encoding == WeightEncoding::float32) return static_cast<double>(static_cast<float>(w));
-    if (encoding == WeightEncoding::unorm16) return double(std::lround(std::min(w, 1.0) * 65535.0)) * (1.0 / 65535.0);
-    return double(std::lround(std::min(w, 1.0) * 255.0)) * (1.0 / 255.0);
+    return double(std::lround(std::min(w, 1.0) * 65535.0)) * (1.0 / 65535.0);
 }
 
 /// The weights of head (l, h) as bytes in float32 or unorm16, row by row (only columns 0 … i
@@ -437,7 +437,9 @@ inline Index thumbnail_cells(Index heads, Index n) {
 }
 
 /// The weights in `encoding` and the thumbnails, for the page: `weights` the bytes of every head
-/// (raw, or one coded chunk per head with `chunks` its L·H + 1 offsets), `thumbnails` one coded
+/// (raw; for unorm8 a byte, 1 if the head's n row scales follow as float32 and 0 if they are all
+/// 1, then encode_weight_chunk's chunk), with
+/// `chunks` the L·H + 1 offsets of the heads, `thumbnails` one coded
 /// chunk per head (offsets in `thumbnail_chunks`), each g × g cells of the largest colour code
 /// round(255 · stored weight) in the cell, row bucket ⌊i·g/n⌋, column bucket ⌊j·g/n⌋.
 struct EncodedWeights {
@@ -453,24 +455,60 @@ EncodedWeights encode_weights(const std::vector<AttentionWeights<T>>& layers, bo
     out.thumbnail = thumbnail_cells(heads, n);
     const Index g = out.thumbnail;
     std::vector<std::uint8_t> codes, cells;
+    std::vector<float> row_scales(static_cast<std::size_t>(n));
     for (const AttentionWeights<T>& layer : layers)
         for (Index h = 0; h < heads; ++h) {
             out.chunks.push_back(out.weights.size());
             if (encoding == WeightEncoding::unorm8) {
+                // Codes of each row's own largest weight (row_scales[i]; code round(255 · w /
+                // row_scales[i])) keep 8 bits in a row of small weights, but in a diffuse head,
+                // every weight near 1/(i+1) and each a little different, they cost up to 7 bits
+                // a weight where codes of 1 are mostly 0: the head keeps them when they take at
+                // most twice the bytes, and codes of 1 (row_scales all 1) otherwise.
+                std::vector<std::uint8_t> relative_codes, relative_chunk, absolute_chunk;
                 codes.clear();
-                for (Index i = 0; i < n; ++i)
-                    for (Index j = 0, end = lower ? i + 1 : n; j < end; ++j)
-                        codes.push_back(static_cast<std::uint8_t>(
-                            std::lround(std::min(static_cast<double>(layer(h, i, j)), 1.0) * 255.0)));
-                encode_weight_chunk(out.weights, codes, n, lower);
+                for (Index i = 0; i < n; ++i) {
+                    const Index end = lower ? i + 1 : n;
+                    double largest = 0;
+                    for (Index j = 0; j < end; ++j) largest = std::max(largest, static_cast<double>(layer(h, i, j)));
+                    row_scales[std::size_t(i)] = static_cast<float>(std::min(largest, 1.0));
+                    const double scale = static_cast<double>(row_scales[std::size_t(i)]);
+                    for (Index j = 0; j < end; ++j) {
+                        const double w = std::min(static_cast<double>(layer(h, i, j)), 1.0);
+                        relative_codes.push_back(
+                            static_cast<std::uint8_t>(scale > 0 ? std::lround(std::min(w / scale, 1.0) * 255.0) : 0));
+                        codes.push_back(static_cast<std::uint8_t>(std::lround(w * 255.0)));
+                    }
+                }
+                encode_weight_chunk(relative_chunk, relative_codes, n, lower);
+                encode_weight_chunk(absolute_chunk, codes, n, lower);
+                const bool relative = relative_chunk.size() + 4 * std::size_t(n) <= 2 * absolute_chunk.size();
+                out.weights.push_back(relative ? 1 : 0);
+                if (relative) {
+                    for (const float scale : row_scales) {
+                        std::uint32_t bits = 0;
+                        std::memcpy(&bits, &scale, sizeof bits);
+                        for (int b = 0; b < 4; ++b) out.weights.push_back(static_cast<std::uint8_t>(bits >> (8 * b)));
+                    }
+                    codes.swap(relative_codes);
+                } else {
+                    std::fill(row_scales.begin(), row_scales.end(), 1.0f);
+                }
+                const std::vector<std::uint8_t>& chunk = relative ? relative_chunk : absolute_chunk;
+                out.weights.insert(out.weights.end(), chunk.begin(), chunk.end());
             } else {
                 append_raw_head(out.weights, layer, h, lower, encoding);
             }
             cells.assign(std::size_t(g * g), 0);
-            for (Index i = 0; i < n; ++i) {
+            for (Index i = 0, k = 0; i < n; ++i) {
                 std::uint8_t* cell_row = cells.data() + (i * g / n) * g;
-                for (Index j = 0, end = lower ? i + 1 : n; j < end; ++j) {
-                    const double v = stored_value(static_cast<double>(layer(h, i, j)), encoding);
+                for (Index j = 0, end = lower ? i + 1 : n; j < end; ++j, ++k) {
+                    // What the page's script decodes: for 8 bits, float(code · (row scale / 255)).
+                    const double v = encoding == WeightEncoding::unorm8
+                                         ? static_cast<double>(static_cast<float>(
+                                               double(codes[std::size_t(k)]) *
+                                               (static_cast<double>(row_scales[std::size_t(i)]) / 255.0)))
+                                         : stored_value(static_cast<double>(layer(h, i, j)), encoding);
                     const auto code = static_cast<std::uint8_t>(std::lround(std::min(std::max(v, 0.0), 1.0) * 255.0));
                     std::uint8_t& cell = cell_row[j * g / n];
                     cell = std::max(cell, code);

@@ -169,13 +169,20 @@ function headData(l, h) {
     for (let i = 0; i < perHead; ++i) values[i] = view.getUint16(2 * i, true);
     head = { values, scale: 1 / 65535 };
   } else {
-    // A transform byte, then the codes as they are (0) or each row's differences (1).
-    const values = decodeCodes(weightBytes, begin + 1, end, perHead);
-    if (weightBytes[begin] === 1)
+    // A byte: 1 if n row scales (float32) follow, 0 if they are all 1; a transform byte; then the
+    // codes as they are (0) or each row's differences (1). A weight is its code · its row's scale / 255.
+    const scaled = weightBytes[begin] === 1, codesAt = begin + 1 + (scaled ? 4 * n : 0);
+    const codes = decodeCodes(weightBytes, codesAt + 1, end, perHead);
+    if (weightBytes[codesAt] === 1)
       for (let i = 0; i < n; ++i)
         for (let start = rowStart(i), j = 1, m = visible(i); j < m; ++j)
-          values[start + j] = (values[start + j] + values[start + j - 1]) & 255;
-    head = { values, scale: 1 / 255 };
+          codes[start + j] = (codes[start + j] + codes[start + j - 1]) & 255;
+    const values = new Float32Array(perHead), view = new DataView(weightBytes.buffer, begin + 1);
+    for (let i = 0; i < n; ++i) {
+      const step = (scaled ? view.getFloat32(4 * i, true) : 1) / 255;
+      for (let start = rowStart(i), j = 0, m = visible(i); j < m; ++j) values[start + j] = codes[start + j] * step;
+    }
+    head = { values, scale: 1 };
   }
   decoded.set(c, head);
   return head;
