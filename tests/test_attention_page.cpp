@@ -303,7 +303,7 @@ TEST_CASE("attention_page codes near-even rows as their differences, and reads e
     CHECK(attn::detail::decode_weight_chunk(chunk, 0, chunk.size(), 20, false) == full);
 }
 
-TEST_CASE("attention_page 8-bit heads keep row scales unless a diffuse head would cost twice the bytes") {
+TEST_CASE("attention_page 8-bit heads keep row scales unless a diffuse head would cost more bytes") {
     const attn::Index n = 400;
     attn::AttentionWeights<double> w(2, n, n);
     std::uint32_t random = 7;

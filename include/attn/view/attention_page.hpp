@@ -27,14 +27,14 @@
 // page at most), 16-bit fixed point on [0, 1] (absolute error ≤ 0.5/65535 ≈ 7.7e-6) up to
 // 4,194,304 (11 MB), and 8 bits per weight beyond: each row as codes of its own largest weight
 // (a float32 per row; error ≤ 0.5/255 of the row's largest weight, far less than the colour
-// ramp's step in a row of small weights), or, in a head where those cost more than twice the
-// bytes (a diffuse head), codes of 1 (error ≤ 0.5/255 ≈ 2.0e-3, the colour ramp's own step). The 8-bit codes are
-// entropy-coded, losslessly, one chunk per head (detail::encode_codes and encode_weight_chunk below): a long row spends
-// most of its weights near 0, or, in a diffuse head, near one value, so a 12-layer × 12-head page at 1,024 positions
-// (75.6 million weights) takes 0.6–1.3 bits per weight, not 8. Each head also gets a thumbnail, the largest 8-bit
-// colour code in each cell of a g × g grid (g = thumbnail_cells below), so that the model view draws every head without
-// decoding any: the page decodes a head only when a view shows it, and keeps it. The 160-position store model's 16
-// heads are 206,080 weights: float32, about 1.1 MB of page.
+// ramp's step in a row of small weights), or, in a head where those cost more than a quarter
+// more bytes (a diffuse or noisy head), codes of 1 (error ≤ 0.5/255 ≈ 2.0e-3, the colour ramp's own step). The 8-bit
+// codes are entropy-coded, losslessly, one chunk per head (detail::encode_codes and encode_weight_chunk below): a long
+// row spends most of its weights near 0, or, in a diffuse head, near one value, so a 12-layer × 12-head page at 1,024
+// positions (75.6 million weights) takes 0.6–1.3 bits per weight, not 8. Each head also gets a thumbnail, the largest
+// 8-bit colour code in each cell of a g × g grid (g = thumbnail_cells below), so that the model view draws every head
+// without decoding any: the page decodes a head only when a view shows it, and keeps it. The 160-position store model's
+// 16 heads are 206,080 weights: float32, about 1.1 MB of page.
 
 #include <Eigen/Core>
 
@@ -464,7 +464,7 @@ EncodedWeights encode_weights(const std::vector<AttentionWeights<T>>& layers, bo
                 // row_scales[i])) keep 8 bits in a row of small weights, but in a diffuse head,
                 // every weight near 1/(i+1) and each a little different, they cost up to 7 bits
                 // a weight where codes of 1 are mostly 0: the head keeps them when they take at
-                // most twice the bytes, and codes of 1 (row_scales all 1) otherwise.
+                // most a quarter more bytes, and codes of 1 (row_scales all 1) otherwise.
                 std::vector<std::uint8_t> relative_codes, relative_chunk, absolute_chunk;
                 codes.clear();
                 for (Index i = 0; i < n; ++i) {
@@ -482,7 +482,7 @@ EncodedWeights encode_weights(const std::vector<AttentionWeights<T>>& layers, bo
                 }
                 encode_weight_chunk(relative_chunk, relative_codes, n, lower);
                 encode_weight_chunk(absolute_chunk, codes, n, lower);
-                const bool relative = relative_chunk.size() + 4 * std::size_t(n) <= 2 * absolute_chunk.size();
+                const bool relative = 4 * (relative_chunk.size() + 4 * std::size_t(n)) <= 5 * absolute_chunk.size();
                 out.weights.push_back(relative ? 1 : 0);
                 if (relative) {
                     for (const float scale : row_scales) {
