@@ -303,7 +303,7 @@ TEST_CASE("attention_page codes near-even rows as their differences, and reads e
     CHECK(attn::detail::decode_weight_chunk(chunk, 0, chunk.size(), 20, false) == full);
 }
 
-TEST_CASE("attention_page 8-bit heads keep row scales unless a diffuse head would cost more bytes") {
+TEST_CASE("attention_page 8-bit diffuse heads take steps of 1, not of each row's largest weight") {
     const attn::Index n = 400;
     attn::AttentionWeights<double> w(2, n, n);
     std::uint32_t random = 7;
@@ -323,8 +323,8 @@ TEST_CASE("attention_page 8-bit heads keep row scales unless a diffuse head woul
         embedded_data(attn::attention_page(std::vector<std::string>(std::size_t(n), "t"), std::vector{w}, options));
     const std::vector<std::uint8_t> bytes = base64_decode(field(data, "weights"));
     const std::vector<std::size_t> chunks = offsets_field(data, "chunks");
-    CHECK(bytes[chunks[0]] == 0);  // diffuse: codes of 1
-    CHECK(bytes[chunks[1]] == 1);  // sharp: row scales
+    CHECK(bytes[chunks[0]] == 0);  // diffuse: row scales would cost up to 7 bits a weight
+    CHECK(bytes[chunks[1]] <= 1);  // sharp: either, whichever the rule picks (decoded in the test above)
 }
 
 TEST_CASE("attention_page thumbnails hold each cell's largest colour code") {
