@@ -574,3 +574,18 @@ TEST_CASE("GGUF: a linear rope scaling factor and an end token are read") {
     CHECK(model.settings().end_token == 7);
     CHECK(from_gguf<float>(linear).settings().end_token == -1);
 }
+
+TEST_CASE("RopeScaling::Kind::divisors: each pair's frequency divided by its own number") {
+    attn::RopeScaling scaling;
+    scaling.kind = attn::RopeScaling::Kind::divisors;
+    scaling.divisors = {1.0, 2.0, 8.0};
+    const std::vector<double> plain = attn::rope_frequencies(6, 100.0, {});
+    const std::vector<double> divided = attn::rope_frequencies(6, 100.0, scaling);
+    REQUIRE(divided.size() == 3);
+    for (std::size_t j = 0; j < 3; ++j) CHECK(divided[j] == plain[j] / scaling.divisors[j]);
+    CHECK_THROWS_AS(attn::rope_frequencies(8, 100.0, scaling), attn::argument_error);  // 4 pairs, 3 divisors
+    attn::RotarySpec spec{6, attn::RopePairing::rotate_half, 100.0, scaling};
+    CHECK(attn::Rope<double>(6, spec, 4).rotated() == 6);
+    spec.scaling.divisors[1] = 0.0;
+    CHECK_THROWS_AS(attn::Rope<double>(6, spec, 4), attn::argument_error);
+}
