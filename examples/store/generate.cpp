@@ -32,7 +32,8 @@ the prompt's and the steps' speed.
 
 options:
   --model DIR         model directory: the store model (default: the shipped models/store)
-                      or a Hugging Face checkpoint (config.json, model.safetensors)
+                      or a Hugging Face checkpoint (config.json, model.safetensors), or a
+                      .gguf file (its tokenizer is not read: give --ids)
   --name TEXT         the store product's name
   --description TEXT  the start of its description, to continue (default: none)
   --text TEXT         any text to continue, read by the model directory's tokenizer

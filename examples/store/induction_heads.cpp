@@ -29,7 +29,8 @@ the second copy, on the token after the earlier copy of the current token. 1 is 
 induction head; an even spread over the positions gives about 1 / position.
 
 options:
-  --model DIR     model directory: the store model (default) or a Hugging Face checkpoint
+  --model DIR     model directory: the store model (default) or a Hugging Face checkpoint,
+                  or a .gguf file
   --length L      tokens in each random sequence (default: 50, or what fits the context twice)
   --sequences N   random sequences to average over (default 8)
   --seed S        seed of the random tokens (default 0)

@@ -175,6 +175,21 @@ inline std::vector<TensorPiece> per_head_query_key_value(LayerSlot slot, Index h
     return pieces;
 }
 
+/// `heads` heads of d outputs each, stored from output `from` on in ggml's rotary layout — each
+/// head's pairs adjacent, (x₀, x_{d/2}, x₁, x_{d/2+1}, …), as llama.cpp's converter permutes
+/// Llama's q and k rows (LlamaModel.permute) for ggml's adjacent-pair rope — into the slot's
+/// columns `to` … in the rotate-half order the descriptions use (x₀ … x_{d/2−1}, x_{d/2} …):
+/// output h·d + 2r + t goes to column h·d + t·d/2 + r. Undone as the tensor is read, the
+/// layer's queries and keys (and every hook on them) are those of the Hugging Face checkpoint.
+inline std::vector<TensorPiece> rotary_pairs_per_head(LayerSlot slot, Index heads, Index d, Index from, Index to) {
+    std::vector<TensorPiece> pieces;
+    for (Index h = 0; h < heads; ++h)
+        for (Index r = 0; r < d / 2; ++r)
+            for (Index t = 0; t < 2; ++t)
+                pieces.push_back({slot, from + h * d + 2 * r + t, 1, to + h * d + t * d / 2 + r});
+    return pieces;
+}
+
 /// The three q, k, v tensors of a layer (names given) into [Wq Wk Wv] (weights, out × in) or
 /// [bq bk bv] (biases).
 inline void add_query_key_value(std::vector<LayerTensor>& tensors, const ModelSettings& s, const std::string& q,
