@@ -28,7 +28,7 @@ using attn::LayerSlot;
 
 namespace {
 
-const std::filesystem::path kCheckpoints = std::filesystem::path(ATTN_TEST_DATA_DIR) / "hf";
+const std::filesystem::path kHfDirectories = std::filesystem::path(ATTN_TEST_DATA_DIR) / "hf";
 const std::filesystem::path kGgufModels = std::filesystem::path(ATTN_TEST_DATA_DIR) / "gguf" / "models";
 
 /// A converted checkpoint: the Hugging Face directory, the GGUF type it was written at, and
@@ -74,7 +74,7 @@ const attn::Model<T>& from_gguf(const Converted& c) {
 }
 template <class T>
 const attn::Model<T>& from_hf(const Converted& c) {
-    return loaded<T>(kCheckpoints / c.checkpoint);
+    return loaded<T>(kHfDirectories / c.checkpoint);
 }
 
 /// The whole context of seeded ids.
@@ -86,7 +86,7 @@ std::vector<int> prompt(const attn::ModelSettings& s) {
 
 /// max |a − b| over max |b|.
 template <class A, class B>
-double scaled_error(const A& actual, const B& expected) {
+double gguf_relative_error(const A& actual, const B& expected) {
     REQUIRE(actual.rows() == expected.rows());
     REQUIRE(actual.cols() == expected.cols());
     const double scale = std::max(1e-300, double(expected.template cast<double>().cwiseAbs().maxCoeff()));
@@ -261,7 +261,7 @@ TEST_CASE("GGUF: logits and every hook equal the Hugging Face checkpoint's") {
         keep.keep = {"*"};
         const auto g = attn::run_with_hooks(from_gguf<float>(c), ids, keep);
         const auto h = attn::run_with_hooks(from_hf<float>(c), ids, keep);
-        const double error = scaled_error(g.result.logits, h.result.logits);
+        const double error = gguf_relative_error(g.result.logits, h.result.logits);
         CHECK(error <= 1e-6);
         if (error > worst_float) worst = c.checkpoint;
         worst_float = std::max(worst_float, error);
@@ -269,12 +269,12 @@ TEST_CASE("GGUF: logits and every hook equal the Hugging Face checkpoint's") {
         CHECK(g.cache.names() == names);
         for (const std::string& name : names) {
             CAPTURE(name);
-            const double hook_error = scaled_error(g.cache[name], h.cache[name]);
+            const double hook_error = gguf_relative_error(g.cache[name], h.cache[name]);
             CHECK(hook_error <= 1e-6);
             worst_hook = std::max(worst_hook, hook_error);
         }
         const double error64 =
-            scaled_error(from_gguf<double>(c).forward(ids).logits, from_hf<double>(c).forward(ids).logits);
+            gguf_relative_error(from_gguf<double>(c).forward(ids).logits, from_hf<double>(c).forward(ids).logits);
         CHECK(error64 <= 1e-7);
         worst_double = std::max(worst_double, error64);
     }
@@ -292,7 +292,8 @@ TEST_CASE("GGUF: what the converter drops of GPT-2's config makes another model"
         CHECK(s.layer(1).activation == attn::MlpActivation::gelu_tanh);
         CHECK(s.score_scale(1) == doctest::Approx(1 / std::sqrt(double(s.head_size))));
         const std::vector<int> ids = prompt(s);
-        CHECK(scaled_error(from_gguf<float>(c).forward(ids).logits, from_hf<float>(c).forward(ids).logits) > 1e-3);
+        CHECK(gguf_relative_error(from_gguf<float>(c).forward(ids).logits, from_hf<float>(c).forward(ids).logits) >
+              1e-3);
     }
 }
 
@@ -310,13 +311,13 @@ TEST_CASE("GGUF: Q8_0 and Q4_0 files against the float64 forward of their dequan
         std::vector<int> ids;
         for (const std::int64_t id : golden.integers("ids")) ids.push_back(int(id));
         const attn::Matrix<double> expected = golden.matrix<double>("logits");
-        const double error32 = scaled_error(loaded<float>(path).forward(ids).logits, expected);
-        const double error64 = scaled_error(loaded<double>(path).forward(ids).logits, expected);
+        const double error32 = gguf_relative_error(loaded<float>(path).forward(ids).logits, expected);
+        const double error64 = gguf_relative_error(loaded<double>(path).forward(ids).logits, expected);
         CHECK(error32 <= 1e-5);
         CHECK(error64 <= 1e-7);
         // how far quantization moved the model (not bounded by attn: the random weights' own error)
-        const double from_original =
-            scaled_error(loaded<double>(path).forward(ids).logits, from_hf<double>(original).forward(ids).logits);
+        const double from_original = gguf_relative_error(loaded<double>(path).forward(ids).logits,
+                                                         from_hf<double>(original).forward(ids).logits);
         MESSAGE(type, ": float ", error32, ", double ", error64, " from the golden; ", from_original,
                 " from the unquantized checkpoint");
         const attn::GgufFile file = attn::GgufFile::open(path);
@@ -330,7 +331,7 @@ TEST_CASE("GGUF: WeightStorage::stored_16_bit keeps BF16 and F16 files' matrices
     half.weights = attn::WeightStorage::stored_16_bit;
     const Converted bf16{"llama_gqa_bf16_shards", "BF16", true}, f16{"gpt2_f16", "F16", false};
     const auto gguf = attn::Model<float>::load(gguf_file(bf16.checkpoint, bf16.type), half);
-    const auto hf = attn::Model<float>::load(kCheckpoints / bf16.checkpoint, half);
+    const auto hf = attn::Model<float>::load(kHfDirectories / bf16.checkpoint, half);
     const std::vector<int> ids = prompt(hf.settings());
     CHECK(same_bits(gguf.forward(ids).logits, hf.forward(ids).logits));
     CHECK(same_bits(gguf.forward(ids).logits, from_gguf<float>(bf16).forward(ids).logits));
