@@ -1091,31 +1091,31 @@ TEST_CHECKPOINTS = {
                                     "partial_rotary_factor": 0.5, "rope_theta": 10000.0, "rms_norm_eps": 1e-5,
                                     "tie_word_embeddings": False},
                            "F32", {}, 24),
-    # Gemma 2 with its caps scaled to this model's scores and logits (real: 50 and 30), a window of 6
-    # in 24 positions on layer 0 (layer 1 is global), query_pre_attn_scalar 24 ≠ head_dim 16.
+    # Gemma 2 with its caps scaled to this model's scores and logits (real: 50 and 30), a window of 4
+    # in 24 positions on layer 0 (layer 1 is global), query_pre_attn_scalar 64 ≠ head_dim 16.
     "gemma2_softcap_window": ("gemma2", {"vocab_size": 96, "hidden_size": 32, "intermediate_size": 64,
                                         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-                                        "head_dim": 16, "max_position_embeddings": 24, "query_pre_attn_scalar": 24,
+                                        "head_dim": 16, "max_position_embeddings": 24, "query_pre_attn_scalar": 64,
                                         "attn_logit_softcapping": 2.5, "final_logit_softcapping": 8.0,
-                                        "sliding_window": 6, "rope_theta": 10000.0, "rms_norm_eps": 1e-6},
+                                        "sliding_window": 4, "rope_theta": 10000.0, "rms_norm_eps": 1e-6},
                               "F32", {}, 25),
     # Gemma 3 as transformers 4.50 writes it: sliding_window_pattern 3 over 3 layers (0, 1 slide; 2 is
     # global); multi-query; rope_local_base_freq 1e4 on the sliding layers, rope_theta 1e6 on the global.
     "gemma3_pattern": ("gemma3_text", {"vocab_size": 80, "hidden_size": 32, "intermediate_size": 64,
                                        "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 1,
-                                       "head_dim": 16, "max_position_embeddings": 24, "query_pre_attn_scalar": 32,
+                                       "head_dim": 16, "max_position_embeddings": 24, "query_pre_attn_scalar": 64,
                                        "sliding_window": 7, "sliding_window_pattern": 3, "rope_theta": 1000000.0,
                                        "rope_local_base_freq": 10000.0, "rms_norm_eps": 1e-6},
                        "F32", {}, 26),
     # Gemma 3 as transformers 4.55 writes it: layer_types (0 and 2 slide, 1 is global, which no
     # sliding_window_pattern of 3 layers gives; the _sliding_window_pattern 6 written beside it must be
-    # ignored); BF16, so √48 is rounded to 6.9375 as transformers rounds the normalizer.
-    "gemma3_layer_types": ("gemma3_text", {"vocab_size": 72, "hidden_size": 48, "intermediate_size": 96,
+    # ignored); BF16, so √40 is rounded to 6.3125 as transformers rounds the normalizer; local θ 1000.
+    "gemma3_layer_types": ("gemma3_text", {"vocab_size": 72, "hidden_size": 40, "intermediate_size": 96,
                                            "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
-                                           "head_dim": 12, "max_position_embeddings": 24, "query_pre_attn_scalar": 16,
+                                           "head_dim": 12, "max_position_embeddings": 24, "query_pre_attn_scalar": 48,
                                            "sliding_window": 5,
                                            "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
-                                           "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
+                                           "rope_theta": 1000000.0, "rope_local_base_freq": 1000.0,
                                            "rms_norm_eps": 1e-6},
                            "BF16", {}, 27),
     "mistral_window": ("mistral", {"vocab_size": 80, "hidden_size": 32, "intermediate_size": 80, "num_hidden_layers": 2,
