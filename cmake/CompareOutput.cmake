@@ -1,7 +1,7 @@
 # Runs a program and checks its exit status and, optionally, its output; for ctest.
 #
 #   cmake -DPROGRAM=<path> [-DARGS="<arguments, space-separated>"]
-#         [-DEXPECTED_EXIT=<status, default 0>]
+#         [-DEXPECTED_EXIT=<status, default 0>] [-DINPUT_FILE=<file given as standard input>]
 #         [-DEXPECTED_STDOUT=<file: stdout must equal it byte for byte>]
 #         [-DSTDOUT_REGEX=<regex stdout must match>] [-DSTDERR_REGEX=<regex stderr must match>]
 #         [-DACTUAL_STDOUT=<file to save stdout in, for diffing>]
@@ -14,7 +14,11 @@ if(NOT DEFINED EXPECTED_EXIT)
 endif()
 separate_arguments(arguments UNIX_COMMAND "${ARGS}")
 
-execute_process(COMMAND "${PROGRAM}" ${arguments}
+set(input)
+if(DEFINED INPUT_FILE)
+  set(input INPUT_FILE "${INPUT_FILE}")
+endif()
+execute_process(COMMAND "${PROGRAM}" ${arguments} ${input}
   RESULT_VARIABLE status OUTPUT_VARIABLE stdout ERROR_VARIABLE stderr)
 if(DEFINED ACTUAL_STDOUT)
   file(WRITE "${ACTUAL_STDOUT}" "${stdout}")

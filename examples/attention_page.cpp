@@ -1,10 +1,11 @@
 // attention_page: the interactive page of attn/view/attention_page.hpp for the core
 // kernel's own output, at any length — what a library user does for their own model.
 // Random "tokens" (each position one of a small vocabulary of random vectors, so that
-// heads find repeats) go through causal multi_head_attention with keep_weights, and
-// the weights of every head become the page.
+// heads find repeats) go through causal multi_head_attention with keep_weights, once per
+// layer with the layer's own random projections, and the weights of every head become the
+// page: tests/browser/test_viewer.py opens pages of real models' shapes made this way.
 //
-//   attention_page [--positions N] [--heads H] [--seed S] --output FILE.html
+//   attention_page [--positions N] [--layers L] [--heads H] [--seed S] --output FILE.html
 #include <attn/attn.hpp>
 #include <attn/view/attention_page.hpp>
 
@@ -15,14 +16,15 @@
 #include <vector>
 
 namespace {
-constexpr const char* usage = R"(usage: attention_page [--positions N] [--heads H] [--seed S] --output FILE
+constexpr const char* usage = R"(usage: attention_page [--positions N] [--layers L] [--heads H] [--seed S] --output FILE
 
 Writes the interactive attention page (attn/view/attention_page.hpp) for causal
-multi-head attention over N random tokens (default 2048 positions, 4 heads of 32).
+multi-head attention over N random tokens (default 2048 positions, 1 layer of 4 heads of 32).
 
 options:
   --positions N  positions, 1 to 16384 (default 2048)
-  --heads H      heads, 1 to 16 (default 4)
+  --layers L     layers, each with its own random projections, 1 to 64 (default 1)
+  --heads H      heads per layer, 1 to 64 (default 4)
   --seed S       random seed (default 2026)
   --output FILE  where to write the page
   --help         show this help and exit
@@ -46,7 +48,7 @@ long integer(const std::string& flag, const std::string& text, long low, long hi
 }  // namespace
 
 int main(int argc, char** argv) {
-    long positions = 2048, heads = 4, seed = 2026;
+    long positions = 2048, layers = 1, heads = 4, seed = 2026;
     std::optional<std::string> output;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
@@ -55,14 +57,17 @@ int main(int argc, char** argv) {
             return 0;
         }
         if (i + 1 >= argc)
-            fail_usage(arg == "--positions" || arg == "--heads" || arg == "--seed" || arg == "--output"
+            fail_usage(arg == "--positions" || arg == "--layers" || arg == "--heads" || arg == "--seed" ||
+                               arg == "--output"
                            ? arg + " needs a value"
                            : "unknown argument '" + arg + "'");
         const std::string value = argv[++i];
         if (arg == "--positions")
             positions = integer(arg, value, 1, 16384);
+        else if (arg == "--layers")
+            layers = integer(arg, value, 1, 64);
         else if (arg == "--heads")
-            heads = integer(arg, value, 1, 16);
+            heads = integer(arg, value, 1, 64);
         else if (arg == "--seed")
             seed = integer(arg, value, 0, 1L << 30);
         else if (arg == "--output")
@@ -91,18 +96,22 @@ int main(int argc, char** argv) {
     }
     // Sharper than a random network's heads, so that the page has something to show.
     const float scale = 2.0f / std::sqrt(float(width));
-    const attn::Matrix<float> wq = random(width, width, scale), wk = random(width, width, scale),
-                              wv = random(width, width, scale), wo = random(width, width, scale);
     attn::AttentionOptions<float> options;
     options.keep_weights = true;
     options.threads = 0;
     return [&] {
         try {
-            const auto result = attn::multi_head_attention(x, {wq, wk, wv, wo}, heads, options);
+            std::vector<attn::AttentionWeights<float>> weights;
+            for (long layer = 0; layer < layers; ++layer) {
+                const attn::Matrix<float> wq = random(width, width, scale), wk = random(width, width, scale),
+                                          wv = random(width, width, scale), wo = random(width, width, scale);
+                weights.push_back(attn::multi_head_attention(x, {wq, wk, wv, wo}, heads, options).weights);
+            }
             attn::PageOptions page;
             page.title = "multi_head_attention: " + std::to_string(positions) + " random tokens";
-            attn::write_attention_page(*output, tokens, std::vector{result.weights}, page);
-            std::cout << "wrote " << *output << ": " << heads << " heads × " << positions << " positions\n";
+            attn::write_attention_page(*output, tokens, weights, page);
+            std::cout << "wrote " << *output << ": " << (layers > 1 ? std::to_string(layers) + " layers × " : "")
+                      << heads << " heads × " << positions << " positions\n";
             return 0;
         } catch (const attn::error& e) {
             std::cerr << "attention_page: " << e.what() << "\n";

@@ -188,34 +188,165 @@ TEST_CASE("attention_page stores full matrices when a weight lies above the diag
     CHECK(base64_decode(field(data, "weights")).size() == 9 * 4);
 }
 
+/// The integers of "key":[1,2,3] in the embedded data.
+static std::vector<std::size_t> offsets_field(const std::string& data, const std::string& key) {
+    const std::string marker = "\"" + key + "\":[";
+    const auto begin = data.find(marker);
+    REQUIRE(begin != std::string::npos);
+    std::vector<std::size_t> out;
+    std::istringstream in(data.substr(begin + marker.size(), data.find(']', begin) - begin - marker.size()));
+    for (std::string item; std::getline(in, item, ',');) out.push_back(std::stoul(item));
+    return out;
+}
+
 TEST_CASE("attention_page 16-bit and 8-bit encodings stay within half a step") {
     const auto w = causal_weights<double>(2, 7, 3);
-    for (auto [encoding, name, steps, bytes_per] : {std::tuple{attn::WeightEncoding::unorm16, "unorm16", 65535.0, 2},
-                                                    std::tuple{attn::WeightEncoding::unorm8, "unorm8", 255.0, 1}}) {
+    for (auto [encoding, name, steps] : {std::tuple{attn::WeightEncoding::unorm16, "unorm16", 65535.0},
+                                         std::tuple{attn::WeightEncoding::unorm8, "unorm8", 255.0}}) {
         attn::PageOptions options;
         options.encoding = encoding;
         const std::string data =
             embedded_data(attn::attention_page(std::vector<std::string>(7, "t"), std::vector{w}, options));
         CHECK(field(data, "encoding") == name);
         const std::vector<std::uint8_t> bytes = base64_decode(field(data, "weights"));
-        REQUIRE(bytes.size() == std::size_t(2 * 28 * bytes_per));
-        std::size_t k = 0;
-        for (attn::Index h = 0; h < 2; ++h)
-            for (attn::Index i = 0; i < 7; ++i)
-                for (attn::Index j = 0; j <= i; ++j, k += std::size_t(bytes_per)) {
-                    const double q = bytes_per == 2 ? bytes[k] | bytes[k + 1] << 8 : bytes[k];
-                    CHECK(std::abs(q / steps - w(h, i, j)) <= 0.5 / steps + 1e-12);
+        const std::vector<std::size_t> chunks = offsets_field(data, "chunks");
+        REQUIRE(chunks.size() == 3);
+        CHECK(chunks.back() == bytes.size());
+        for (attn::Index h = 0; h < 2; ++h) {
+            std::vector<double> q;  // the head's 28 stored codes
+            bool relative = false;
+            const std::size_t begin = chunks[std::size_t(h)], end = chunks[std::size_t(h) + 1];
+            if (steps > 255) {
+                REQUIRE(end - begin == 28 * 2);
+                for (std::size_t k = begin; k < end; k += 2) q.push_back(bytes[k] | bytes[k + 1] << 8);
+            } else {  // a byte (1: 7 row scales follow), then the codes, multiples of their row's scale / 255
+                relative = bytes[begin] == 1;
+                std::vector<double> scales(7, 1.0);
+                for (std::size_t i = 0; relative && i < 7; ++i) {
+                    std::uint32_t bits = 0;
+                    for (int b = 0; b < 4; ++b)
+                        bits |= std::uint32_t(bytes[begin + 1 + 4 * i + std::size_t(b)]) << (8 * b);
+                    float scale = 0;
+                    std::memcpy(&scale, &bits, 4);
+                    scales[i] = scale;
                 }
+                std::size_t k = 0;
+                for (std::uint8_t code :
+                     attn::detail::decode_weight_chunk(bytes, begin + 1 + (relative ? 28 : 0), end, 7, true)) {
+                    attn::Index i = 0;
+                    while ((i + 1) * (i + 2) / 2 <= attn::Index(k)) ++i;
+                    q.push_back(double(code) * scales[std::size_t(i)]);
+                    ++k;
+                }
+            }
+            std::size_t k = 0;
+            for (attn::Index i = 0; i < 7; ++i) {
+                double largest = 0;
+                for (attn::Index j = 0; j <= i; ++j) largest = std::max(largest, w(h, i, j));
+                const double step = relative ? largest : 1.0;  // steps of the row's largest weight, or of 1
+                for (attn::Index j = 0; j <= i; ++j, ++k)
+                    CHECK(std::abs(q[k] / steps - w(h, i, j)) <= 0.5 / steps * step + 1e-6);
+            }
+        }
     }
 }
 
-TEST_CASE("attention_page automatic encoding is float32 up to 4,194,304 stored weights") {
-    CHECK(attn::detail::resolve_encoding(attn::WeightEncoding::automatic, 160 * 161 / 2 * 16) ==
-          attn::WeightEncoding::float32);
-    CHECK(attn::detail::resolve_encoding(attn::WeightEncoding::automatic, 4194304) == attn::WeightEncoding::float32);
-    CHECK(attn::detail::resolve_encoding(attn::WeightEncoding::automatic, 4194305) == attn::WeightEncoding::unorm16);
-    CHECK(attn::detail::resolve_encoding(attn::WeightEncoding::automatic, 16777217) == attn::WeightEncoding::unorm8);
-    CHECK(attn::detail::resolve_encoding(attn::WeightEncoding::float32, 16777217) == attn::WeightEncoding::float32);
+TEST_CASE("attention_page's entropy coding gives the codes back, runs of zeros included") {
+    std::vector<std::vector<std::uint8_t>> cases{
+        {0}, {7}, {0, 0}, {255, 0, 0, 0, 1}, std::vector<std::uint8_t>(70000, 0)};
+    std::vector<std::uint8_t> mixed, skewed;
+    std::uint32_t random = 1;
+    for (int i = 0; i < 50000; ++i) {
+        random = random * 1664525u + 1013904223u;
+        mixed.push_back(static_cast<std::uint8_t>(random >> 24));
+        // Mostly zeros with rare codes of every value: code lengths past 12 bits before the limit.
+        skewed.push_back(random % 1000 < 990 ? 0 : static_cast<std::uint8_t>(1 + (random >> 8) % 255));
+    }
+    mixed.insert(mixed.end(), 3000, 0);
+    cases.push_back(mixed);
+    cases.push_back(skewed);
+    std::vector<std::uint8_t> geometric;  // symbol s with weight 2^-s: a Huffman tree 40 deep
+    for (int s = 1; s <= 40; ++s)
+        geometric.insert(geometric.end(), std::size_t(1) << std::max(0, 20 - s), std::uint8_t(s));
+    cases.push_back(geometric);
+    for (const auto& codes : cases) {
+        std::vector<std::uint8_t> bytes{9, 9};  // a chunk need not start at 0
+        attn::detail::encode_codes(bytes, codes);
+        CHECK(attn::detail::decode_codes(bytes, 2, bytes.size(), codes.size()) == codes);
+    }
+    std::vector<std::uint8_t> zeros;
+    attn::detail::encode_codes(zeros, std::vector<std::uint8_t>(1 << 20, 0));
+    CHECK(zeros.size() < 136 + 8);  // 2^20 zeros: 16 runs of 2^16
+    std::vector<std::uint8_t> truncated{0};
+    CHECK_THROWS_AS(attn::detail::decode_codes(truncated, 0, 1, 1), attn::format_error);
+}
+
+TEST_CASE("attention_page codes near-even rows as their differences, and reads either form back") {
+    const attn::Index n = 300;
+    std::vector<std::uint8_t> even, spiky;
+    for (attn::Index i = 0; i < n; ++i)
+        for (attn::Index j = 0; j <= i; ++j) {
+            even.push_back(static_cast<std::uint8_t>(std::lround(255.0 / double(i + 1))));
+            spiky.push_back(j == i / 2 ? 200 : 0);
+        }
+    for (const auto* codes : {&even, &spiky}) {
+        std::vector<std::uint8_t> chunk;
+        attn::detail::encode_weight_chunk(chunk, *codes, n, true);
+        CHECK(attn::detail::decode_weight_chunk(chunk, 0, chunk.size(), n, true) == *codes);
+        CHECK(chunk[0] == (codes == &even ? 1 : 0));
+        CHECK(chunk.size() < 136 + codes->size() / 20);
+    }
+    // A full (not lower) matrix: rows of n.
+    std::vector<std::uint8_t> full(std::size_t(20 * 20), 13), chunk;
+    full[5] = 200;
+    attn::detail::encode_weight_chunk(chunk, full, 20, false);
+    CHECK(attn::detail::decode_weight_chunk(chunk, 0, chunk.size(), 20, false) == full);
+}
+
+TEST_CASE("attention_page 8-bit diffuse heads take steps of 1, not of each row's largest weight") {
+    const attn::Index n = 400;
+    attn::AttentionWeights<double> w(2, n, n);
+    std::uint32_t random = 7;
+    for (attn::Index i = 0; i < n; ++i) {
+        double total = 0;
+        for (attn::Index j = 0; j <= i; ++j) {  // head 0: every weight near 1/(i+1), each a little different
+            random = random * 1664525u + 1013904223u;
+            total += (w(0, i, j) = 1.0 + 0.3 * (double(random >> 8) / double(1u << 24) - 0.5));
+            w(1, i, j) = j == i / 2 ? 0.9 : j == 0 ? 0.1 : 0.0;  // head 1: two keys
+        }
+        for (attn::Index j = 0; j <= i; ++j) w(0, i, j) /= total;
+        if (i == 0) w(1, 0, 0) = 1.0;
+    }
+    attn::PageOptions options;
+    options.encoding = attn::WeightEncoding::unorm8;
+    const std::string data =
+        embedded_data(attn::attention_page(std::vector<std::string>(std::size_t(n), "t"), std::vector{w}, options));
+    const std::vector<std::uint8_t> bytes = base64_decode(field(data, "weights"));
+    const std::vector<std::size_t> chunks = offsets_field(data, "chunks");
+    CHECK(bytes[chunks[0]] == 0);  // diffuse: row scales would cost up to 7 bits a weight
+    CHECK(bytes[chunks[1]] <= 1);  // sharp: either, whichever the rule picks (decoded in the test above)
+}
+
+TEST_CASE("attention_page thumbnails hold each cell's largest colour code") {
+    // 130 positions, 16 heads: 64 × 64 cells, two or three positions a cell.
+    const auto w = causal_weights<double>(16, 130, 5);
+    const std::string data =
+        embedded_data(attn::attention_page(std::vector<std::string>(130, "t"), std::vector{w}, attn::PageOptions{}));
+    CHECK(data.find("\"thumbnail\":64,") != std::string::npos);
+    const std::vector<std::uint8_t> bytes = base64_decode(field(data, "thumbnails"));
+    const std::vector<std::size_t> chunks = offsets_field(data, "thumbnail_chunks");
+    REQUIRE(chunks.size() == 17);
+    for (attn::Index h : {0, 15}) {
+        const auto cells =
+            attn::detail::decode_codes(bytes, chunks[std::size_t(h)], chunks[std::size_t(h) + 1], 64 * 64);
+        std::vector<long> expected(64 * 64, 0);
+        for (attn::Index i = 0; i < 130; ++i)
+            for (attn::Index j = 0; j <= i; ++j) {
+                long& cell = expected[std::size_t((i * 64 / 130) * 64 + j * 64 / 130)];
+                cell = std::max(cell, std::lround(double(float(w(h, i, j))) * 255.0));
+            }
+        CHECK(std::vector<long>(cells.begin(), cells.end()) == expected);
+    }
 }
 
 TEST_CASE("attention_page records styles, selection, open head, view and next tokens") {

@@ -232,6 +232,37 @@ TEST_CASE("tokenizer json: byte-level encodes invalid UTF-8 as bytes and decodes
     }
 }
 
+TEST_CASE("tokenizer json: add_special_tokens = false leaves out the post-processor's tokens") {
+    const attn::EncodeOptions bare{/*add_special_tokens=*/false};
+    const attn::Tokenizer t = byte_level();
+    CHECK(t.encode(" the 123", bare) == Ids{258, 32, 260});
+    CHECK(t.encode("", bare).empty());
+    // Special tokens written in the text are still cut out, as Hugging Face does.
+    CHECK(t.encode("x<|end|>y", bare) == Ids{120, 262, 121});
+    CHECK(t.encode(" the 123", attn::EncodeOptions{}) == t.encode(" the 123"));
+    // A template with a token after the text too: both ends go.
+    const attn::Tokenizer both = byte_level([](json& j) {
+        json& processor = j["post_processor"]["processors"][1];
+        processor["single"].push_back({{"SpecialToken", {{"id", "<|end|>"}, {"type_id", 0}}}});
+        processor["special_tokens"]["<|end|>"] = {{"id", "<|end|>"}, {"ids", {262}}, {"tokens", {"<|end|>"}}};
+    });
+    CHECK(both.encode("the") == Ids{261, 116, 257, 262});
+    CHECK(both.encode("the", bare) == Ids{116, 257});
+    const attn::Tokenizer s = sentencepiece();
+    CHECK(s.encode("ab", bare) == Ids{264});
+    CHECK(s.decode(s.encode("ab ab", bare)) == "ab ab");
+    // The store kind adds nothing of its own: the option changes nothing.
+    const attn::Tokenizer store = attn::Tokenizer::from_directory(fs::path(ATTN_TEST_DATA_DIR) / "tokenizer");
+    CHECK(store.encode("a table", bare) == store.encode("a table"));
+}
+
+TEST_CASE("tokenizer: invalid_utf8_message names the first bad byte") {
+    CHECK(attn::invalid_utf8_message("caf\xc3\xa9").empty());
+    CHECK(attn::invalid_utf8_message("").empty());
+    const std::string message = attn::invalid_utf8_message("ab\xff");
+    CHECK(message.find("at byte 2 of 3") != std::string::npos);
+}
+
 TEST_CASE("tokenizer json: GPT-2's vocab.json + merges.txt, and from_directory") {
     const attn::Tokenizer t = attn::Tokenizer::from_gpt2_files(hf_dir / "vocab.json", hf_dir / "merges.txt");
     CHECK(t.kind() == attn::Tokenizer::Kind::byte_level);

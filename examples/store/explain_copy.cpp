@@ -27,7 +27,7 @@ namespace {
 
 using attn::Index;
 
-constexpr const char* usage = R"(usage: explain_copy [--model DIR] [--svg FILE] [--threads N]
+constexpr const char* usage = R"(usage: explain_copy [--model DIR] [--svg FILE] [--threads N] [--quiet]
 
 Tests the chapter's copying claim causally on the exemplar: the clean text names a
 "double chaise patio furniture cover", the corrupted one a "... set" (the same length); the
@@ -40,6 +40,7 @@ options:
   --model DIR   model directory (default: the shipped models/store)
   --svg FILE    also draw the two patching grids as SVG
   --threads N   threads for the forward passes (default 1; the same numbers for any N)
+  --quiet       no progress lines (they appear only when stderr is a terminal)
   --help        show this help and exit
 )";
 
@@ -54,6 +55,8 @@ Arguments parse(int argc, char** argv) {
     while (line.next()) {
         if (line.is("--model"))
             a.model = line.value();
+        else if (line.is("--quiet"))
+            store::quiet() = true;
         else if (line.is("--svg"))
             a.svg = line.value();
         else if (line.is("--threads"))
@@ -82,7 +85,7 @@ store::HeatmapPanel panel(const std::string& title, const attn::Matrix<double>& 
 int main(int argc, char** argv) {
     const Arguments arguments = parse(argc, argv);
     return store::report_errors("explain_copy", [&] {
-        const auto model = attn::Model<double>::load(store::model_directory(arguments.model));
+        const auto model = store::load_model<double>(store::model_directory(arguments.model));
         const attn::Tokenizer& tokenizer = model.tokenizer();
         const std::string description =
             "protect your outdoor patio furniture from harsh elements with this outdoor patio furniture cover.";
@@ -143,7 +146,10 @@ int main(int argc, char** argv) {
         }
 
         // 3. activation patching
-        const attn::PatchingResult<double> by_head = attn::patch_heads(model, clean, corrupted, metric, forward);
+        const attn::PatchingResult<double> by_head = [&] {
+            store::Ticker ticker("explain_copy: patching " + std::to_string(layers * heads) + " heads");
+            return attn::patch_heads(model, clean, corrupted, metric, forward);
+        }();
         std::cout << "\nactivation patching, clean → corrupted (metric clean " << store::fixed(by_head.clean)
                   << ", corrupted " << store::fixed(by_head.corrupted) << "); per head, every position:\n          ";
         for (Index h = 0; h < heads; ++h) std::cout << "  head " << h + 1;
@@ -175,7 +181,11 @@ int main(int argc, char** argv) {
                   << store::fixed((without - by_head.corrupted) / (by_head.clean - by_head.corrupted))
                   << " of the way from corrupted to clean)\n";
 
-        const attn::PatchingResult<double> by_position = attn::patch_residual(model, clean, corrupted, metric, forward);
+        const attn::PatchingResult<double> by_position = [&] {
+            store::Ticker ticker("explain_copy: patching the residual stream at " + std::to_string(clean.size()) +
+                                 " positions × " + std::to_string(layers) + " layers");
+            return attn::patch_residual(model, clean, corrupted, metric, forward);
+        }();
         std::cout << "\nper residual stream entering each layer, at each position up to " << position << ":\n"
                   << "  position token            layer 1 layer 2 layer 3 layer 4\n";
         for (Index i = 0; i <= position; ++i) {

@@ -1,8 +1,8 @@
 // generate: a model continues a text (the store model: a product's description), and for
 // every token it writes shows where each last-layer head looked when choosing it.
 //
-//   generate [--model DIR] (--name TEXT [--description TEXT] | --text TEXT | --ids 1,2,3) [--seed N]
-//            [--temperature T] [--top-k K] [--top-p P] [--max-tokens M] [--threads T] [--json]
+//   generate [--model DIR] (--name TEXT [--description TEXT] | --text TEXT | --file PATH | --ids 1,2,3)
+//            [--seed N] [--temperature T] [--top-k K] [--top-p P] [--max-tokens M] [--threads T] [--quiet] [--json]
 #include <attn/model/generate.hpp>
 #include <attn/model/model.hpp>
 #include <attn/threads.hpp>
@@ -21,9 +21,9 @@
 namespace {
 
 constexpr const char* usage =
-    R"(usage: generate [--model DIR] (--name TEXT [--description TEXT] | --text TEXT | --ids 1,2,3)
+    R"(usage: generate [--model DIR] (--name TEXT [--description TEXT] | --text TEXT | --file PATH | --ids 1,2,3)
                 [--seed N] [--temperature T] [--top-k K] [--top-p P] [--max-tokens M] [--threads T]
-                [--json]
+                [--quiet] [--json]
 
 Continues a text token by token on a key/value cache (the store model: `<s> name <sep>
 description`), and prints each written token, the probability the model gave it, and for each
@@ -32,10 +32,12 @@ the prompt's and the steps' speed.
 
 options:
   --model DIR         model directory: the store model (default: the shipped models/store)
-                      or a Hugging Face checkpoint (config.json, model.safetensors)
+                      or a Hugging Face checkpoint (config.json, model.safetensors), or a
+                      .gguf file (its tokenizer is not read: give --ids)
   --name TEXT         the store product's name
   --description TEXT  the start of its description, to continue (default: none)
   --text TEXT         any text to continue, read by the model directory's tokenizer
+  --file PATH         the text of a UTF-8 file instead ("-": standard input)
   --ids LIST          comma-separated token ids to continue instead of a text
   --threads T         threads for the prompt and every step, kept for the whole run (default 1;
                       0: one per hardware thread); the written tokens are the same for any count
@@ -47,11 +49,14 @@ options:
   --json              one JSON object: prompt and written ids and tokens, probabilities,
                       the stop reason, every step's attention rows (layers × heads ×
                       positions so far) and the timings (prefill_ms, decode_ms_per_token)
+  --quiet             no progress lines (they appear only when stderr is a terminal)
   --help              show this help and exit
+
+Outputs larger than 64 MiB are announced on stderr, with their size, before they are written.
 )";
 
 struct Arguments {
-    std::optional<std::string> model, name, text, ids;
+    std::optional<std::string> model, name, text, file, ids;
     std::string description;
     attn::GenerationOptions options;
     bool json = false;
@@ -69,6 +74,10 @@ Arguments parse(int argc, char** argv) {
             a.description = line.value();
         } else if (line.is("--text")) {
             a.text = line.value();
+        } else if (line.is("--file")) {
+            a.file = line.value();
+        } else if (line.is("--quiet")) {
+            store::quiet() = true;
         } else if (line.is("--ids")) {
             a.ids = line.value();
         } else if (line.is("--threads")) {
@@ -90,8 +99,8 @@ Arguments parse(int argc, char** argv) {
             line.unknown();
         }
     }
-    if (int(a.name.has_value()) + int(a.text.has_value()) + int(a.ids.has_value()) != 1)
-        line.fail("give one of --name, --text and --ids");
+    if (int(a.name.has_value()) + int(a.text.has_value()) + int(a.file.has_value()) + int(a.ids.has_value()) != 1)
+        line.fail("give one of --name, --text, --file and --ids");
     if (!a.description.empty() && !a.name) line.fail("--description goes with --name");
     return a;
 }
@@ -167,17 +176,25 @@ nlohmann::json to_json(const attn::Model<float>& model, const attn::GenerationRe
 int main(int argc, char** argv) {
     const Arguments arguments = parse(argc, argv);
     return store::report_errors("generate", [&] {
-        const auto model = attn::Model<float>::load(store::model_directory(arguments.model));
+        const auto model = store::load_model<float>(store::model_directory(arguments.model));
         attn::GenerationOptions options = arguments.options;
         options.keep_attention = true;
         std::optional<attn::Workers> workers;  // kept: a thread started for every token would cost more than it saves
         if (options.threads.count() != 1) options.threads = workers.emplace(options.threads.count());
-        const attn::GenerationResult<float> written = attn::generate(
-            model, store::text_ids(model, arguments.text, arguments.ids, arguments.name, arguments.description, true),
-            options);
-        if (arguments.json)
-            std::cout << to_json(model, written).dump() << "\n";
-        else
+        const std::vector<int> prompt = store::text_ids(model, store::text_flag(arguments.text, arguments.file),
+                                                        arguments.ids, arguments.name, arguments.description, true);
+        const attn::GenerationResult<float> written = [&] {
+            store::Ticker ticker("generate: a prompt of " + std::to_string(prompt.size()) + " tokens, then " +
+                                 (options.max_tokens > 0 ? "up to " + std::to_string(options.max_tokens) + " more"
+                                                         : std::string("on to </s> or the context's end")));
+            return attn::generate(model, prompt, options);
+        }();
+        if (arguments.json) {
+            const std::string json = to_json(model, written).dump();
+            store::announce_size("generate", json.size() + 1, "of JSON to standard output");
+            std::cout << json << "\n";
+        } else {
             print_table(model, written);
+        }
     });
 }

@@ -21,7 +21,7 @@
 namespace {
 
 constexpr const char* usage = R"(usage: induction_heads [--model DIR] [--length L] [--sequences N] [--seed S]
-                       [--threads T] [--svg FILE]
+                       [--threads T] [--svg FILE] [--quiet]
 
 Runs the model on random token sequences repeated twice (after the tokenizer's beginning-of-text
 token, if it has one) and prints each head's induction score: its mean attention weight, over
@@ -29,12 +29,14 @@ the second copy, on the token after the earlier copy of the current token. 1 is 
 induction head; an even spread over the positions gives about 1 / position.
 
 options:
-  --model DIR     model directory: the store model (default) or a Hugging Face checkpoint
+  --model DIR     model directory: the store model (default) or a Hugging Face checkpoint,
+                  or a .gguf file
   --length L      tokens in each random sequence (default: 50, or what fits the context twice)
   --sequences N   random sequences to average over (default 8)
   --seed S        seed of the random tokens (default 0)
   --threads T     threads for each forward pass (default 1; 0: one per hardware thread)
   --svg FILE      also draw the scores as a table of layers × heads
+  --quiet         no progress lines (they appear only when stderr is a terminal)
   --help          show this help and exit
 )";
 
@@ -49,6 +51,8 @@ Arguments parse(int argc, char** argv) {
     while (line.next()) {
         if (line.is("--model"))
             a.model = line.value();
+        else if (line.is("--quiet"))
+            store::quiet() = true;
         else if (line.is("--svg"))
             a.svg = line.value();
         else if (line.is("--length"))
@@ -98,7 +102,7 @@ std::string score_table_svg(const attn::HeadTable& scores) {
 int main(int argc, char** argv) {
     const Arguments args = parse(argc, argv);
     return store::report_errors("induction_heads", [&] {
-        const auto model = attn::Model<float>::load(store::model_directory(args.model));
+        const auto model = store::load_model<float>(store::model_directory(args.model));
         const attn::ModelSettings& s = model.settings();
         const std::optional<int> begin = model.tokenizer().begin_id();
         const attn::Index room = (s.longest - (begin ? 1 : 0)) / 2;
@@ -129,6 +133,7 @@ int main(int argc, char** argv) {
                         sum += weights(i, i - length + 1);
                     scores(l, h) += sum / double(length);
                 }
+            store::progress(std::size_t(sequence + 1), std::size_t(args.sequences));
         }
         scores /= double(args.sequences);
 

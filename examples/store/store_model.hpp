@@ -1,19 +1,29 @@
 #pragma once
 // What the store-model examples share: finding the shipped model, reading the corpus
-// splits, labelling positions as the chapter does, and small argument helpers.
+// splits, labelling positions as the chapter does, small argument helpers, reading --file,
+// progress on a terminal and notices of large outputs.
 
 #include <attn/model/model.hpp>
 #include <attn/store.hpp>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <iterator>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 #if __has_include(<unistd.h>)
 #include <unistd.h>
@@ -102,9 +112,9 @@ inline std::size_t separator_position(const attn::Tokenizer& tokenizer, const st
     return ids.size();
 }
 
-/// "1,2,3" as token ids of a vocabulary of `vocabulary` tokens; argument_error naming the
-/// first entry that is not one.
-inline std::vector<int> parse_ids(const std::string& list, long long vocabulary) {
+/// "1,2,3" as token ids of a vocabulary of `vocabulary` tokens; argument_error naming `flag`
+/// and the first entry that is not one.
+inline std::vector<int> parse_ids(const std::string& list, long long vocabulary, const std::string& flag = "--ids") {
     std::vector<int> ids;
     std::size_t start = 0;
     while (start <= list.size()) {
@@ -113,9 +123,9 @@ inline std::vector<int> parse_ids(const std::string& list, long long vocabulary)
         char* end = nullptr;
         const long long id = item.empty() ? -1 : std::strtoll(item.c_str(), &end, 10);
         if (item.empty() || *end != '\0' || item.size() > 12)
-            throw attn::argument_error("--ids needs comma-separated integers, got '" + item + "'");
+            throw attn::argument_error(flag + " needs comma-separated integers, got '" + item + "'");
         if (id < 0 || id >= vocabulary)
-            throw attn::argument_error("--ids: " + item + " is not a token id (the vocabulary has " +
+            throw attn::argument_error(flag + ": " + item + " is not a token id (the vocabulary has " +
                                        std::to_string(vocabulary) + " tokens)");
         ids.push_back(static_cast<int>(id));
         start = comma + 1;
@@ -123,14 +133,48 @@ inline std::vector<int> parse_ids(const std::string& list, long long vocabulary)
     return ids;
 }
 
-/// The ids of a text given as --text (the model's tokenizer), --ids, or --name/--description
-/// (the store model's product text), exactly one of them.
+/// The contents of --file PATH, or of standard input for "-"; io_error naming the file.
+inline std::string read_text_file(const std::string& path) {
+    if (path == "-") {
+        std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+        if (std::cin.bad()) throw attn::io_error("--file -: cannot read standard input");
+        return text;
+    }
+    std::error_code error;
+    if (std::filesystem::is_directory(path, error)) throw attn::io_error(path + ": is a directory, not a text file");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw attn::io_error(path + ": cannot open the text file: " + std::strerror(errno));
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) throw attn::io_error(path + ": cannot read the text file");
+    return text;
+}
+
+/// The text of --text or --file (the caller allows at most one), or nothing; argument_error,
+/// naming where the text came from, when it is not valid UTF-8: every tokenizer reads
+/// characters, and a byte-level one would otherwise encode stray bytes without a word.
+inline std::optional<std::string> text_flag(const std::optional<std::string>& text,
+                                            const std::optional<std::string>& file) {
+    if (!text && !file) return std::nullopt;
+    std::string contents = text ? *text : read_text_file(*file);
+    const std::string problem = attn::invalid_utf8_message(contents);
+    if (!problem.empty())
+        throw attn::argument_error((text ? std::string("--text") : "--file " + *file) +
+                                   ": the text is not valid UTF-8: " + problem);
+    return contents;
+}
+
+/// The ids of a text given as --text or --file (the model's tokenizer; see text_flag), --ids,
+/// or --name/--description (the store model's product text), exactly one of them.
 template <class Model>
 std::vector<int> text_ids(const Model& model, const std::optional<std::string>& text,
                           const std::optional<std::string>& ids, const std::optional<std::string>& name,
                           const std::string& description, bool as_prompt) {
     if (ids) return parse_ids(*ids, model.settings().vocabulary_size);
-    if (text) return model.tokenizer().encode(*text);
+    if (text) {
+        const std::string problem = attn::invalid_utf8_message(*text);
+        if (!problem.empty()) throw attn::argument_error("the text is not valid UTF-8: " + problem);
+        return model.tokenizer().encode(*text);
+    }
     if (!reads_products(model.tokenizer()))
         throw attn::argument_error(
             "--name and --description are the store model's product texts; this model's "
@@ -155,6 +199,115 @@ inline std::string fixed(double value, int digits = 2) {
     out.precision(digits);
     out << value;
     return out.str();
+}
+
+/// --quiet: no progress lines even on a terminal (set once, while parsing the command line).
+inline bool& quiet() {
+    static bool value = false;
+    return value;
+}
+
+/// Whether progress goes to stderr: a terminal, and no --quiet. Progress lines are rewritten
+/// in place ("\r"), which only reads well on a terminal; in a log they would be noise.
+inline bool shows_progress() {
+    return !quiet() && stderr_is_terminal();
+}
+
+/// "832 B", "12.3 KiB", "1.45 GiB".
+inline std::string byte_size(std::uintmax_t bytes) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double value = double(bytes);
+    int unit = 0;
+    while (value >= 1024 && unit < 4) {
+        value /= 1024;
+        ++unit;
+    }
+    std::ostringstream out;
+    out.setf(std::ios::fixed);
+    out.precision(unit == 0 ? 0 : value < 10 ? 2 : 1);
+    out << value << " " << units[unit];
+    return out.str();
+}
+
+/// Outputs above this size are announced on stderr before they are written, so that a
+/// command asked for every number of a real model says what it is about to do.
+constexpr std::uintmax_t large_output_bytes = std::uintmax_t(64) << 20;
+
+/// "<program>: writing 1.45 GiB <what>" on stderr when bytes > large_output_bytes.
+inline void announce_size(const char* program, std::uintmax_t bytes, const std::string& what) {
+    if (bytes > large_output_bytes) std::cerr << program << ": writing " << byte_size(bytes) << " " << what << "\n";
+}
+
+/// Bytes this process has read from files so far (Linux's /proc/self/io rchar), if known.
+inline std::optional<std::uintmax_t> bytes_read_so_far() {
+    std::ifstream io("/proc/self/io");
+    std::string key;
+    std::uintmax_t value = 0;
+    while (io >> key >> value)
+        if (key == "rchar:") return value;
+    return std::nullopt;
+}
+
+/// A progress line for one long call that cannot report its own progress (loading a checkpoint,
+/// a forward pass, a patching sweep): from half a second on, "<label> … 3.2 s" rewritten four
+/// times a second on stderr, with `detail()` (say, the share of the checkpoint read) when
+/// given; cleared when the ticker is destroyed. Nothing at all unless shows_progress().
+class Ticker {
+public:
+    explicit Ticker(std::string label, std::function<std::string()> detail = {})
+        : label_(std::move(label)), detail_(std::move(detail)) {
+        if (shows_progress()) thread_ = std::thread([this] { run(); });
+    }
+    Ticker(const Ticker&) = delete;
+    Ticker& operator=(const Ticker&) = delete;
+    ~Ticker() {
+        if (!thread_.joinable()) return;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            stopped_ = true;
+        }
+        wake_.notify_one();
+        thread_.join();
+    }
+
+private:
+    void run() {
+        const auto start = std::chrono::steady_clock::now();
+        bool shown = false;
+        std::unique_lock<std::mutex> lock(mutex_);
+        while (!wake_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stopped_; })) {
+            const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            if (seconds < 0.5) continue;  // a short call shows nothing
+            std::cerr << "\r" << label_ << (detail_ ? " " + detail_() : std::string()) << " … " << fixed(seconds, 1)
+                      << " s\033[K" << std::flush;
+            shown = true;
+        }
+        if (shown) std::cerr << "\r\033[K" << std::flush;
+    }
+
+    std::string label_;
+    std::function<std::string()> detail_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    bool stopped_ = false;
+    std::thread thread_;
+};
+
+/// Model<T>::load(directory), with a progress line on a terminal: the share of the weight
+/// files read so far (they are read tensor by tensor, so the process's bytes read measure it).
+template <class T>
+attn::Model<T> load_model(const std::filesystem::path& directory) {
+    std::uintmax_t total = 0;
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(directory, error))
+        if (entry.path().extension() == ".safetensors") total += entry.file_size(error);
+    const std::optional<std::uintmax_t> before = bytes_read_so_far();
+    Ticker ticker("loading " + directory.string() + " (" + byte_size(total) + ")", [&]() -> std::string {
+        const std::optional<std::uintmax_t> now = bytes_read_so_far();
+        if (!now || !before || total == 0) return {};
+        return fixed(std::min(100.0, 100.0 * double(*now - *before) / double(total)), 0) + " %";
+    });
+    return attn::Model<T>::load(directory);
 }
 
 }  // namespace store
@@ -315,9 +468,9 @@ inline std::size_t find_id(const std::vector<int>& ids, int id, std::size_t from
     throw attn::argument_error(std::string("the text has no ") + what);
 }
 
-/// "\r[done/total]" on stderr while a long pass runs, if stderr is a terminal.
+/// "\r[done/total]" on stderr while a long pass runs, if shows_progress().
 inline void progress(std::size_t done, std::size_t total) {
-    if (!stderr_is_terminal()) return;
+    if (!shows_progress()) return;
     std::cerr << "\r" << done << "/" << total << (done == total ? "\n" : "") << std::flush;
 }
 

@@ -7,6 +7,7 @@
 #include <attn/view/attention_page.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -14,9 +15,10 @@
 
 namespace store {
 
-/// Writes the page of one forward pass (keep_attention on) over `ids` to `file`.
+/// Writes the page of one forward pass (keep_attention on) over `ids` to `file`; `program`
+/// announces a large page's size on stderr before it is written.
 inline void write_page(const std::filesystem::path& file, const attn::Model<float>& model, const std::vector<int>& ids,
-                       const attn::ForwardResult<float>& result, attn::PageOptions options) {
+                       const attn::ForwardResult<float>& result, attn::PageOptions options, const char* program) {
     const attn::Tokenizer& tokenizer = model.tokenizer();
     const std::size_t separator = separator_position(tokenizer, ids);
     std::vector<std::string> tokens;
@@ -32,7 +34,12 @@ inline void write_page(const std::filesystem::path& file, const attn::Model<floa
     std::vector<std::string> vocabulary;
     for (int id = 0; id < int(model.settings().vocabulary_size); ++id) vocabulary.push_back(token_text(tokenizer, id));
     options.next_tokens = attn::top_next_tokens(result.logits, vocabulary, 5);
-    attn::write_attention_page(file, tokens, result.attention, options);
+    const std::string page = attn::attention_page(tokens, result.attention, options);
+    announce_size(program, page.size(), "attention page to " + file.string());
+    std::ofstream out(file, std::ios::binary);
+    if (!out) throw attn::io_error(file.string() + ": cannot open for writing the attention page");
+    out.write(page.data(), static_cast<std::streamsize>(page.size()));
+    if (!out.flush()) throw attn::io_error(file.string() + ": writing the attention page failed");
 }
 
 }  // namespace store

@@ -67,6 +67,8 @@ GOLDENS = [
     Golden("ziggurat_tables", [PYTHON, "tools/references/ziggurat_tables.py"],
            ["include/attn/detail/ziggurat_tables.hpp"]),
     Golden("gguf_quants", [PYTHON, "tools/references/gguf_quants.py"], ["tests/data/gguf/*.txt"]),
+    Golden("gguf_models", [PYTHON, "tools/references/gguf_models.py"],
+           ["tests/data/gguf/models/*.gguf", "tests/data/gguf/models/*.safetensors"], floats=True),
     Golden("tokenizer_corpus", tokenizer_corpus_command,
            ["tests/tokenizer_reference/corpus.jsonl"]),
     Golden("hf", [PYTHON, "tools/references/hf_reference.py", "--regenerate"],

@@ -25,12 +25,16 @@ struct RopeScaling {
         none,    ///< base^(−2j/r) as it is
         linear,  ///< every frequency ÷ factor (positions ÷ factor): Hugging Face's "linear"
         llama3,  ///< long wavelengths ÷ factor, short ones kept, a smooth blend between (Llama 3.1/3.2)
+        /// frequency j ÷ divisors[j]: llama.cpp's rope_freqs tensor, the converter's tabulation of
+        /// llama3's divisors (GGUF keeps the table, not the four numbers it came from)
+        divisors,
     };
     Kind kind = Kind::none;
     double factor = 1.0;
     double low_frequency_factor = 1.0;   ///< llama3: wavelengths beyond original_context ÷ this are scaled
     double high_frequency_factor = 4.0;  ///< llama3: wavelengths below original_context ÷ this are kept
     double original_context = 8192.0;    ///< llama3: the context the model was trained on
+    std::vector<double> divisors{};      ///< divisors: one per rotated pair (rotated / 2), each > 0
 };
 
 /// What turns in each head: its first `rotated` numbers (all of them in most models; a
@@ -45,7 +49,11 @@ struct RotarySpec {
 /// Pair j's angle per position, j = 0 … rotated/2 − 1: base^(−2j/rotated), then scaled.
 /// llama3 follows Llama 3.1's formula: wavelength λ = 2π/f; λ > original/low: f/factor;
 /// λ < original/high: f; between: (1 − s)·f/factor + s·f, s = (original/λ − low)/(high − low).
+/// divisors: f / divisors[j] (argument_error unless there is one per pair).
 inline std::vector<double> rope_frequencies(Index rotated, double base, const RopeScaling& scaling) {
+    if (scaling.kind == RopeScaling::Kind::divisors && static_cast<Index>(scaling.divisors.size()) != rotated / 2)
+        throw argument_error(detail::message("rope_frequencies: ", scaling.divisors.size(), " frequency divisors for ",
+                                             rotated / 2, " rotated pairs"));
     std::vector<double> frequencies;
     constexpr double kTwoPi = 6.283185307179586476925286766559;
     for (Index j = 0; j < rotated / 2; ++j) {
@@ -53,6 +61,8 @@ inline std::vector<double> rope_frequencies(Index rotated, double base, const Ro
         double scaled = f;
         if (scaling.kind == RopeScaling::Kind::linear) {
             scaled = f / scaling.factor;
+        } else if (scaling.kind == RopeScaling::Kind::divisors) {
+            scaled = f / scaling.divisors[static_cast<std::size_t>(j)];
         } else if (scaling.kind == RopeScaling::Kind::llama3) {
             const double wavelength = kTwoPi / f;
             const double low = scaling.original_context / scaling.low_frequency_factor;
@@ -94,6 +104,15 @@ public:
             (!(spec.scaling.factor > 0.0) || !std::isfinite(spec.scaling.factor)))
             throw argument_error(
                 detail::message("Rope: the scaling factor must be positive and finite, got ", spec.scaling.factor));
+        if (spec.scaling.kind == RopeScaling::Kind::divisors) {
+            if (static_cast<Index>(spec.scaling.divisors.size()) != spec.rotated / 2)
+                throw argument_error(detail::message("Rope: ", spec.scaling.divisors.size(), " frequency divisors for ",
+                                                     spec.rotated / 2, " rotated pairs"));
+            for (const double divisor : spec.scaling.divisors)
+                if (!(divisor > 0.0) || !std::isfinite(divisor))
+                    throw argument_error(
+                        detail::message("Rope: frequency divisors must be positive and finite, got ", divisor));
+        }
         frequencies_ = rope_frequencies(rotated_, spec.base, spec.scaling);
         if (cached_positions < 0) throw argument_error("Rope: cached_positions must be ≥ 0");
         const Index half = rotated_ / 2;

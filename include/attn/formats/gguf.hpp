@@ -723,6 +723,20 @@ public:
         return out;
     }
 
+    /// Rows first … first + count − 1 of the tensor as floats, row after row, into `out`, which
+    /// has room for count × row_length() values (a row is dims[0] values; a tensor of more than
+    /// two dims counts every such run as a row). Reads only those rows' blocks, a few hundred KB
+    /// at a time from an opened file, so a large matrix is read without a float copy of it
+    /// whole. argument_error for rows outside the tensor.
+    void dequantize_rows(std::string_view name, std::uint64_t first, std::uint64_t count, float* out) const {
+        const GgufTensorInfo& t = tensor(name);
+        if (first > t.rows() || count > t.rows() - first)
+            throw argument_error(detail::message("GgufFile::dequantize_rows: rows [", first, ", ", first, " + ", count,
+                                                 ") of tensor '", t.name, "', which has ", t.rows(), " rows"));
+        const std::uint64_t row_blocks = t.row_length() / ggml_block_values(t.type);
+        dequantize_blocks_of(t, first * row_blocks, count * row_blocks, out);
+    }
+
 private:
     friend class detail::GgufParser;
 
@@ -746,10 +760,15 @@ private:
     }
 
     void dequantize_range(const GgufTensorInfo& t, float* out) const {
+        dequantize_blocks_of(t, 0, t.bytes / ggml_block_bytes(t.type), out);
+    }
+
+    /// Blocks first … first + blocks − 1 of tensor t (within it: the callers' checks) into out.
+    void dequantize_blocks_of(const GgufTensorInfo& t, std::uint64_t first, std::uint64_t blocks, float* out) const {
         const std::size_t width = ggml_block_bytes(t.type), values = ggml_block_values(t.type);
-        const std::uint64_t blocks = t.bytes / width;
         if (!file_) {
-            dequantize_blocks(t.type, held_bytes() + data_offset_ + t.offset, static_cast<std::size_t>(blocks), out);
+            dequantize_blocks(t.type, held_bytes() + data_offset_ + t.offset + first * width,
+                              static_cast<std::size_t>(blocks), out);
             return;
         }
         constexpr std::size_t chunk_bytes = std::size_t(1) << 18;
@@ -758,7 +777,7 @@ private:
                                          width);
         for (std::uint64_t b = 0; b < blocks; b += blocks_per_chunk) {
             const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(blocks_per_chunk, blocks - b));
-            read_range(t, b * width, n * width, buffer.data());
+            read_range(t, (first + b) * width, n * width, buffer.data());
             dequantize_blocks(t.type, buffer.data(), n, out + b * values);
         }
     }

@@ -282,6 +282,11 @@ public:
 
     const TensorInfo& info(std::string_view name) const { return shard(name).info(name); }
 
+    /// The tensor's shape, row-major (PyTorch's order): {out, in} for a Linear weight.
+    const std::vector<std::int64_t>& shape(std::string_view name) const { return info(name).shape; }
+    /// The tensor's dtype as safetensors names it ("F32", "BF16", …).
+    std::string type_name(std::string_view name) const { return dtype_name(info(name).dtype); }
+
     /// See SafeTensors: a 2-D tensor [rows, cols] as a (rows × cols) matrix.
     template <class T>
     Matrix<T> matrix(std::string_view name) const {

@@ -14,6 +14,7 @@
 //   olmo2         "olmo2" Olmo2ForCausalLM          RMSNorm after blocks, sequential  rotary            SwiGLU
 //                                                   q/k over the width
 //   phi3          "phi3" Phi3ForCausalLM            RMSNorm               sequential  rotary (partial)  SwiGLU, fused
+//   mistral       "mistral" MistralForCausalLM      RMSNorm               sequential  rotary, window    SwiGLU
 //   gpt_neox      "gpt_neox" GPTNeoXForCausalLM     LayerNorm, biases     parallel or rotary (partial)  GELU
 //                                                                         sequential
 //
@@ -171,6 +172,21 @@ inline std::vector<TensorPiece> per_head_query_key_value(LayerSlot slot, Index h
     for (Index h = 0; h < heads; ++h)
         for (Index part = 0; part < 3; ++part)
             pieces.push_back({slot, (3 * h + part) * d, d, part * heads * d + h * d});
+    return pieces;
+}
+
+/// `heads` heads of d outputs each, stored from output `from` on in ggml's rotary layout — each
+/// head's pairs adjacent, (x₀, x_{d/2}, x₁, x_{d/2+1}, …), as llama.cpp's converter permutes
+/// Llama's q and k rows (LlamaModel.permute) for ggml's adjacent-pair rope — into the slot's
+/// columns `to` … in the rotate-half order the descriptions use (x₀ … x_{d/2−1}, x_{d/2} …):
+/// output h·d + 2r + t goes to column h·d + t·d/2 + r. Undone as the tensor is read, the
+/// layer's queries and keys (and every hook on them) are those of the Hugging Face checkpoint.
+inline std::vector<TensorPiece> rotary_pairs_per_head(LayerSlot slot, Index heads, Index d, Index from, Index to) {
+    std::vector<TensorPiece> pieces;
+    for (Index h = 0; h < heads; ++h)
+        for (Index r = 0; r < d / 2; ++r)
+            for (Index t = 0; t < 2; ++t)
+                pieces.push_back({slot, from + h * d + 2 * r + t, 1, to + h * d + t * d / 2 + r});
     return pieces;
 }
 
@@ -358,6 +374,7 @@ struct LlamaStyle {
     bool output_bias = false;           ///< o_proj's bias
     bool mlp_bias = false;              ///< gate, up and down biases
     QueryKeyNorm query_key_norm = QueryKeyNorm::none;
+    Index window = 0;           ///< every layer's sliding window (Mistral), 0: none
     bool output_norms = false;  ///< OLMo-2: post_attention_layernorm and post_feedforward_layernorm after the blocks
     bool fused = false;         ///< Phi-3: qkv_proj and gate_up_proj
     double rotary_fraction = 1.0;
@@ -389,6 +406,7 @@ inline ModelSettings llama_style_settings(const Reader& config, Architecture arc
         layer.activation = MlpActivation::silu;
         layer.rotary = rotary;
         layer.score_scale = score_scale(s.head_size, true, false, l);
+        layer.window = style.window;
         layer.query_key_norm = style.query_key_norm;
         layer.input_norms = !style.output_norms;
         layer.output_norms = style.output_norms;
@@ -447,6 +465,14 @@ inline ModelSettings llama_settings(const Reader& config) {
     style.query_key_value_bias = style.output_bias = config.flag("attention_bias", false);
     style.mlp_bias = config.flag("mlp_bias", false);
     return llama_style_settings(config, Architecture::llama, style, false, 1e-6);
+}
+
+/// MistralForCausalLM: Llama's layers, each attending over a sliding window (sliding_window,
+/// null for none) of the last keys.
+inline ModelSettings mistral_settings(const Reader& config) {
+    LlamaStyle style;
+    style.window = config.has("sliding_window") ? config.positive_integer("sliding_window") : 0;
+    return llama_style_settings(config, Architecture::mistral, style, false, 1e-6);
 }
 
 /// Qwen2ForCausalLM: q, k, v biases and no others.
@@ -578,6 +604,7 @@ inline constexpr Known kKnown[] = {
     {"olmo2", "Olmo2ForCausalLM", olmo2_settings},
     {"phi3", "Phi3ForCausalLM", phi3_settings},
     {"gpt_neox", "GPTNeoXForCausalLM", gpt_neox_settings},
+    {"mistral", "MistralForCausalLM", mistral_settings},
 };
 
 }  // namespace detail::config

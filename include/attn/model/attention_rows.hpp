@@ -43,6 +43,8 @@ void attention_rows_into(const ModelSettings& settings, const ForwardResult<T>& 
     detail::check_demand(function, rows, range, n, n);
     AttentionOptions<T> options;  // causal; the kept queries and keys are already rotated
     options.scale = T(settings.score_scale(layer));
+    options.window = settings.layer(layer).window;
+    options.score_cap = T(settings.layer(layer).score_cap);
     const detail::DemandShape<T> shape = detail::demand_shape(function, n, n, d, range, options);
     detail::reuse_storage(function, "weights", out.weights, Index(chosen.size()), Index(rows.size()),
                           range.last - range.first);

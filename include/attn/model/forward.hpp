@@ -157,7 +157,8 @@ public:
             checked_markers_into("Model::forward", *options.statistics, memory_.markers);
             for (HeadStatistics<T>& layer : result.statistics)
                 targets_.push_back(statistics_target(layer, *options.statistics, memory_.markers, settings_.heads, n_,
-                                                     n_, Index(0), true));
+                                                     n_, Index(0), true,
+                                                     settings_.layer(Index(&layer - result.statistics.data())).window));
         }
     }
 
@@ -655,6 +656,8 @@ private:
         const Index group = settings_.heads / settings_.key_value_heads;
         AttentionOptions<T> options;  // causal; queries and keys are already rotated
         options.scale = T(settings_.score_scale(Index(l)));
+        options.window = settings_.layer(Index(l)).window;
+        options.score_cap = T(settings_.layer(Index(l)).score_cap);
         const Index keys = p0_ + rows.last;  // what the last of these rows sees
         FusedProblem<T> problem = fused_problem(last_head - first_head, rows.count(), keys, d, d, options);
         problem.key_value_heads = (last_head - first_head) / group;

@@ -35,11 +35,14 @@
 #include "attn/detail/kernels/half_weights.hpp"
 #include "attn/detail/kernels/large_arrays.hpp"
 #include "attn/detail/kernels/tiles.hpp"
+#include "attn/formats/gguf.hpp"
+#include "attn/formats/gguf_tensors.hpp"
 #include "attn/formats/manifest.hpp"
 #include "attn/formats/safetensors.hpp"
 #include "attn/formats/tensor_files.hpp"
 #include "attn/model/architectures.hpp"
 #include "attn/model/forward.hpp"
+#include "attn/model/gguf_architectures.hpp"
 #include "attn/model/types.hpp"
 #include "attn/text/tokenizer.hpp"
 
@@ -148,22 +151,27 @@ public:
 
     /// Loads a model directory: manifest.json and the files it names (the store model), or a
     /// Hugging Face directory: config.json, model.safetensors or model.safetensors.index.json
-    /// and its shards, and the tokenizer's files if present. F32, F16 and BF16 tensors convert
-    /// to T as they are read, one at a time. Throws io_error for a missing file and
+    /// and its shards, and the tokenizer's files if present; or a GGUF file (a path ending in
+    /// .gguf: llama.cpp's format, model/gguf_architectures.hpp says what is read), whose
+    /// tokenizer is not read (the model's tokenizer is empty: pass ids). F32, F16 and BF16
+    /// tensors convert to T as they are read, one at a time; GGUF's block formats (Q8_0, Q4_0,
+    /// Q4_K, Q5_K, Q6_K) are dequantized to T. Throws io_error for a missing file and
     /// format_error for anything malformed, unsupported, missing or misshapen, naming the
     /// file, key or tensor. With options.weights = WeightStorage::stored_16_bit (Model<float>
     /// only, else argument_error) the large matrices stay 16-bit: format_error naming the
-    /// tensor if one of them is not BF16, or not F16, like the first.
-    static Model load(const std::filesystem::path& directory, const LoadOptions& options = {}) {
+    /// tensor if one of them is not BF16, or not F16, like the first (a quantized one included).
+    static Model load(const std::filesystem::path& path, const LoadOptions& options = {}) {
         if (options.weights == WeightStorage::stored_16_bit && !std::is_same_v<T, float>)
             throw argument_error(detail::message("Model::load: WeightStorage::stored_16_bit is for Model<float>; ",
-                                                 directory.string(), " was asked for with ", sizeof(T) * 8,
-                                                 "-bit numbers"));
-        if (std::filesystem::exists(directory / "manifest.json")) return load_store_model(directory, options);
-        if (std::filesystem::exists(directory / "config.json")) return load_hugging_face(directory, options);
-        throw io_error(detail::message(directory.string(),
+                                                 path.string(), " was asked for with ", sizeof(T) * 8, "-bit numbers"));
+        std::error_code failed;
+        if (path.extension() == ".gguf" && !std::filesystem::is_directory(path, failed))
+            return load_gguf(path, options);
+        if (std::filesystem::exists(path / "manifest.json")) return load_store_model(path, options);
+        if (std::filesystem::exists(path / "config.json")) return load_hugging_face(path, options);
+        throw io_error(detail::message(path.string(),
                                        ": neither manifest.json (an attn model) nor config.json (a "
-                                       "Hugging Face model) is there"));
+                                       "Hugging Face model) is there, and it is not a .gguf file"));
     }
 
     const ModelSettings& settings() const { return settings_; }
@@ -286,7 +294,7 @@ private:
                a.scaling.kind == b.scaling.kind && a.scaling.factor == b.scaling.factor &&
                a.scaling.low_frequency_factor == b.scaling.low_frequency_factor &&
                a.scaling.high_frequency_factor == b.scaling.high_frequency_factor &&
-               a.scaling.original_context == b.scaling.original_context;
+               a.scaling.original_context == b.scaling.original_context && a.scaling.divisors == b.scaling.divisors;
     }
 
     static Model load_store_model(const std::filesystem::path& directory, const LoadOptions& options) {
@@ -323,10 +331,23 @@ private:
         return model;
     }
 
+    /// A GGUF file: its settings from general.architecture and its keys, its tensors read
+    /// through GgufTensors into the same slots as a Hugging Face checkpoint's. No tokenizer.
+    static Model load_gguf(const std::filesystem::path& path, const LoadOptions& options) {
+        GgufTensors files(GgufFile::open(path));
+        Model model(settings_from_gguf(files.file()));
+        model.storage_ = options.weights;
+        model.read_weights(files);
+        return model;
+    }
+
     /// The tensors the settings name (settings_.tensors and each layer description's table),
     /// each checked against its shape, read one at a time into its place. All problems of the
     /// checkpoint (missing, unexpected and misshapen tensors) are reported in one format_error.
-    void read_weights(const TensorFiles& files) {
+    /// Files is TensorFiles (safetensors) or GgufTensors (GGUF): both give row-major shapes,
+    /// type names, and matrices read into blocks as stored or transposed.
+    template <class Files>
+    void read_weights(const Files& files) {
         const ModelSettings& s = settings_;
         const ModelTensors& names = s.tensors;
         const Index c = s.dimensions;
@@ -352,7 +373,7 @@ private:
         };
         const auto vector = [&](const std::string& name) {
             if (name.empty()) return Vector<T>();
-            Vector<T> values = files.vector<T>(name);
+            Vector<T> values = files.template vector<T>(name);
             finite(name, values);
             return values;
         };
@@ -369,13 +390,13 @@ private:
                                      detail::HalfMatrix& into) {
             if (storage_ != WeightStorage::stored_16_bit || values.size() == 0) return;
             for (const std::string& name : tensors) {
-                const DType dtype = files.info(name).dtype;
-                const bool half = dtype == DType::BF16 || dtype == DType::F16;
+                const std::string type = files.type_name(name);
+                const bool half = type == "BF16" || type == "F16";
                 const detail::HalfFormat format =
-                    dtype == DType::BF16 ? detail::HalfFormat::bfloat16 : detail::HalfFormat::float16;
+                    type == "BF16" ? detail::HalfFormat::bfloat16 : detail::HalfFormat::float16;
                 if (!half || (format_known && format != half_format_))
                     throw format_error(detail::message(
-                        files.source(name), ": tensor '", name, "' is ", dtype_name(dtype),
+                        files.source(name), ": tensor '", name, "' is ", type,
                         "; WeightStorage::stored_16_bit keeps the large matrices in the checkpoint's 16-bit format, "
                         "so they must all be BF16 or all F16",
                         format_known ? detail::message(" (the first was ", detail::half_format_name(half_format_), ")")
@@ -389,22 +410,22 @@ private:
 
         if (s.tied_embeddings) {  // U = Eᵀ, the only copy kept
             sized(unembedding_, c, s.vocabulary_size);
-            files.read_matrix_into<T>(names.embedding, unembedding_, true);
+            files.template read_matrix_into<T>(names.embedding, unembedding_, true);
             finite(names.embedding, unembedding_);
             keep_16_bit({names.embedding}, unembedding_, half_unembedding_);
         } else {
             sized(embedding_, s.vocabulary_size, c);
-            files.read_matrix_into<T>(names.embedding, embedding_, false);
+            files.template read_matrix_into<T>(names.embedding, embedding_, false);
             finite(names.embedding, embedding_);
             keep_16_bit({names.embedding}, embedding_, half_embedding_);
             sized(unembedding_, c, s.vocabulary_size);
-            files.read_matrix_into<T>(names.unembedding, unembedding_, true);
+            files.template read_matrix_into<T>(names.unembedding, unembedding_, true);
             finite(names.unembedding, unembedding_);
             keep_16_bit({names.unembedding}, unembedding_, half_unembedding_);
         }
         if (!names.position_embedding.empty()) {
             position_embedding_.resize(s.longest, c);
-            files.read_matrix_into<T>(names.position_embedding, position_embedding_, false);
+            files.template read_matrix_into<T>(names.position_embedding, position_embedding_, false);
             finite(names.position_embedding, position_embedding_);
         }
         final_norm_weight_ = vector(names.final_norm_weight);
@@ -440,11 +461,11 @@ private:
                 } else if (tensor.pieces.size() == 1 && tensor.pieces.front().from == 0) {
                     const TensorPiece& piece = tensor.pieces.front();
                     auto block = layer.matrix(piece.slot).middleCols(piece.to, piece.count);
-                    files.read_matrix_into<T>(tensor.name, block, tensor.out_in);
+                    files.template read_matrix_into<T>(tensor.name, block, tensor.out_in);
                     finite(tensor.name, block);
                 } else {
-                    const Matrix<T> whole = tensor.out_in ? files.transposed_matrix<T>(tensor.name)
-                                                          : files.matrix<T>(tensor.name);  // (in × out)
+                    const Matrix<T> whole = tensor.out_in ? files.template transposed_matrix<T>(tensor.name)
+                                                          : files.template matrix<T>(tensor.name);  // (in × out)
                     finite(tensor.name, whole);
                     for (const TensorPiece& piece : tensor.pieces)
                         layer.matrix(piece.slot).middleCols(piece.to, piece.count) =
@@ -464,16 +485,16 @@ private:
     }
 
     /// Every tensor the names expect, with its shape, and nothing else but what may be skipped.
-    static void check_tensors(const TensorFiles& files,
-                              const std::map<std::string, std::vector<std::int64_t>>& expected,
+    template <class Files>
+    static void check_tensors(const Files& files, const std::map<std::string, std::vector<std::int64_t>>& expected,
                               const std::vector<std::string>& skipped) {
         std::vector<std::string> missing, extra, misshapen;
         for (const auto& [name, shape] : expected) {
             if (!files.contains(name))
                 missing.push_back(name);
-            else if (files.info(name).shape != shape)
-                misshapen.push_back(detail::message(name, " is ", detail::shape_text(files.info(name).shape),
-                                                    ", expected ", detail::shape_text(shape)));
+            else if (files.shape(name) != shape)
+                misshapen.push_back(detail::message(name, " is ", detail::shape_text(files.shape(name)), ", expected ",
+                                                    detail::shape_text(shape)));
         }
         for (const std::string& name : files.names())
             if (!expected.count(name) && std::find(skipped.begin(), skipped.end(), name) == skipped.end())

@@ -88,6 +88,8 @@ ForwardResult<T> reference_forward(const Model<T>& model, const std::vector<int>
             model.rope(l).apply(k);
         }
         attention_options.scale = T(describe.score_scale);                   // 1/√d, unless the config says otherwise
+        attention_options.window = describe.window;                          // the last `window` keys only, if > 0
+        attention_options.score_cap = T(describe.score_cap);                 // cap · tanh(s / cap), if > 0
         HeadsResult<T> attended = attend_heads(q, k, v, attention_options);  // H × (n × d), H × (n × n)
         for (Index head = 0; head < s.heads; ++head)
             if (ablated[std::size_t(l)][std::size_t(head)]) attended.outputs.head(head).setZero();

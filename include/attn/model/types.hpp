@@ -39,6 +39,7 @@ enum class Architecture {
     qwen3,     ///< Hugging Face Qwen3ForCausalLM
     olmo2,     ///< Hugging Face Olmo2ForCausalLM
     phi3,      ///< Hugging Face Phi3ForCausalLM: Phi-3, Phi-4-mini
+    mistral,   ///< Hugging Face MistralForCausalLM: a sliding window in every layer
 };
 
 /// The name a config or manifest gives the architecture: "store", "gpt2", "llama", …, its
@@ -61,6 +62,8 @@ inline const char* architecture_name(Architecture architecture) {
             return "olmo2";
         case Architecture::phi3:
             return "phi3";
+        case Architecture::mistral:
+            return "mistral";
     }
     return "?";
 }
@@ -153,7 +156,7 @@ struct LayerTensor {
 ///   q, k, v = h · [Wq Wk Wv] (+ b)                               (n × H·d), (n × H_kv·d) ×2
 ///   q, k = query_key_norm(q), query_key_norm(k)                  if any
 ///   q, k = rotate(q), rotate(k)                                  the first rotary.rotated numbers of each head
-///   a = attention(q, k, v; score_scale) · Wo (+ bo)              (n × C)
+///   a = attention(q, k, v; score_scale, window, cap) · Wo (+ bo)          (n × C)
 ///   a = norm(a)                                                  if output_norms
 ///   sequential: x += a; m = mlp(input_norms ? norm(x) : x); m = norm(m) if output_norms; x += m
 ///   parallel:   m = mlp(norm(x_before)); x += a + m
@@ -169,6 +172,9 @@ struct LayerDescription {
     MlpActivation activation = MlpActivation::gelu_erf;
     RotarySpec rotary{};       ///< rotary.rotated = 0: nothing turns (learned positions)
     double score_scale = 1.0;  ///< what scores are multiplied by: 1/√d, unless the config says otherwise
+    /// A sliding window (Mistral, Gemma's local layers): if > 0, position p sees keys p − window < j ≤ p.
+    Index window = 0;
+    double score_cap = 0.0;  ///< if > 0, scores become cap · tanh(score / cap) before the softmax (Gemma 2)
     std::vector<LayerTensor> tensors;
 
     /// Whether some tensor is read into the slot (a bias, a norm or the gate the layer has).

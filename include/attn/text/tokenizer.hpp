@@ -70,6 +70,24 @@
 
 namespace attn {
 
+/// How Tokenizer::encode treats the tokens a tokenizer adds by itself.
+struct EncodeOptions {
+    /// Whether the post-processor's tokens go around the ids (a beginning-of-text token, say):
+    /// Hugging Face's add_special_tokens, true by default as there. Special tokens written in
+    /// the text itself ("<|endoftext|>") are recognised either way, as Hugging Face does. The
+    /// store kind adds no tokens of its own (attn::store::product_ids adds the markers), so
+    /// this changes nothing for it.
+    bool add_special_tokens = true;
+};
+
+/// Why `text` is not valid UTF-8 and where ("a continuation byte without a lead byte at byte 3
+/// of 10"), or an empty string when it is valid: for a message before text reaches a tokenizer.
+inline std::string invalid_utf8_message(std::string_view text) {
+    const detail::Utf8Problem bad = detail::find_invalid_utf8(text);
+    if (!bad.problem) return {};
+    return detail::message(bad.problem, " at byte ", bad.position, " of ", text.size());
+}
+
 class Tokenizer {
 public:
     /// No tokenizer (kind none): size() is 0, and encode throws argument_error.
@@ -224,11 +242,12 @@ public:
     }
 
     /// Ids of `text`: for the Hugging Face kinds with the post-processor's tokens (a
-    /// beginning-of-text token, say); argument_error for kind none.
-    std::vector<int> encode(std::string_view text) const {
+    /// beginning-of-text token, say) unless options.add_special_tokens is false; argument_error
+    /// for kind none.
+    std::vector<int> encode(std::string_view text, const EncodeOptions& options = {}) const {
         std::vector<int> ids;
         if (hf_) {
-            hf_->encode(text, ids);
+            hf_->encode(text, ids, options.add_special_tokens);
             return ids;
         }
         if (kind_ == Kind::none)

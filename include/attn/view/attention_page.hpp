@@ -22,10 +22,18 @@
 // and control characters become \u escapes), so no token can close the script or the page.
 //
 // Weights are embedded as base64 of little-endian numbers, only the lower triangle when
-// every weight above the diagonal is 0 (causal attention). WeightEncoding::automatic keeps
-// float32 (exact for float input) up to 4,194,304 stored weights, 16-bit fixed point on
-// [0, 1] (absolute error ≤ 0.5/65535 ≈ 7.7e-6) up to 16,777,216 and 8-bit beyond
-// (≤ 0.5/255 ≈ 2.0e-3, the colour ramp's own resolution). The 160-position store model's
+// every weight above the diagonal is 0 (causal attention), head after head. WeightEncoding::
+// automatic keeps float32 (exact for float input) up to 1,048,576 stored weights (a 5.6 MB
+// page at most), 16-bit fixed point on [0, 1] (absolute error ≤ 0.5/65535 ≈ 7.7e-6) up to
+// 4,194,304 (11 MB), and 8 bits per weight beyond: each row as codes of its own largest weight
+// (a float32 per row; error ≤ 0.5/255 of the row's largest weight, far less than the colour
+// ramp's step in a row of small weights), or, in a head where those cost more than a quarter
+// more bytes (a diffuse or noisy head), codes of 1 (error ≤ 0.5/255 ≈ 2.0e-3, the colour ramp's own step). The 8-bit
+// codes are entropy-coded, losslessly, one chunk per head (detail::encode_codes and encode_weight_chunk below): a long
+// row spends most of its weights near 0, or, in a diffuse head, near one value, so a 12-layer × 12-head page at 1,024
+// positions (75.6 million weights) takes 0.6–1.3 bits per weight, not 8. Each head also gets a thumbnail, the largest
+// 8-bit colour code in each cell of a g × g grid (g = thumbnail_cells below), so that the model view draws every head
+// without decoding any: the page decodes a head only when a view shows it, and keeps it. The 160-position store model's
 // 16 heads are 206,080 weights: float32, about 1.1 MB of page.
 
 #include <Eigen/Core>
@@ -63,7 +71,7 @@ struct NextToken {
     double probability = 0;
 };
 
-/// How the page stores the weights (see the top of this file).
+/// How the page stores the weights (see the top of this file); unorm8 is always entropy-coded.
 enum class WeightEncoding { automatic, float32, unorm16, unorm8 };
 
 /// The view a page opens with.
@@ -197,38 +205,327 @@ bool check_page_inputs(const std::vector<std::string>& tokens, const std::vector
     return lower;
 }
 
-/// The weights as bytes in `encoding`, layer by layer, head by head, row by row (only
-/// columns 0 … i of row i when `lower`).
+/// The value the page shows for weight w stored in float32 or unorm16 (what its script decodes).
+inline double stored_value(double w, WeightEncoding encoding) {
+    if (encoding == WeightEncoding::float32) return static_cast<double>(static_cast<float>(w));
+    return double(std::lround(std::min(w, 1.0) * 65535.0)) * (1.0 / 65535.0);
+}
+
+/// The weights of head (l, h) as bytes in float32 or unorm16, row by row (only columns 0 … i
+/// of row i when `lower`), appended to `bytes`.
 template <class T>
-std::vector<std::uint8_t> encode_weights(const std::vector<AttentionWeights<T>>& layers, bool lower,
-                                         WeightEncoding encoding) {
-    const Index n = layers.front().rows();
-    std::vector<std::uint8_t> bytes;
-    auto put = [&](double w) {
-        if (encoding == WeightEncoding::float32) {
-            const auto value = static_cast<float>(w);
-            std::uint32_t bits = 0;
-            std::memcpy(&bits, &value, sizeof bits);
-            for (int b = 0; b < 4; ++b) bytes.push_back(static_cast<std::uint8_t>(bits >> (8 * b)));
-        } else if (encoding == WeightEncoding::unorm16) {
-            const auto q = static_cast<std::uint32_t>(std::lround(std::min(w, 1.0) * 65535.0));
-            bytes.push_back(static_cast<std::uint8_t>(q & 0xFFu));
-            bytes.push_back(static_cast<std::uint8_t>(q >> 8));
-        } else {
-            bytes.push_back(static_cast<std::uint8_t>(std::lround(std::min(w, 1.0) * 255.0)));
+void append_raw_head(std::vector<std::uint8_t>& bytes, const AttentionWeights<T>& layer, Index h, bool lower,
+                     WeightEncoding encoding) {
+    const Index n = layer.rows();
+    for (Index i = 0; i < n; ++i)
+        for (Index j = 0, end = lower ? i + 1 : n; j < end; ++j) {
+            const double w = static_cast<double>(layer(h, i, j));
+            if (encoding == WeightEncoding::float32) {
+                const auto value = static_cast<float>(w);
+                std::uint32_t bits = 0;
+                std::memcpy(&bits, &value, sizeof bits);
+                for (int b = 0; b < 4; ++b) bytes.push_back(static_cast<std::uint8_t>(bits >> (8 * b)));
+            } else {
+                const auto q = static_cast<std::uint32_t>(std::lround(std::min(w, 1.0) * 65535.0));
+                bytes.push_back(static_cast<std::uint8_t>(q & 0xFFu));
+                bytes.push_back(static_cast<std::uint8_t>(q >> 8));
+            }
         }
-    };
+}
+
+// The entropy coding of 8-bit codes (weights' unorm8 codes, thumbnails' colour codes): a
+// canonical Huffman code over 272 symbols — 0 … 255 a code, 256 + k (k = 0 … 15) a run of
+// 2^(k+1) zero codes, so that long runs of (near-)zero weights cost a few bits, not one per
+// weight. A chunk is 136 bytes of code lengths (two 4-bit lengths per byte, symbol 2b in the
+// high half; 0: unused; at most 12 bits), then the codes, most significant bit first, the last
+// byte padded with zeros. The page's script decodes it with a 4,096-entry table.
+constexpr int code_symbols = 272, code_run_symbols = 16, code_longest = 12;
+
+/// Appends `codes` as one chunk (see above).
+inline void encode_codes(std::vector<std::uint8_t>& out, const std::vector<std::uint8_t>& codes) {
+    std::vector<int> symbols;
+    symbols.reserve(codes.size());
+    for (std::size_t i = 0; i < codes.size();) {
+        if (codes[i] != 0) {
+            symbols.push_back(codes[i++]);
+            continue;
+        }
+        std::size_t zeros = 0;
+        while (i + zeros < codes.size() && codes[i + zeros] == 0) ++zeros;
+        i += zeros;
+        while (zeros >= 2) {  // the largest runs first: 2^16, …, 4, 2
+            int k = code_run_symbols - 1;
+            while ((std::size_t(2) << k) > zeros) --k;
+            symbols.push_back(256 + k);
+            zeros -= std::size_t(2) << k;
+        }
+        if (zeros == 1) symbols.push_back(0);
+    }
+    // Huffman code lengths from the symbols' counts, limited to code_longest bits.
+    std::vector<std::uint64_t> count(code_symbols, 0);
+    for (int symbol : symbols) ++count[std::size_t(symbol)];
+    std::vector<int> length(code_symbols, 0);
+    {
+        struct Node {
+            std::uint64_t weight;
+            int left, right;  // children, or −1 − symbol for a leaf in left
+        };
+        std::vector<Node> nodes;
+        using Entry = std::pair<std::uint64_t, int>;
+        std::vector<Entry> heap;
+        const auto later = [](const Entry& a, const Entry& b) { return a > b; };
+        for (int s = 0; s < code_symbols; ++s)
+            if (count[std::size_t(s)] > 0) {
+                nodes.push_back({count[std::size_t(s)], -1 - s, -1});
+                heap.emplace_back(count[std::size_t(s)], int(nodes.size()) - 1);
+            }
+        std::make_heap(heap.begin(), heap.end(), later);
+        while (heap.size() > 1) {
+            std::pop_heap(heap.begin(), heap.end(), later);
+            const Entry a = heap.back();
+            heap.pop_back();
+            std::pop_heap(heap.begin(), heap.end(), later);
+            const Entry b = heap.back();
+            heap.pop_back();
+            nodes.push_back({a.first + b.first, a.second, b.second});
+            heap.emplace_back(a.first + b.first, int(nodes.size()) - 1);
+            std::push_heap(heap.begin(), heap.end(), later);
+        }
+        // Depths by walking down from the root (iteratively: a skewed tree is 272 deep).
+        std::vector<std::pair<int, int>> stack;
+        if (!heap.empty()) stack.emplace_back(heap.front().second, 0);
+        while (!stack.empty()) {
+            const auto [index, depth] = stack.back();
+            stack.pop_back();
+            const Node& node = nodes[std::size_t(index)];
+            if (node.left < 0) {
+                length[std::size_t(-1 - node.left)] = std::max(depth, 1);  // a lone symbol still needs a bit
+                continue;
+            }
+            stack.emplace_back(node.left, depth + 1);
+            stack.emplace_back(node.right, depth + 1);
+        }
+    }
+    // Longer than code_longest: cut to it, then lengthen the longest shorter codes until the
+    // lengths fit a prefix code again (Kraft: Σ 2^(longest − length) ≤ 2^longest).
+    long kraft = 0;
+    for (int& l : length)
+        if (l > 0) {
+            l = std::min(l, code_longest);
+            kraft += 1L << (code_longest - l);
+        }
+    while (kraft > (1L << code_longest)) {
+        int pick = -1;
+        for (int s = 0; s < code_symbols; ++s)
+            if (length[std::size_t(s)] > 0 && length[std::size_t(s)] < code_longest &&
+                (pick < 0 || length[std::size_t(s)] > length[std::size_t(pick)] ||
+                 (length[std::size_t(s)] == length[std::size_t(pick)] &&
+                  count[std::size_t(s)] < count[std::size_t(pick)])))
+                pick = s;
+        kraft -= 1L << (code_longest - length[std::size_t(pick)] - 1);
+        ++length[std::size_t(pick)];
+    }
+    // Canonical codes: by length, then by symbol.
+    std::vector<std::uint32_t> code(code_symbols, 0);
+    std::uint32_t next = 0;
+    for (int l = 1; l <= code_longest; ++l) {
+        for (int s = 0; s < code_symbols; ++s)
+            if (length[std::size_t(s)] == l) code[std::size_t(s)] = next++;
+        next <<= 1;
+    }
+    for (int s = 0; s < code_symbols; s += 2)
+        out.push_back(static_cast<std::uint8_t>(length[std::size_t(s)] << 4 | length[std::size_t(s) + 1]));
+    std::uint32_t buffer = 0;
+    int bits = 0;
+    for (int symbol : symbols) {
+        buffer = buffer << length[std::size_t(symbol)] | code[std::size_t(symbol)];
+        bits += length[std::size_t(symbol)];
+        while (bits >= 8) {
+            bits -= 8;
+            out.push_back(static_cast<std::uint8_t>(buffer >> bits));
+        }
+        buffer &= (1u << bits) - 1;
+    }
+    if (bits > 0) out.push_back(static_cast<std::uint8_t>(buffer << (8 - bits)));
+}
+
+/// The `count` codes of the chunk at bytes[begin, end): the inverse of encode_codes, as the
+/// page's script does it; format_error for a chunk that is not one.
+inline std::vector<std::uint8_t> decode_codes(const std::vector<std::uint8_t>& bytes, std::size_t begin,
+                                              std::size_t end, std::size_t count) {
+    const std::size_t table_bytes = code_symbols / 2;
+    if (end < begin + table_bytes || end > bytes.size())
+        throw format_error("decode_codes: the chunk is shorter than its table of code lengths");
+    std::vector<int> length(code_symbols);
+    for (std::size_t b = 0; b < table_bytes; ++b) {
+        length[2 * b] = bytes[begin + b] >> 4;
+        length[2 * b + 1] = bytes[begin + b] & 0xF;
+    }
+    std::vector<std::uint16_t> table(std::size_t(1) << code_longest, 0);  // symbol << 4 | length; 0: no code
+    std::uint32_t next = 0;
+    for (int l = 1; l <= code_longest; ++l) {
+        for (int s = 0; s < code_symbols; ++s)
+            if (length[std::size_t(s)] == l) {
+                const std::uint32_t first = next++ << (code_longest - l), last = first + (1u << (code_longest - l));
+                if (last > table.size()) throw format_error("decode_codes: the code lengths are not a prefix code");
+                for (std::uint32_t e = first; e < last; ++e) table[e] = static_cast<std::uint16_t>(s << 4 | l);
+            }
+        next <<= 1;
+    }
+    std::vector<std::uint8_t> out;
+    out.reserve(count);
+    std::uint32_t buffer = 0;
+    int bits = 0;
+    std::size_t at = begin + table_bytes;
+    while (out.size() < count) {
+        while (bits < code_longest) {
+            buffer = buffer << 8 | (at < end ? bytes[at] : 0u);
+            ++at;
+            bits += 8;
+        }
+        const std::uint16_t entry = table[(buffer >> (bits - code_longest)) & ((1u << code_longest) - 1)];
+        if (entry == 0 || at > end + 2) throw format_error("decode_codes: a code that is not in the table");
+        bits -= entry & 0xF;
+        buffer &= (1u << bits) - 1;
+        const int symbol = entry >> 4;
+        if (symbol < 256)
+            out.push_back(static_cast<std::uint8_t>(symbol));
+        else
+            out.insert(out.end(), std::size_t(2) << (symbol - 256), 0);
+    }
+    if (out.size() != count) throw format_error("decode_codes: a run of zeros goes past the chunk's codes");
+    return out;
+}
+
+/// A head's 8-bit codes (rows of n, or of i + 1 when `lower`) as a chunk of weights: one byte
+/// naming the transform, then encode_codes of the codes as they are (0) or of each row's
+/// differences from the code before it, the first as it is (1), whichever is shorter. A
+/// near-even row (an untrained model's, a diffuse head's) is the same code over and over:
+/// its differences are runs of zeros.
+inline void encode_weight_chunk(std::vector<std::uint8_t>& out, const std::vector<std::uint8_t>& codes, Index n,
+                                bool lower) {
+    std::vector<std::uint8_t> differences(codes.size());
+    for (std::size_t start = 0, i = 0; start < codes.size(); start += std::size_t(lower ? i + 1 : n), ++i)
+        for (std::size_t j = 0, end = std::size_t(lower ? i + 1 : n); j < end; ++j)
+            differences[start + j] =
+                static_cast<std::uint8_t>(j == 0 ? codes[start] : codes[start + j] - codes[start + j - 1]);
+    std::vector<std::uint8_t> as_is{0}, as_differences{1};
+    encode_codes(as_is, codes);
+    encode_codes(as_differences, differences);
+    const std::vector<std::uint8_t>& shorter = as_differences.size() < as_is.size() ? as_differences : as_is;
+    out.insert(out.end(), shorter.begin(), shorter.end());
+}
+
+/// The codes of a chunk encode_weight_chunk wrote at bytes[begin, end); format_error if it is not one.
+inline std::vector<std::uint8_t> decode_weight_chunk(const std::vector<std::uint8_t>& bytes, std::size_t begin,
+                                                     std::size_t end, Index n, bool lower) {
+    if (end <= begin || bytes[begin] > 1) throw format_error("decode_weight_chunk: no transform byte (0 or 1)");
+    const std::size_t count = lower ? std::size_t(n) * std::size_t(n + 1) / 2 : std::size_t(n) * std::size_t(n);
+    std::vector<std::uint8_t> codes = decode_codes(bytes, begin + 1, end, count);
+    if (bytes[begin] == 1)
+        for (std::size_t start = 0, i = 0; start < codes.size(); start += std::size_t(lower ? i + 1 : n), ++i)
+            for (std::size_t j = 1, row_end = std::size_t(lower ? i + 1 : n); j < row_end; ++j)
+                codes[start + j] = static_cast<std::uint8_t>(codes[start + j] + codes[start + j - 1]);
+    return codes;
+}
+
+/// Cells per side of each head's thumbnail: the model view's canvas size in pixels (what its
+/// script computes from the number of heads), or n when that is fewer.
+inline Index thumbnail_cells(Index heads, Index n) {
+    const Index size = std::max<Index>(64, std::min<Index>(140, 880 / heads - 14));
+    return std::min(n, size);
+}
+
+/// The weights in `encoding` and the thumbnails, for the page: `weights` the bytes of every head
+/// (raw; for unorm8 a byte, 1 if the head's n row scales follow as float32 and 0 if they are all
+/// 1, then encode_weight_chunk's chunk), with
+/// `chunks` the L·H + 1 offsets of the heads, `thumbnails` one coded
+/// chunk per head (offsets in `thumbnail_chunks`), each g × g cells of the largest colour code
+/// round(255 · stored weight) in the cell, row bucket ⌊i·g/n⌋, column bucket ⌊j·g/n⌋.
+struct EncodedWeights {
+    std::vector<std::uint8_t> weights, thumbnails;
+    std::vector<std::size_t> chunks, thumbnail_chunks;
+    Index thumbnail = 0;
+};
+
+template <class T>
+EncodedWeights encode_weights(const std::vector<AttentionWeights<T>>& layers, bool lower, WeightEncoding encoding) {
+    const Index n = layers.front().rows(), heads = layers.front().heads();
+    EncodedWeights out;
+    out.thumbnail = thumbnail_cells(heads, n);
+    const Index g = out.thumbnail;
+    std::vector<std::uint8_t> codes, cells;
+    std::vector<float> row_scales(static_cast<std::size_t>(n));
     for (const AttentionWeights<T>& layer : layers)
-        for (Index h = 0; h < layer.heads(); ++h)
-            for (Index i = 0; i < n; ++i)
-                for (Index j = 0, end = lower ? i + 1 : n; j < end; ++j) put(static_cast<double>(layer(h, i, j)));
-    return bytes;
+        for (Index h = 0; h < heads; ++h) {
+            out.chunks.push_back(out.weights.size());
+            if (encoding == WeightEncoding::unorm8) {
+                // Codes of each row's own largest weight (row_scales[i]; code round(255 · w /
+                // row_scales[i])) keep 8 bits in a row of small weights, but in a diffuse head,
+                // every weight near 1/(i+1) and each a little different, they cost up to 7 bits
+                // a weight where codes of 1 are mostly 0: the head keeps them when they take at
+                // most a quarter more bytes, and codes of 1 (row_scales all 1) otherwise.
+                std::vector<std::uint8_t> relative_codes, relative_chunk, absolute_chunk;
+                codes.clear();
+                for (Index i = 0; i < n; ++i) {
+                    const Index end = lower ? i + 1 : n;
+                    double largest = 0;
+                    for (Index j = 0; j < end; ++j) largest = std::max(largest, static_cast<double>(layer(h, i, j)));
+                    row_scales[std::size_t(i)] = static_cast<float>(std::min(largest, 1.0));
+                    const double scale = static_cast<double>(row_scales[std::size_t(i)]);
+                    for (Index j = 0; j < end; ++j) {
+                        const double w = std::min(static_cast<double>(layer(h, i, j)), 1.0);
+                        relative_codes.push_back(
+                            static_cast<std::uint8_t>(scale > 0 ? std::lround(std::min(w / scale, 1.0) * 255.0) : 0));
+                        codes.push_back(static_cast<std::uint8_t>(std::lround(w * 255.0)));
+                    }
+                }
+                encode_weight_chunk(relative_chunk, relative_codes, n, lower);
+                encode_weight_chunk(absolute_chunk, codes, n, lower);
+                const bool relative = 4 * (relative_chunk.size() + 4 * std::size_t(n)) <= 5 * absolute_chunk.size();
+                out.weights.push_back(relative ? 1 : 0);
+                if (relative) {
+                    for (const float scale : row_scales) {
+                        std::uint32_t bits = 0;
+                        std::memcpy(&bits, &scale, sizeof bits);
+                        for (int b = 0; b < 4; ++b) out.weights.push_back(static_cast<std::uint8_t>(bits >> (8 * b)));
+                    }
+                    codes.swap(relative_codes);
+                } else {
+                    std::fill(row_scales.begin(), row_scales.end(), 1.0f);
+                }
+                const std::vector<std::uint8_t>& chunk = relative ? relative_chunk : absolute_chunk;
+                out.weights.insert(out.weights.end(), chunk.begin(), chunk.end());
+            } else {
+                append_raw_head(out.weights, layer, h, lower, encoding);
+            }
+            cells.assign(std::size_t(g * g), 0);
+            for (Index i = 0, k = 0; i < n; ++i) {
+                std::uint8_t* cell_row = cells.data() + (i * g / n) * g;
+                for (Index j = 0, end = lower ? i + 1 : n; j < end; ++j, ++k) {
+                    // What the page's script decodes: for 8 bits, float(code · (row scale / 255)).
+                    const double v = encoding == WeightEncoding::unorm8
+                                         ? static_cast<double>(static_cast<float>(
+                                               double(codes[std::size_t(k)]) *
+                                               (static_cast<double>(row_scales[std::size_t(i)]) / 255.0)))
+                                         : stored_value(static_cast<double>(layer(h, i, j)), encoding);
+                    const auto code = static_cast<std::uint8_t>(std::lround(std::min(std::max(v, 0.0), 1.0) * 255.0));
+                    std::uint8_t& cell = cell_row[j * g / n];
+                    cell = std::max(cell, code);
+                }
+            }
+            out.thumbnail_chunks.push_back(out.thumbnails.size());
+            encode_codes(out.thumbnails, cells);
+        }
+    out.chunks.push_back(out.weights.size());
+    out.thumbnail_chunks.push_back(out.thumbnails.size());
+    return out;
 }
 
 inline WeightEncoding resolve_encoding(WeightEncoding asked, std::size_t stored) {
     if (asked != WeightEncoding::automatic) return asked;
-    if (stored <= (std::size_t(1) << 22)) return WeightEncoding::float32;
-    if (stored <= (std::size_t(1) << 24)) return WeightEncoding::unorm16;
+    if (stored <= (std::size_t(1) << 20)) return WeightEncoding::float32;
+    if (stored <= (std::size_t(1) << 22)) return WeightEncoding::unorm16;
     return WeightEncoding::unorm8;
 }
 
@@ -292,8 +589,23 @@ std::string attention_page(const std::vector<std::string>& tokens, const std::ve
         }
         data += ']';
     }
-    data += ",\"weights\":\"";
-    detail::append_base64(data, detail::encode_weights(layers, lower, encoding));
+    const detail::EncodedWeights encoded = detail::encode_weights(layers, lower, encoding);
+    const auto offsets = [&](const std::vector<std::size_t>& list) {
+        data += '[';
+        for (std::size_t k = 0; k < list.size(); ++k) {
+            if (k) data += ',';
+            data += std::to_string(list[k]);
+        }
+        data += ']';
+    };
+    data += ",\"chunks\":";
+    offsets(encoded.chunks);
+    data += ",\"thumbnail\":" + std::to_string(encoded.thumbnail) + ",\"thumbnail_chunks\":";
+    offsets(encoded.thumbnail_chunks);
+    data += ",\"thumbnails\":\"";
+    detail::append_base64(data, encoded.thumbnails);
+    data += "\",\"weights\":\"";
+    detail::append_base64(data, encoded.weights);
     data += "\"}";
 
     std::string page;

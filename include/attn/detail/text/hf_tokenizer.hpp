@@ -16,7 +16,8 @@
 //      whole as one word of UTF-8 characters; a character without a token of its own becomes
 //      its <0xNN> byte tokens (byte fallback; an invalid UTF-8 byte too) or the unknown
 //      token; the characters are merged.
-//   4. the post-processor's tokens (a beginning-of-text token, say) go around the ids.
+//   4. the post-processor's tokens (a beginning-of-text token, say) go around the ids, unless
+//      add_special_tokens is false (Hugging Face's add_special_tokens=False).
 // decode(ids) writes added tokens as their text, byte-level tokens as their bytes, and
 // SentencePiece tokens with "▁" as " " and <0xNN> as the byte, less one leading space.
 
@@ -84,8 +85,8 @@ struct HfTokenizer {
 
     int size() const { return static_cast<int>(display.size()); }
 
-    void encode(std::string_view input, std::vector<int>& ids) const {
-        ids.insert(ids.end(), prefix_ids.begin(), prefix_ids.end());
+    void encode(std::string_view input, std::vector<int>& ids, bool add_special_tokens = true) const {
+        if (add_special_tokens) ids.insert(ids.end(), prefix_ids.begin(), prefix_ids.end());
         Work work;
         // Sections between added tokens, after lstrip / rstrip.
         std::size_t section_start = 0, position = 0;
@@ -114,7 +115,7 @@ struct HfTokenizer {
             strip_next_start = match->rstrip;
         }
         flush(input.substr(section_start));
-        ids.insert(ids.end(), suffix_ids.begin(), suffix_ids.end());
+        if (add_special_tokens) ids.insert(ids.end(), suffix_ids.begin(), suffix_ids.end());
     }
 
     std::string decode_ids(const std::vector<int>& ids) const {

@@ -95,44 +95,110 @@ const OKABE_ITO = ['#0072b2', '#d55e00', '#009e73', '#cc79a7', '#e69f00', '#56b4
 const headColour = (h) => OKABE_ITO[h % OKABE_ITO.length];
 const label = (l, h) => 'L' + (l + 1) + 'H' + (h + 1);
 
-function decodeWeights() {
-  const text = atob(data.weights);
-  const bytes = new Uint8Array(text.length);
-  for (let i = 0; i < text.length; ++i) bytes[i] = text.charCodeAt(i);
-  const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
-  const view = new DataView(bytes.buffer);
-  if (data.encoding === 'float32') {
-    if (littleEndian) return { values: new Float32Array(bytes.buffer), scale: 1 };
-    const out = new Float32Array(bytes.length / 4);
-    for (let i = 0; i < out.length; ++i) out[i] = view.getFloat32(4 * i, true);
-    return { values: out, scale: 1 };
+// The base64 of one of data's byte fields as bytes.
+function bytesOf(text) {
+  const binary = atob(text);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; ++i) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
+// One chunk of entropy-coded 8-bit codes (attention_page.hpp, detail::encode_codes): 136 bytes
+// of 4-bit code lengths, then canonical Huffman codes, most significant bit first; symbols
+// 0-255 are codes, 256 + k a run of 2^(k+1) zeros.
+const LONGEST = 12;
+function decodeCodes(bytes, begin, end, count) {
+  const length = new Uint8Array(272);
+  for (let b = 0; b < 136; ++b) { length[2 * b] = bytes[begin + b] >> 4; length[2 * b + 1] = bytes[begin + b] & 15; }
+  const table = new Uint16Array(1 << LONGEST);
+  let next = 0;
+  for (let l = 1; l <= LONGEST; ++l) {
+    for (let s = 0; s < 272; ++s)
+      if (length[s] === l) {
+        const first = next++ << (LONGEST - l);
+        table.fill((s << 4) | l, first, first + (1 << (LONGEST - l)));
+      }
+    next <<= 1;
   }
-  if (data.encoding === 'unorm16') {
-    if (littleEndian) return { values: new Uint16Array(bytes.buffer), scale: 1 / 65535 };
-    const out = new Uint16Array(bytes.length / 2);
-    for (let i = 0; i < out.length; ++i) out[i] = view.getUint16(2 * i, true);
-    return { values: out, scale: 1 / 65535 };
+  const out = new Uint8Array(count);
+  let buffer = 0, bits = 0, at = begin + 136, k = 0;
+  while (k < count) {
+    while (bits < LONGEST) { buffer = (buffer << 8) | (at < end ? bytes[at] : 0); ++at; bits += 8; }
+    const entry = table[(buffer >>> (bits - LONGEST)) & 4095];
+    if (entry === 0) throw new Error('attn-data: a weight chunk does not decode');
+    bits -= entry & 15;
+    buffer &= (1 << bits) - 1;
+    const symbol = entry >> 4;
+    if (symbol < 256) out[k++] = symbol;
+    else k += 2 << (symbol - 256);  // the array starts zeroed
   }
-  return { values: bytes, scale: 1 / 255 };
+  return out;
 }
 
 window.addEventListener('error', (event) => { $('error').textContent = 'attention page: ' + event.message; });
 const timings = {};
 let mark = performance.now();
-const { values, scale } = decodeWeights();
+const weightBytes = bytesOf(data.weights), thumbnailBytes = bytesOf(data.thumbnails);
+delete data.weights;
+delete data.thumbnails;
+if (data.chunks.length !== layers * heads + 1 || data.thumbnail_chunks.length !== layers * heads + 1)
+  throw new Error('attn-data: ' + data.chunks.length + ' chunk offsets, expected ' + (layers * heads + 1));
+const G = data.thumbnail;
+const thumbnails = [];
+for (let c = 0; c < layers * heads; ++c)
+  thumbnails.push(decodeCodes(thumbnailBytes, data.thumbnail_chunks[c], data.thumbnail_chunks[c + 1], G * G));
 timings.decode = performance.now() - mark;
-if (values.length !== layers * heads * perHead) throw new Error('attn-data: ' + values.length + ' weights, expected ' + layers * heads * perHead);
+
+// A head's weights, decoded the first time a view asks for them and kept: { values, scale }.
+const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+const decoded = new Map();
+function headData(l, h) {
+  const c = l * heads + h;
+  let head = decoded.get(c);
+  if (head) return head;
+  const begin = data.chunks[c], end = data.chunks[c + 1];
+  const width = { float32: 4, unorm16: 2, unorm8: 0 }[data.encoding];
+  if (width && end - begin !== perHead * width)
+    throw new Error('attn-data: head ' + label(l, h) + ' has ' + (end - begin) + ' bytes, expected ' + perHead * width);
+  if (data.encoding === 'float32') {
+    const values = new Float32Array(perHead);
+    if (littleEndian) values.set(new Float32Array(weightBytes.buffer, begin, perHead));
+    else { const view = new DataView(weightBytes.buffer, begin); for (let i = 0; i < perHead; ++i) values[i] = view.getFloat32(4 * i, true); }
+    head = { values, scale: 1 };
+  } else if (data.encoding === 'unorm16') {
+    const values = new Uint16Array(perHead), view = new DataView(weightBytes.buffer, begin);
+    for (let i = 0; i < perHead; ++i) values[i] = view.getUint16(2 * i, true);
+    head = { values, scale: 1 / 65535 };
+  } else {
+    // A byte: 1 if n row scales (float32) follow, 0 if they are all 1; a transform byte; then the
+    // codes as they are (0) or each row's differences (1). A weight is its code · its row's scale / 255.
+    const scaled = weightBytes[begin] === 1, codesAt = begin + 1 + (scaled ? 4 * n : 0);
+    const codes = decodeCodes(weightBytes, codesAt + 1, end, perHead);
+    if (weightBytes[codesAt] === 1)
+      for (let i = 0; i < n; ++i)
+        for (let start = rowStart(i), j = 1, m = visible(i); j < m; ++j)
+          codes[start + j] = (codes[start + j] + codes[start + j - 1]) & 255;
+    const values = new Float32Array(perHead), view = new DataView(weightBytes.buffer, begin + 1);
+    for (let i = 0; i < n; ++i) {
+      const step = (scaled ? view.getFloat32(4 * i, true) : 1) / 255;
+      for (let start = rowStart(i), j = 0, m = visible(i); j < m; ++j) values[start + j] = codes[start + j] * step;
+    }
+    head = { values, scale: 1 };
+  }
+  decoded.set(c, head);
+  return head;
+}
 
 const rowStart = lower ? (i) => i * (i + 1) / 2 : (i) => i * n;
-const base = (l, h) => (l * heads + h) * perHead;
 const visible = (i) => (lower ? i + 1 : n);
 function weight(l, h, i, j) {
   if (lower && j > i) return 0;
-  return values[base(l, h) + rowStart(i) + j] * scale;
+  const { values, scale } = headData(l, h);
+  return values[rowStart(i) + j] * scale;
 }
 function row(l, h, i) {
   const out = new Array(n).fill(0);
-  const start = base(l, h) + rowStart(i);
+  const { values, scale } = headData(l, h);
+  const start = rowStart(i);
   for (let j = 0, m = visible(i); j < m; ++j) out[j] = values[start + j] * scale;
   return out;
 }
@@ -162,9 +228,9 @@ const MASKED = [238, 238, 238];
 // With the baseline, each cell keeps the difference from the even spread largest in size.
 function pool(l, h, g, baseline) {
   const out = new Float32Array(g * g).fill(NaN);
-  const b = base(l, h);
+  const { values, scale } = headData(l, h);
   for (let i = 0; i < n; ++i) {
-    const start = b + rowStart(i), m = visible(i), even = 1 / m, outRow = Math.floor((i * g) / n) * g;
+    const start = rowStart(i), m = visible(i), even = 1 / m, outRow = Math.floor((i * g) / n) * g;
     for (let j = 0; j < m; ++j) {
       let v = values[start + j] * scale;
       if (baseline) v -= even;
@@ -173,6 +239,31 @@ function pool(l, h, g, baseline) {
     }
   }
   return out;
+}
+// Whether thumbnail cell (r, c) has no visible key: its first key is after its last query.
+const bucketFirst = new Array(G).fill(n), bucketLast = new Array(G).fill(-1);
+for (let p = 0; p < n; ++p) {
+  const b = Math.floor((p * G) / n);
+  bucketFirst[b] = Math.min(bucketFirst[b], p);
+  bucketLast[b] = Math.max(bucketLast[b], p);
+}
+const maskedCell = (r, c) => lower && bucketFirst[c] > bucketLast[r];
+// The model view's G × G canvas of head (l, h) from its thumbnail: no weights decoded.
+function thumbnailImage(l, h) {
+  const codes = thumbnails[l * heads + h];
+  const canvas = document.createElement('canvas');
+  canvas.width = canvas.height = G;
+  const context = canvas.getContext('2d');
+  const image = context.createImageData(G, G);
+  const px = image.data;
+  for (let r = 0, c = 0; r < G; ++r)
+    for (let col = 0; col < G; ++col, ++c) {
+      const masked = maskedCell(r, col), k = codes[c];
+      for (let ch = 0; ch < 3; ++ch) px[4 * c + ch] = masked ? MASKED[ch] : VIRIDIS[3 * k + ch];
+      px[4 * c + 3] = 255;
+    }
+  context.putImageData(image, 0, 0);
+  return canvas;
 }
 function largestMagnitude(cells) {
   let most = 0;
@@ -229,7 +320,6 @@ function buildModelView() {
   const grid = $('grid');
   const size = Math.max(64, Math.min(140, Math.floor(880 / heads) - 14));
   grid.style.gridTemplateColumns = 'repeat(' + heads + ', ' + (size + 8) + 'px)';
-  const g = Math.min(n, size);
   for (let l = 0; l < layers; ++l)
     for (let h = 0; h < heads; ++h) {
       const figure = el('figure', { 'data-layer': l, 'data-head': h, title: 'layer ' + (l + 1) + ', head ' + (h + 1) });
@@ -237,7 +327,7 @@ function buildModelView() {
       const canvas = el('canvas', { width: size, height: size });
       const context = canvas.getContext('2d');
       context.imageSmoothingEnabled = false;
-      context.drawImage(headImage(l, h, g, false).canvas, 0, 0, size, size);
+      context.drawImage(thumbnailImage(l, h), 0, 0, size, size);
       figure.appendChild(canvas);
       figure.addEventListener('click', () => { openHead(l, h); show('matrix'); });
       grid.appendChild(figure);
