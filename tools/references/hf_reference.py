@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The forward pass of Hugging Face GPT2LMHeadModel, LlamaForCausalLM (rope_scaling linear or llama3,
 in transformers 4.x's or v5's spelling), Qwen2ForCausalLM, GPTNeoXForCausalLM, Qwen3ForCausalLM,
-Olmo2ForCausalLM and Phi3ForCausalLM checkpoints in float64 PyTorch, written from the published
+Olmo2ForCausalLM, Phi3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM (text) and MistralForCausalLM
+checkpoints in float64 PyTorch, written from the published
 formulas (transformers' modeling_*.py and modeling_rope_utils.py), with TransformerLens-named
 activations: the reference attn's Hugging Face loader is tested against.
 
@@ -10,7 +11,8 @@ activations: the reference attn's Hugging Face loader is tested against.
 
 A checkpoint is read through a strict safetensors reader of its own (F16 and BF16 upcast exactly),
 either model.safetensors or model.safetensors.index.json and its shards. Configuration this file
-does not implement (other rope types, a sliding window, other activations) is refused, not ignored.
+does not implement (other rope types, Qwen's use_sliding_window, Phi-3's window, Gemma's rope
+scaling, other activations) is refused, not ignored.
 
 Goldens: <dir>/golden.safetensors holds, for prompt k, `p{k}.ids` (I64, n), `p{k}.logits`
 (F64, n × vocab), `p{k}.attention` (F64, layers × heads × n × n) and `p{k}.<hook>` (F64) for

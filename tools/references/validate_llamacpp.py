@@ -10,8 +10,13 @@ logits with the golden's: distance = max |Δ| / max |reference logit|, the large
 
 Teeth: the same distance for deliberately wrong readings of the reference (hf_reference.READINGS:
 adjacent rotary pairs, no 1/√d, rope scaling ignored, q/k norms skipped, whole-head rotary,
-sequential for parallel residual, norms before instead of after, ...), and its ratio to the
+sequential for parallel residual, norms before instead of after, a window one wider or none, Gemma's
+soft caps, (1 + weight), √C, query_pre_attn_scalar and local θ ignored, ...), and its ratio to the
 correct reference's; each must be ≥ 100.
+
+Gemma runs as an equivalent model (query_pre_attn_scalar and the dtype-rounded √C folded into the
+weights: llama.cpp's graphs have neither), Mistral through arch granite_swa (the pinned converter's
+arch llama has no window; that file's distance is reported too).
 
 What llama.cpp cannot express is said, not hidden: GPT-2's scale_attn_weights false and
 scale_attn_by_inverse_layer_idx are not in its gpt2 graph, so those checkpoints run as an
@@ -293,14 +298,14 @@ def markdown(rows, llama):
         "f_attention_scale = 1/√head_dim (1/√(hidden_size / heads) for 46- or 62-layer models), never by "
         "query_pre_attn_scalar^-1/2, which the pinned converter does not write; and scale the embedding by "
         "sqrtf(n_embd) unrounded, where transformers rounds √hidden_size to the model's dtype. Both are folded "
-        "into the weights as said above. Their GeGLU is ggml_gelu (the F16 table, below), so Gemma agrees to "
-        "about 1e-4, as the other GELU models. llama.cpp's sliding window (llama_hparams::is_masked_swa, "
+        "into the weights as said above. Their GeGLU is ggml_geglu_split, whose GELU is read from the same F16 "
+        "table (ggml-cpu/vec.h, ggml_vec_geglu_f32; below), so Gemma agrees to about 1e-4, as the other GELU models. llama.cpp's sliding window (llama_hparams::is_masked_swa, "
         "LLAMA_SWA_TYPE_STANDARD: key p0 is masked from query p1 when p1 - p0 ≥ n_swa) is transformers' "
         "p - w < j ≤ p. Gemma 2 slides the even layers (set_swa_pattern(2): layer i slides iff i % 2 < 1), "
         "as transformers; for Gemma 3 hf_to_gguf.py writes attention.sliding_window_pattern (the pinned "
         "converter writes none and llama.cpp assumes 6, which would make all 3 layers slide here).",
-        "- GELU: llama.cpp's GPT-2, GPT-NeoX and Gemma graphs use ggml_gelu, the tanh approximation read from a "
-        "table indexed by the F16-rounded input (ggml-cpu/vec.h, GGML_GELU_FP16), so the GELU models (GPT-2, "
+        "- GELU: llama.cpp's GPT-2, GPT-NeoX and Gemma graphs use ggml_gelu (Gemma: ggml_geglu_split), the tanh "
+        "approximation read from a table indexed by the F16-rounded input (ggml-cpu/vec.h, GGML_GELU_FP16), so the GELU models (GPT-2, "
         "GPT-NeoX, Gemma) agree to a few 1e-4 where the others agree to float32 rounding. The reference keeps Hugging Face's "
         "activation (\"gelu\" = erf for GPT-NeoX and gpt2_f16; gelu_new / gelu_pytorch_tanh = tanh, Gemma's too); the figure in "
         "parentheses is the reference with the tanh form: erf against tanh is the smaller part of the "
