@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Write randomly initialised checkpoints in the exact layout Hugging Face's save_pretrained gives
 GPT2LMHeadModel (model_type gpt2), LlamaForCausalLM (llama), Qwen2ForCausalLM (qwen2),
-GPTNeoXForCausalLM (gpt_neox), Qwen3ForCausalLM (qwen3), Olmo2ForCausalLM (olmo2) and
-Phi3ForCausalLM (phi3): config.json, and model.safetensors or model.safetensors.index.json +
+GPTNeoXForCausalLM (gpt_neox), Qwen3ForCausalLM (qwen3), Olmo2ForCausalLM (olmo2),
+Phi3ForCausalLM (phi3), Gemma2ForCausalLM (gemma2), Gemma3ForCausalLM (gemma3_text) and
+MistralForCausalLM (mistral): config.json, and model.safetensors or model.safetensors.index.json +
 model-0000k-of-0000n shards.
 
 Nothing here comes from a trained model: the weights are Gaussian draws, scaled so that attention
@@ -39,13 +40,17 @@ from common.safetensors_io import header_bytes  # noqa: E402
 
 ARCHITECTURES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
                  "gpt_neox": "GPTNeoXForCausalLM", "qwen3": "Qwen3ForCausalLM", "olmo2": "Olmo2ForCausalLM",
-                 "phi3": "Phi3ForCausalLM"}
+                 "phi3": "Phi3ForCausalLM", "gemma2": "Gemma2ForCausalLM", "gemma3_text": "Gemma3ForCausalLM",
+                 "mistral": "MistralForCausalLM"}
 TORCH_DTYPE_NAMES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 TRANSFORMERS_VERSION = "4.46.3"
 # The first transformers release with each newer architecture's configuration as written here
-# (Olmo2: 4.47; Phi3's partial_rotary_factor: 4.49; Qwen3: 4.51); and the v5 layout, where
-# rope_theta and rope_scaling live in one rope_parameters object and torch_dtype is "dtype".
-VERSIONS = {"olmo2": "4.47.1", "phi3": "4.49.0", "qwen3": "4.51.3"}
+# (Olmo2: 4.47; Phi3's partial_rotary_factor: 4.49; Qwen3: 4.51; Gemma 2: 4.42, as gemma-2-2b's;
+# Gemma 3 text: 4.50 with sliding_window_pattern, as gemma-3-1b's, and 4.55 with layer_types, as
+# gemma-3-270m's); and the v5 layout, where rope_theta and rope_scaling live in one rope_parameters
+# object and torch_dtype is "dtype".
+VERSIONS = {"olmo2": "4.47.1", "phi3": "4.49.0", "qwen3": "4.51.3", "gemma2": "4.42.4", "gemma3_text": "4.50.0",
+            "gemma3_text_layer_types": "4.55.0"}
 TRANSFORMERS_V5 = "5.0.0"
 
 # Bytes per element of every safetensors dtype this tool writes or reads.
@@ -373,6 +378,124 @@ def phi3_config(user, dtype):
     return config
 
 
+def gemma2_config(user, dtype):
+    """config.json of a Gemma2ForCausalLM, as transformers 4.42 writes it (gemma-2-2b's keys: both
+    hidden_act and hidden_activation, which Gemma2MLP reads; cache_implementation "hybrid")."""
+    config = {
+        "architectures": [ARCHITECTURES["gemma2"]],
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "attn_logit_softcapping": 50.0,
+        "bos_token_id": 2,
+        "cache_implementation": "hybrid",
+        "eos_token_id": 1,
+        "final_logit_softcapping": 30.0,
+        "head_dim": 256,
+        "hidden_act": "gelu_pytorch_tanh",
+        "hidden_activation": "gelu_pytorch_tanh",
+        "hidden_size": 2304,
+        "initializer_range": 0.02,
+        "intermediate_size": 9216,
+        "max_position_embeddings": 8192,
+        "model_type": "gemma2",
+        "num_attention_heads": 8,
+        "num_hidden_layers": 26,
+        "num_key_value_heads": 4,
+        "pad_token_id": 0,
+        "query_pre_attn_scalar": 256,
+        "rms_norm_eps": 1e-06,
+        "rope_theta": 10000.0,
+        "sliding_window": 4096,
+        "torch_dtype": TORCH_DTYPE_NAMES[dtype],
+        "transformers_version": VERSIONS["gemma2"],
+        "use_cache": True,
+        "vocab_size": 256000,
+    }
+    _update(config, user)
+    return _finish_rotary(config)
+
+
+def gemma3_text_config(user, dtype):
+    """config.json of a Gemma3ForCausalLM (model_type gemma3_text). Without layer_types: as
+    transformers 4.50 writes it (gemma-3-1b's keys: sliding_window_pattern, cache_implementation).
+    With layer_types: as transformers 4.55 writes it (gemma-3-270m's keys: layer_types and the
+    private _sliding_window_pattern instead of sliding_window_pattern, no cache_implementation)."""
+    config = {
+        "architectures": [ARCHITECTURES["gemma3_text"]],
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "attn_logit_softcapping": None,
+        "bos_token_id": 2,
+        "cache_implementation": "hybrid",
+        "eos_token_id": 1,
+        "final_logit_softcapping": None,
+        "head_dim": 256,
+        "hidden_activation": "gelu_pytorch_tanh",
+        "hidden_size": 1152,
+        "initializer_range": 0.02,
+        "intermediate_size": 6912,
+        "max_position_embeddings": 32768,
+        "model_type": "gemma3_text",
+        "num_attention_heads": 4,
+        "num_hidden_layers": 26,
+        "num_key_value_heads": 1,
+        "pad_token_id": 0,
+        "query_pre_attn_scalar": 256,
+        "rms_norm_eps": 1e-06,
+        "rope_local_base_freq": 10000.0,
+        "rope_scaling": None,
+        "rope_theta": 1000000.0,
+        "sliding_window": 512,
+        "sliding_window_pattern": 6,
+        "torch_dtype": TORCH_DTYPE_NAMES[dtype],
+        "transformers_version": VERSIONS["gemma3_text"],
+        "use_cache": True,
+        "vocab_size": 262144,
+    }
+    if "layer_types" in user:
+        del config["cache_implementation"], config["sliding_window_pattern"]
+        config.update(_sliding_window_pattern=6, layer_types=None,
+                      transformers_version=VERSIONS["gemma3_text_layer_types"])
+    _update(config, user)
+    if "layer_types" in config:
+        types = config["layer_types"]
+        if not (isinstance(types, list) and len(types) == config["num_hidden_layers"]
+                and set(types) <= {"sliding_attention", "full_attention"}):
+            raise ConfigError(f"layer_types must list sliding_attention / full_attention per layer, not {types!r}")
+    return _finish_rotary(config)
+
+
+def mistral_config(user, dtype):
+    """config.json of a MistralForCausalLM, as transformers 4.46 writes it (Mistral-7B-v0.1's keys,
+    and head_dim, which 4.46's MistralConfig always sets)."""
+    config = {
+        "architectures": [ARCHITECTURES["mistral"]],
+        "attention_dropout": 0.0,
+        "bos_token_id": 1,
+        "eos_token_id": 2,
+        "head_dim": 128,
+        "hidden_act": "silu",
+        "hidden_size": 4096,
+        "initializer_range": 0.02,
+        "intermediate_size": 14336,
+        "max_position_embeddings": 32768,
+        "model_type": "mistral",
+        "num_attention_heads": 32,
+        "num_hidden_layers": 32,
+        "num_key_value_heads": 8,
+        "rms_norm_eps": 1e-05,
+        "rope_theta": 10000.0,
+        "sliding_window": 4096,
+        "tie_word_embeddings": False,
+        "torch_dtype": TORCH_DTYPE_NAMES[dtype],
+        "transformers_version": TRANSFORMERS_VERSION,
+        "use_cache": True,
+        "vocab_size": 32000,
+    }
+    _update(config, user)
+    return _finish_rotary(config)
+
+
 def _update(config, user, optional=()):
     for key, value in user.items():
         if key not in config and key not in optional:
@@ -409,7 +532,8 @@ def rotary_dim_of(config):
 
 
 CONFIGS = {"llama": llama_config, "qwen2": qwen2_config, "gpt_neox": gpt_neox_config, "qwen3": qwen3_config,
-           "olmo2": olmo2_config, "phi3": phi3_config}
+           "olmo2": olmo2_config, "phi3": phi3_config, "gemma2": gemma2_config,
+           "gemma3_text": gemma3_text_config, "mistral": mistral_config}
 
 
 def make_config(architecture, user, dtype, legacy=False):
@@ -430,7 +554,9 @@ def make_config(architecture, user, dtype, legacy=False):
 class Spec:
     """One tensor of the checkpoint: its name, shape, dtype and how to draw it.
 
-    kind: "normal" (std · N), "norm" (1 + 0.1·N, times std when given), "bias" (0.1·N), "tril"
+    kind: "normal" (std · N), "norm" (1 + 0.1·N, times std when given), "norm_offset" (Gemma's
+    norm weights, which multiply by 1 + weight: std · (1 + 0.1·N) - 1, std 1 unless given, so that
+    1 + weight is what "norm" draws), "bias" (0.1·N), "tril"
     (a causal-mask buffer, ones on and below the diagonal) or "constant" (a buffer holding value).
     column_std and row_std scale column or row blocks separately: a list of (count, std) in order."""
 
@@ -455,6 +581,8 @@ def tensor_plan(config, dtype, prefix=None, mask_buffers=False):
         raise ConfigError("mask buffers exist in GPT-2 and GPT-NeoX checkpoints only")
     if prefix not in (None, "model."):
         raise ConfigError(f"{config['model_type']} tensors are always under 'model.', not {prefix!r}")
+    if config["model_type"] in ("gemma2", "gemma3_text"):
+        return _gemma_plan(config, dtype)
     return _rotary_plan(config, dtype)
 
 
@@ -603,6 +731,40 @@ def _rotary_plan(config, dtype):
     return plan
 
 
+def _gemma_plan(config, dtype):
+    """Gemma2ForCausalLM's and Gemma3ForCausalLM's tensors: no biases, four norms per layer (their
+    weights w act as 1 + w), Gemma 3's per-head q_norm / k_norm, tied embeddings (no lm_head).
+
+    Scores are q·k · query_pre_attn_scalar^-1/2, not /√d: the q and k gains are multiplied by
+    (query_pre_attn_scalar / d)^(1/4) so that they spread as much as the other models' do."""
+    width, vocab, inner = config["hidden_size"], config["vocab_size"], config["intermediate_size"]
+    heads, kv_heads, head_dim = config["num_attention_heads"], config["num_key_value_heads"], head_dim_of(config)
+    qk_norm = config["model_type"] == "gemma3_text"
+    gain = (config["query_pre_attn_scalar"] / head_dim) ** 0.25
+    qk_std = (1 if qk_norm else QK_GAIN * gain) / math.sqrt(width)
+    if not config.get("tie_word_embeddings", True):
+        raise ConfigError("the Gemma checkpoints written here are tied (no lm_head.weight)")
+    plan = [Spec("model.embed_tokens.weight", (vocab, width), dtype, "normal", 0.5)]
+    for layer in range(config["num_hidden_layers"]):
+        a, m, l_ = f"model.layers.{layer}.self_attn.", f"model.layers.{layer}.mlp.", f"model.layers.{layer}."
+        plan += [Spec(a + "q_proj.weight", (heads * head_dim, width), dtype, "normal", qk_std),
+                 Spec(a + "k_proj.weight", (kv_heads * head_dim, width), dtype, "normal", qk_std),
+                 Spec(a + "v_proj.weight", (kv_heads * head_dim, width), dtype, "normal", 1 / math.sqrt(width)),
+                 Spec(a + "o_proj.weight", (width, heads * head_dim), dtype, "normal",
+                      1 / math.sqrt(heads * head_dim))]
+        if qk_norm:
+            plan += [Spec(a + "q_norm.weight", (head_dim,), dtype, "norm_offset", QK_NORM_GAIN * gain),
+                     Spec(a + "k_norm.weight", (head_dim,), dtype, "norm_offset", QK_NORM_GAIN * gain)]
+        plan += [Spec(m + "gate_proj.weight", (inner, width), dtype, "normal", 1 / math.sqrt(width)),
+                 Spec(m + "up_proj.weight", (inner, width), dtype, "normal", 1 / math.sqrt(width)),
+                 Spec(m + "down_proj.weight", (width, inner), dtype, "normal", 1 / math.sqrt(inner))]
+        plan += [Spec(l_ + norm + ".weight", (width,), dtype, "norm_offset")
+                 for norm in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                              "post_feedforward_layernorm")]
+    plan.append(Spec("model.norm.weight", (width,), dtype, "norm_offset"))
+    return plan
+
+
 # ---------------------------------------------------------------- values
 
 
@@ -619,6 +781,8 @@ def draw(spec, seed):
         values = 1 + np.float32(0.1) * values
         if spec.std is not None:
             values *= np.float32(spec.std)
+    elif spec.kind == "norm_offset":
+        values = np.float32(1 if spec.std is None else spec.std) * (1 + np.float32(0.1) * values) - 1
     elif spec.kind == "bias":
         values *= np.float32(0.1)
     elif spec.column_std is not None:

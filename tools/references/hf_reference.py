@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The forward pass of Hugging Face GPT2LMHeadModel, LlamaForCausalLM (rope_scaling linear or llama3,
 in transformers 4.x's or v5's spelling), Qwen2ForCausalLM, GPTNeoXForCausalLM, Qwen3ForCausalLM,
-Olmo2ForCausalLM and Phi3ForCausalLM checkpoints in float64 PyTorch, written from the published
+Olmo2ForCausalLM, Phi3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM (text) and MistralForCausalLM
+checkpoints in float64 PyTorch, written from the published
 formulas (transformers' modeling_*.py and modeling_rope_utils.py), with TransformerLens-named
 activations: the reference attn's Hugging Face loader is tested against.
 
@@ -10,7 +11,8 @@ activations: the reference attn's Hugging Face loader is tested against.
 
 A checkpoint is read through a strict safetensors reader of its own (F16 and BF16 upcast exactly),
 either model.safetensors or model.safetensors.index.json and its shards. Configuration this file
-does not implement (other rope types, a sliding window, other activations) is refused, not ignored.
+does not implement (other rope types, Qwen's use_sliding_window, Phi-3's window, Gemma's rope
+scaling, other activations) is refused, not ignored.
 
 Goldens: <dir>/golden.safetensors holds, for prompt k, `p{k}.ids` (I64, n), `p{k}.logits`
 (F64, n × vocab), `p{k}.attention` (F64, layers × heads × n × n) and `p{k}.<hook>` (F64) for
@@ -159,11 +161,19 @@ def gelu_erf(x):
 GPT2_ACTIVATIONS = {"gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_tanh, "gelu": gelu_erf}
 
 
-def causal_softmax(scores):
-    """Row-wise softmax of heads × n × n scores over keys at or before each query."""
-    n = scores.shape[-1]
-    future = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
-    return torch.softmax(scores.masked_fill(future, -math.inf), dim=-1)
+def visible(n, window=None):
+    """n × n: True where query p sees key j: j ≤ p, and with a sliding window w also j > p - w (the
+    w keys p - w + 1 .. p, the query's own included), as transformers' sliding_window_overlay
+    (masking_utils.py: kv_idx > q_idx - sliding_window) and Gemma 2's tril(..., diagonal=-w) mask."""
+    query, key = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    seen = key <= query
+    return seen if window is None else seen & (key > query - window)
+
+
+def causal_softmax(scores, window=None):
+    """Row-wise softmax of heads × n × n scores over the keys each query sees (visible)."""
+    hidden = ~visible(scores.shape[-1], window)
+    return torch.softmax(scores.masked_fill(hidden, -math.inf), dim=-1)
 
 
 class GPT2:
@@ -292,6 +302,14 @@ READINGS = {
     "norm_before": "OLMo-2: the post-attention / post-feedforward norms applied to the sublayer inputs",
     "gate_up_swapped": "Phi-3: gate_up_proj's first half read as up, the second as gate",
     "gelu_tanh": "GPT-NeoX: the tanh approximation of GELU instead of erf (llama.cpp's GELU)",
+    "window_wider": "sliding window one wider: query p sees keys p - w .. p (w + 1 of them)",
+    "no_window": "the sliding window ignored: every layer fully causal",
+    "no_attn_softcap": "Gemma 2: attn_logit_softcapping ignored (no cap · tanh(score / cap))",
+    "no_final_softcap": "Gemma 2: final_logit_softcapping ignored",
+    "norm_no_offset": "Gemma: RMSNorm weights used as they are, not as 1 + weight",
+    "embed_unscaled": "Gemma: the embedding not multiplied by √hidden_size",
+    "head_dim_scale": "Gemma: scores × 1/√head_dim instead of query_pre_attn_scalar^-1/2",
+    "global_theta": "Gemma 3: rope_theta on the sliding layers too (rope_local_base_freq ignored)",
 }
 
 
@@ -369,15 +387,20 @@ def rotate(x, inv_freq, adjacent=False):
     return torch.cat([rotated, rest], dim=-1) if rest.shape[-1] else rotated
 
 
-def attend(q, k, v, scale):
+def attend(q, k, v, scale, window=None, softcap=None):
     """Causal attention of q (n × H × d) over k, v (n × Hkv × d), query head h reading key/value
-    head h // (H / Hkv). Returns the pattern (H × n × n) and z (n × H × d)."""
+    head h // (H / Hkv); scores q·k · scale, then (Gemma 2's attn_logit_softcapping) cap ·
+    tanh(score / cap), then the mask (causal, and the sliding window when given). Returns the
+    pattern (H × n × n) and z (n × H × d)."""
     heads, kv_heads = q.shape[1], k.shape[1]
     kv_of_head = torch.arange(heads) // (heads // kv_heads)
     kh = k.transpose(0, 1)[kv_of_head]  # H × n × d
     vh = v.transpose(0, 1)[kv_of_head]
     scores = q.transpose(0, 1) @ kh.transpose(1, 2)
-    pattern = causal_softmax(scores * scale if scale != 1 else scores)
+    scores = scores * scale if scale != 1 else scores
+    if softcap is not None:
+        scores = softcap * torch.tanh(scores / softcap)
+    pattern = causal_softmax(scores, window)
     return pattern, (pattern @ vh).transpose(0, 1)
 
 
@@ -544,7 +567,10 @@ class Rotary:
       before rotation; post_attention_layernorm on the attention output and
       post_feedforward_layernorm on the MLP output before each is added to the residual.
     - phi3: fused qkv_proj ((H·d + 2·Hkv·d) × C: q rows, k rows, v rows) and gate_up_proj
-      (2M × C: gate rows, then up rows); partial_rotary_factor; no biases."""
+      (2M × C: gate rows, then up rows); partial_rotary_factor; no biases.
+    - mistral: Llama without biases, and sliding_window (when not null) on every layer: query p
+      sees keys p - w < j ≤ p (modeling_mistral.py picks create_sliding_window_causal_mask,
+      masking_utils.py's sliding_window_overlay: kv_idx > q_idx - sliding_window)."""
 
     def __init__(self, config, tensors, where="checkpoint", readings=()):
         self.where, self.readings = where, frozenset(readings)
@@ -593,6 +619,9 @@ class Rotary:
             raise CheckpointError(f"{where}: hidden_act {c['hidden_act']!r} is not implemented (only 'silu')")
         if kind in ("qwen2", "qwen3") and _flag(c, "use_sliding_window", where, False):
             raise CheckpointError(f"{where}: use_sliding_window true is not implemented")
+        self.window = None
+        if kind == "mistral" and c.get("sliding_window") is not None:  # every layer
+            self.window = window_of(c, where, self.readings)
         if kind == "qwen2":
             qkv_bias, o_bias, mlp_bias = True, False, False
         elif kind == "phi3":
@@ -670,7 +699,7 @@ class Rotary:
         q, k = rotate(q, self.inv_freq, adjacent), rotate(k, self.inv_freq, adjacent)
         hooks[b + "attn.hook_rot_q"] = q.reshape(n, H * d)
         hooks[b + "attn.hook_rot_k"] = k.reshape(n, Hkv * d)
-        pattern, z = attend(q, k, v, 1 if "no_scale" in self.readings else 1 / math.sqrt(d))
+        pattern, z = attend(q, k, v, 1 if "no_scale" in self.readings else 1 / math.sqrt(d), self.window)
         hooks[b + "attn.hook_z"] = z.reshape(n, H * d)
         w_out, b_out = block["o"]
         result = head_results(z, w_out)
@@ -731,14 +760,193 @@ class Rotary:
         return x + normed
 
 
+def window_of(config, where, readings=()):
+    """The sliding window of a config (sliding_window, an integer ≥ 1) as the readings take it."""
+    window = _integer(config, "sliding_window", where)
+    if "no_window" in readings:
+        return None
+    return window + 1 if "window_wider" in readings else window
+
+
+TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+class Gemma:
+    """Gemma2ForCausalLM (model_type gemma2) and Gemma3ForCausalLM (gemma3_text), from
+    modeling_gemma2.py / modeling_gemma3.py:
+
+    - the embedding times normalizer = √hidden_size rounded to the model's dtype
+      (torch.tensor(hidden_size**0.5, dtype=hidden_states.dtype); Gemma 3's embed_scale buffer
+      .to(weight.dtype)): the config's torch_dtype (dtype in v5), float32 when absent;
+    - RMSNorm x / √(mean(x²) + eps) · (1 + weight) (Gemma2RMSNorm / Gemma3RMSNorm: float32 in
+      transformers, float64 here): input_layernorm before attention, post_attention_layernorm on its
+      output before the residual add, pre_feedforward_layernorm before the MLP,
+      post_feedforward_layernorm on its output before the residual add, model.norm at the end;
+    - GeGLU MLP: down(gelu_tanh(gate(x)) · up(x)) (hidden_activation "gelu_pytorch_tanh");
+    - scores q·k · query_pre_attn_scalar^-1/2, then (Gemma 2) attn_logit_softcapping: cap ·
+      tanh(score / cap), then the causal mask, and on sliding layers the window p - w < j ≤ p;
+    - Gemma 2: layer L slides when L is even (Gemma2DecoderLayer: is_sliding = not bool(layer_idx %
+      2); layer_types when the config has it); final_logit_softcapping: cap · tanh(logit / cap).
+    - Gemma 3: q_norm / k_norm (RMSNorm, 1 + weight, over each head's d values) after the
+      projection, before rotation; layer L slides when layer_types[L] == "sliding_attention", or
+      without layer_types when (L + 1) % sliding_window_pattern != 0 (is_sliding =
+      bool((layer_idx + 1) % config.sliding_window_pattern)); sliding layers rotate with
+      rope_local_base_freq, the others with rope_theta; no soft caps unless the config sets them.
+    - no biases (attention_bias true is refused), tied embeddings unless tie_word_embeddings is false."""
+
+    def __init__(self, config, tensors, where="checkpoint", readings=()):
+        self.where, self.readings = where, frozenset(readings)
+        c = config
+        self.kind = kind = c.get("model_type")
+        gemma3 = kind == "gemma3_text"
+        self.width = _integer(c, "hidden_size", where)
+        self.inner = _integer(c, "intermediate_size", where)
+        self.layers = _integer(c, "num_hidden_layers", where)
+        self.heads = _integer(c, "num_attention_heads", where)
+        self.kv_heads = _integer(c, "num_key_value_heads", where, default=self.heads)
+        self.vocab = _integer(c, "vocab_size", where)
+        self.positions = _integer(c, "max_position_embeddings", where)
+        self.head_dim = _integer(c, "head_dim", where, default=256)
+        if self.heads % self.kv_heads:
+            raise CheckpointError(f"{where}: num_attention_heads {self.heads} is not a multiple of "
+                                  f"num_key_value_heads {self.kv_heads}")
+        if self.head_dim % 2:
+            raise CheckpointError(f"{where}: head dimension {self.head_dim} is odd; rotary embeddings rotate pairs")
+        self.eps = _number(c, "rms_norm_eps", where, 1e-6)
+        activation = c.get("hidden_activation", "gelu_pytorch_tanh")
+        if activation != "gelu_pytorch_tanh":
+            raise CheckpointError(f"{where}: hidden_activation {activation!r} is not implemented "
+                                  "(only 'gelu_pytorch_tanh')")
+        if _flag(c, "attention_bias", where, False):
+            raise CheckpointError(f"{where}: attention_bias true is not implemented")
+        if c.get("rope_scaling") is not None or c.get("rope_parameters") is not None:
+            raise CheckpointError(f"{where}: rope_scaling {c.get('rope_scaling') or c.get('rope_parameters')!r} "
+                                  "is not implemented (only null)")
+        scalar = _number(c, "query_pre_attn_scalar", where, 256)
+        self.scale = 1 / math.sqrt(self.head_dim if "head_dim_scale" in self.readings else scalar)
+        default_caps = (None, None) if gemma3 else (50.0, 30.0)
+        self.attn_softcap = self._cap(c, "attn_logit_softcapping", default_caps[0], "no_attn_softcap")
+        self.final_softcap = self._cap(c, "final_logit_softcapping", default_caps[1], "no_final_softcap")
+        self.window = window_of(c, where, self.readings)
+        self.sliding = self._sliding_layers(c, where)
+        theta = _number(c, "rope_theta", where, 1000000.0 if gemma3 else 10000.0)
+        local = _number(c, "rope_local_base_freq", where, 10000.0) if gemma3 else theta
+        if "global_theta" in self.readings:
+            local = theta
+        self.inv_freq = rope_frequencies({"rope_theta": theta}, self.head_dim, where)
+        self.local_inv_freq = rope_frequencies({"rope_theta": local}, self.head_dim, where)
+        dtype_name = c.get("torch_dtype", c.get("dtype")) or "float32"
+        if dtype_name not in TORCH_DTYPES:
+            raise CheckpointError(f"{where}: torch_dtype {dtype_name!r} is not one of {sorted(TORCH_DTYPES)}")
+        # transformers: torch.tensor(hidden_size**0.5, dtype=hidden_states.dtype)
+        self.normalizer = float(torch.tensor(self.width ** 0.5, dtype=TORCH_DTYPES[dtype_name]))
+        tied = _flag(c, "tie_word_embeddings", where, True)
+
+        w = Weights(tensors, where)
+        C, M, H, Hkv, d = self.width, self.inner, self.heads, self.kv_heads, self.head_dim
+        self.embed = w.take("model.embed_tokens.weight", (self.vocab, C))
+        self.blocks = []
+        for layer in range(self.layers):
+            a, m, l_ = f"model.layers.{layer}.self_attn.", f"model.layers.{layer}.mlp.", f"model.layers.{layer}."
+            block = {"q": w.take(a + "q_proj.weight", (H * d, C)), "k": w.take(a + "k_proj.weight", (Hkv * d, C)),
+                     "v": w.take(a + "v_proj.weight", (Hkv * d, C)), "o": w.take(a + "o_proj.weight", (C, H * d)),
+                     "gate": w.take(m + "gate_proj.weight", (M, C)), "up": w.take(m + "up_proj.weight", (M, C)),
+                     "down": w.take(m + "down_proj.weight", (C, M))}
+            for norm in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                         "post_feedforward_layernorm"):
+                block[norm] = w.take(l_ + norm + ".weight", (C,))
+            if gemma3:
+                block["q_norm"], block["k_norm"] = w.take(a + "q_norm.weight", (d,)), w.take(a + "k_norm.weight", (d,))
+            self.blocks.append(block)
+        self.norm = w.take("model.norm.weight", (C,))
+        self.unembed = self.embed if tied else w.take("lm_head.weight", (self.vocab, C))
+        w.finish()
+
+    def _cap(self, config, key, default, reading):
+        cap = config.get(key, default)
+        if cap is not None:
+            cap = _number(config, key, self.where, default)
+        return None if reading in self.readings else cap
+
+    def _sliding_layers(self, c, where):
+        """Which layers use the sliding window (a list of booleans)."""
+        types = c.get("layer_types")
+        if types is not None:
+            if not (isinstance(types, list) and len(types) == self.layers
+                    and set(types) <= {"sliding_attention", "full_attention"}):
+                raise CheckpointError(f"{where}: layer_types must give sliding_attention or full_attention for "
+                                      f"each of the {self.layers} layers, not {types!r}")
+            return [t == "sliding_attention" for t in types]
+        if self.kind == "gemma2":
+            return [layer % 2 == 0 for layer in range(self.layers)]
+        key = "sliding_window_pattern" if "sliding_window_pattern" in c else "_sliding_window_pattern"
+        pattern = _integer(c, key, where, default=6)
+        return [(layer + 1) % pattern != 0 for layer in range(self.layers)]
+
+    def rms_norm(self, x, weight):
+        """Gemma's RMSNorm: x / √(mean(x²) + eps) · (1 + weight)."""
+        return rms_norm(x, weight if "norm_no_offset" in self.readings else 1 + weight, self.eps)
+
+    def forward(self, ids):
+        n = len(ids)
+        H, Hkv, d, C = self.heads, self.kv_heads, self.head_dim, self.width
+        hooks = {}
+        x = self.embed[torch.as_tensor(ids, dtype=torch.long)]
+        if "embed_unscaled" not in self.readings:
+            x = x * self.normalizer
+        hooks["hook_embed"] = x  # TransformerLens folds √C into W_E: hook_embed is after the scaling
+        attention = []
+        adjacent = "adjacent_pairs" in self.readings
+        for layer, block in enumerate(self.blocks):
+            b = f"blocks.{layer}."
+            hooks[b + "hook_resid_pre"] = x
+            a, hooks[b + "ln1.hook_scale"] = self.rms_norm(x, block["input_layernorm"])
+            q, k, v = a @ block["q"].T, a @ block["k"].T, a @ block["v"].T
+            hooks[b + "attn.hook_q"], hooks[b + "attn.hook_k"], hooks[b + "attn.hook_v"] = q, k, v
+            q, k, v = q.reshape(n, H, d), k.reshape(n, Hkv, d), v.reshape(n, Hkv, d)
+            if "q_norm" in block and "no_qk_norm" not in self.readings:  # over each head: scale n × heads
+                q, q_scale = self.rms_norm(q, block["q_norm"])
+                k, k_scale = self.rms_norm(k, block["k_norm"])
+                hooks[b + "attn.q_norm.hook_scale"] = q_scale.reshape(n, H)
+                hooks[b + "attn.k_norm.hook_scale"] = k_scale.reshape(n, Hkv)
+            sliding = self.sliding[layer]
+            inv_freq = self.local_inv_freq if sliding else self.inv_freq
+            q, k = rotate(q, inv_freq, adjacent), rotate(k, inv_freq, adjacent)
+            hooks[b + "attn.hook_rot_q"], hooks[b + "attn.hook_rot_k"] = q.reshape(n, H * d), k.reshape(n, Hkv * d)
+            pattern, z = attend(q, k, v, self.scale, self.window if sliding else None, self.attn_softcap)
+            attention.append(pattern)
+            hooks[b + "attn.hook_z"] = z.reshape(n, H * d)
+            result = head_results(z, block["o"])
+            hooks[b + "attn.hook_result"] = result.reshape(n, H * C)
+            out, hooks[b + "ln1_post.hook_scale"] = self.rms_norm(result.sum(1), block["post_attention_layernorm"])
+            hooks[b + "hook_attn_out"] = out
+            x = x + out
+            hooks[b + "hook_resid_mid"] = x
+            a, hooks[b + "ln2.hook_scale"] = self.rms_norm(x, block["pre_feedforward_layernorm"])
+            hooks[b + "mlp.hook_pre"] = a @ block["gate"].T
+            hooks[b + "mlp.hook_pre_linear"] = a @ block["up"].T
+            hooks[b + "mlp.hook_post"] = gelu_tanh(hooks[b + "mlp.hook_pre"]) * hooks[b + "mlp.hook_pre_linear"]
+            out, hooks[b + "ln2_post.hook_scale"] = self.rms_norm(hooks[b + "mlp.hook_post"] @ block["down"].T,
+                                                                  block["post_feedforward_layernorm"])
+            hooks[b + "hook_mlp_out"] = out
+            x = x + out
+            hooks[b + "hook_resid_post"] = x
+        final, hooks["ln_final.hook_scale"] = self.rms_norm(x, self.norm)
+        logits = final @ self.unembed.T
+        if self.final_softcap is not None:
+            logits = self.final_softcap * torch.tanh(logits / self.final_softcap)
+        return logits, torch.stack(attention), hooks
+
+
 MODELS = {"gpt2": ("GPT2LMHeadModel", GPT2), "llama": ("LlamaForCausalLM", Rotary),
           "qwen2": ("Qwen2ForCausalLM", Rotary), "gpt_neox": ("GPTNeoXForCausalLM", GPTNeoX),
           "qwen3": ("Qwen3ForCausalLM", Rotary), "olmo2": ("Olmo2ForCausalLM", Rotary),
-          "phi3": ("Phi3ForCausalLM", Rotary)}
+          "phi3": ("Phi3ForCausalLM", Rotary), "gemma2": ("Gemma2ForCausalLM", Gemma),
+          "gemma3_text": ("Gemma3ForCausalLM", Gemma), "mistral": ("MistralForCausalLM", Rotary)}
 
 
 def load(directory, readings=()):
-    """The model of a checkpoint directory (GPT2, GPTNeoX or Rotary), its config checked against its
+    """The model of a checkpoint directory (GPT2, GPTNeoX, Rotary or Gemma), its config checked against its
     tensors. readings: names from READINGS, deliberately wrong variants (never for goldens)."""
     directory = Path(directory)
     config = read_config(directory)
@@ -885,6 +1093,38 @@ TEST_CHECKPOINTS = {
                                     "partial_rotary_factor": 0.5, "rope_theta": 10000.0, "rms_norm_eps": 1e-5,
                                     "tie_word_embeddings": False},
                            "F32", {}, 24),
+    # Gemma 2 with its caps scaled to this model's scores and logits (real: 50 and 30), a window of 4
+    # in 24 positions on layer 0 (layer 1 is global), query_pre_attn_scalar 64 ≠ head_dim 16.
+    "gemma2_softcap_window": ("gemma2", {"vocab_size": 96, "hidden_size": 32, "intermediate_size": 64,
+                                        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                                        "head_dim": 16, "max_position_embeddings": 24, "query_pre_attn_scalar": 64,
+                                        "attn_logit_softcapping": 2.5, "final_logit_softcapping": 8.0,
+                                        "sliding_window": 4, "rope_theta": 10000.0, "rms_norm_eps": 1e-6},
+                              "F32", {}, 25),
+    # Gemma 3 as transformers 4.50 writes it: sliding_window_pattern 3 over 3 layers (0, 1 slide; 2 is
+    # global); multi-query; rope_local_base_freq 1e4 on the sliding layers, rope_theta 1e6 on the global.
+    "gemma3_pattern": ("gemma3_text", {"vocab_size": 80, "hidden_size": 32, "intermediate_size": 64,
+                                       "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 1,
+                                       "head_dim": 16, "max_position_embeddings": 24, "query_pre_attn_scalar": 64,
+                                       "sliding_window": 7, "sliding_window_pattern": 3, "rope_theta": 1000000.0,
+                                       "rope_local_base_freq": 10000.0, "rms_norm_eps": 1e-6},
+                       "F32", {}, 26),
+    # Gemma 3 as transformers 4.55 writes it: layer_types (0 and 2 slide, 1 is global, which no
+    # sliding_window_pattern of 3 layers gives; the _sliding_window_pattern 6 written beside it must be
+    # ignored); BF16, so √40 is rounded to 6.3125 as transformers rounds the normalizer; local θ 1000.
+    "gemma3_layer_types": ("gemma3_text", {"vocab_size": 72, "hidden_size": 40, "intermediate_size": 96,
+                                           "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+                                           "head_dim": 12, "max_position_embeddings": 24, "query_pre_attn_scalar": 48,
+                                           "sliding_window": 5,
+                                           "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
+                                           "rope_theta": 1000000.0, "rope_local_base_freq": 1000.0,
+                                           "rms_norm_eps": 1e-6},
+                           "BF16", {}, 27),
+    "mistral_window": ("mistral", {"vocab_size": 80, "hidden_size": 32, "intermediate_size": 80, "num_hidden_layers": 2,
+                                   "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+                                   "max_position_embeddings": 24, "sliding_window": 5, "rope_theta": 10000.0,
+                                   "rms_norm_eps": 1e-5, "tie_word_embeddings": False},
+                       "F32", {}, 28),
 }
 
 

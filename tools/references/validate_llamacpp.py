@@ -10,8 +10,13 @@ logits with the golden's: distance = max |Δ| / max |reference logit|, the large
 
 Teeth: the same distance for deliberately wrong readings of the reference (hf_reference.READINGS:
 adjacent rotary pairs, no 1/√d, rope scaling ignored, q/k norms skipped, whole-head rotary,
-sequential for parallel residual, norms before instead of after, ...), and its ratio to the
+sequential for parallel residual, norms before instead of after, a window one wider or none, Gemma's
+soft caps, (1 + weight), √C, query_pre_attn_scalar and local θ ignored, ...), and its ratio to the
 correct reference's; each must be ≥ 100.
+
+Gemma runs as an equivalent model (query_pre_attn_scalar and the dtype-rounded √C folded into the
+weights: llama.cpp's graphs have neither), Mistral through arch granite_swa (the pinned converter's
+arch llama has no window; that file's distance is reported too).
 
 What llama.cpp cannot express is said, not hidden: GPT-2's scale_attn_weights false and
 scale_attn_by_inverse_layer_idx are not in its gpt2 graph, so those checkpoints run as an
@@ -58,6 +63,13 @@ READINGS = {
     "qwen3_qk_norm": ["adjacent_pairs", "no_scale", "no_qk_norm"],
     "olmo2_post_norm": ["adjacent_pairs", "no_scale", "no_qk_norm", "norm_before"],
     "phi3_fused_partial": ["adjacent_pairs", "no_scale", "full_rotary", "gate_up_swapped"],
+    "gemma2_softcap_window": ["adjacent_pairs", "head_dim_scale", "no_attn_softcap", "no_final_softcap",
+                              "window_wider", "no_window", "norm_no_offset", "embed_unscaled"],
+    "gemma3_pattern": ["adjacent_pairs", "head_dim_scale", "no_qk_norm", "global_theta", "window_wider",
+                       "no_window", "norm_no_offset", "embed_unscaled"],
+    "gemma3_layer_types": ["adjacent_pairs", "head_dim_scale", "no_qk_norm", "global_theta", "window_wider",
+                           "no_window", "norm_no_offset", "embed_unscaled"],
+    "mistral_window": ["adjacent_pairs", "no_scale", "window_wider", "no_window"],
 }
 
 
@@ -114,6 +126,49 @@ def gpt2_as_llama_cpp_runs(directory, out):
     return out, f"query weights and bias × {folded}"
 
 
+def gemma_as_llama_cpp_runs(directory, out):
+    """A copy of a Gemma checkpoint llama.cpp's gemma2 / gemma3 graph computes the same function of,
+    written in F32. Returns (directory, what was folded).
+
+    - Those graphs scale q by 1/√head_dim: f = √(head_dim / query_pre_attn_scalar) is folded into
+      the query (Gemma 2: q_proj rows × f; Gemma 3, whose q_norm follows q_proj: 1 + q_norm.weight
+      × f, i.e. weight' = (1 + weight)·f - 1).
+    - They scale the embedding by sqrtf(hidden_size), where transformers rounds √hidden_size to the
+      model's dtype (BF16 here): r = rounded / sqrtf is folded into the tied embedding (× r) and,
+      since the same matrix unembeds, undone by the final norm (1 + model.norm.weight) × 1/r (the
+      final RMSNorm is linear in its weight)."""
+    config = json.loads((directory / "config.json").read_text())
+    head_dim, scalar = config["head_dim"], config["query_pre_attn_scalar"]
+    rounded = hf_reference.load(directory).normalizer
+    ratio = rounded / float(np.float32(math.sqrt(config["hidden_size"])))
+    if scalar == head_dim and ratio == 1:
+        return directory, None
+    factor = math.sqrt(head_dim / scalar)
+    tensors = {}
+    for path in sorted(directory.glob("model*.safetensors")):
+        tensors.update(safetensors_io.read_float64(path)[0])
+    for layer in range(config["num_hidden_layers"]):
+        a = f"model.layers.{layer}.self_attn."
+        if config["model_type"] == "gemma3_text":
+            tensors[a + "q_norm.weight"] = (1 + tensors[a + "q_norm.weight"]) * factor - 1
+        else:
+            tensors[a + "q_proj.weight"] = tensors[a + "q_proj.weight"] * factor
+    tensors["model.embed_tokens.weight"] = tensors["model.embed_tokens.weight"] * ratio
+    tensors["model.norm.weight"] = (1 + tensors["model.norm.weight"]) / ratio - 1
+    out.mkdir(parents=True, exist_ok=True)
+    safetensors_io.write_safetensors(out / "model.safetensors",
+                                     {n: ("F32", v.astype(np.float32)) for n, v in tensors.items()})
+    dtype = config.get("torch_dtype", "float32")
+    config.update(query_pre_attn_scalar=head_dim, torch_dtype="float32")
+    (out / "config.json").write_text(json.dumps(config))
+    where = "q_norm: 1 + weight" if config["model_type"] == "gemma3_text" else "q_proj rows"
+    folded = [f"{where} × √(head_dim / query_pre_attn_scalar) = √({head_dim}/{scalar})"] if scalar != head_dim else []
+    if ratio != 1:
+        folded.append(f"the embedding × {rounded:g} / sqrtf({config['hidden_size']}) and 1 + model.norm.weight "
+                      f"divided by it, for transformers' {dtype}-rounded normalizer {rounded:g}")
+    return out, "; ".join(folded)
+
+
 def reference_logits(directory, ids, readings=(), config_edit=None, scratch=None):
     """Last-position logits of the reference, possibly in a wrong reading (GPT-2: a config edit)."""
     if config_edit:
@@ -146,14 +201,24 @@ def validate(llama, names=None, scratch=None):
         config = json.loads((directory / "config.json").read_text())
         golden = json.loads((directory / "golden.json").read_text())
         tensors = safetensors_io.read_float64(directory / "golden.safetensors")[0]
-        source, note = directory, None
+        source, note, as_converted = directory, None, None
         if config["model_type"] == "gpt2":
             source, note = gpt2_as_llama_cpp_runs(directory, scratch / f"{name}-equivalent")
+        if config["model_type"] in ("gemma2", "gemma3_text"):
+            source, note = gemma_as_llama_cpp_runs(directory, scratch / f"{name}-equivalent")
         gguf_path = scratch / f"{name}.gguf"
-        hf_to_gguf.convert(source, gguf_path, "F32", llama.source / "gguf-py")
+        mistral = config["model_type"] == "mistral"
+        hf_to_gguf.convert(source, gguf_path, "F32", llama.source / "gguf-py", mistral_swa=mistral)
         prompts = [(p["ids"], tensors[f"{p['key']}.logits"][-1]) for p in golden["prompts"]]
         ours = [llama_logits(llama, gguf_path, ids) for ids, _ in prompts]
         agreement = max(distance(got, want) for got, (_, want) in zip(ours, prompts))
+        if mistral:  # as the pinned converter writes it: arch llama, no window
+            plain = scratch / f"{name}-llama.gguf"
+            hf_to_gguf.convert(source, plain, "F32", llama.source / "gguf-py")
+            theirs = [llama_logits(llama, plain, ids) for ids, _ in prompts]
+            as_converted = (max(distance(got, want) for got, (_, want) in zip(theirs, prompts)),
+                            max(distance(got, reference_logits(directory, ids, ("no_window",)))
+                                for got, (ids, _) in zip(theirs, prompts)))
         gelu = None
         if config.get("hidden_act", config.get("activation_function")) == "gelu":
             edit = gpt2_tanh_gelu if config["model_type"] == "gpt2" else None
@@ -168,7 +233,7 @@ def validate(llama, names=None, scratch=None):
                       for got, (ids, _) in zip(ours, prompts))
             wrong[reading] = (far, far / agreement)
         rows.append({"name": name, "architecture": golden["architecture"], "agreement": agreement,
-                     "llama_gelu": gelu, "note": note, "readings": wrong})
+                     "llama_gelu": gelu, "note": note, "readings": wrong, "as_converted": as_converted})
     return rows
 
 
@@ -211,15 +276,38 @@ def markdown(rows, llama):
         lines.append(f"| {row['name']} | {row['architecture']} | {agreement} | {readings} |")
     lines += ["", "## What llama.cpp does differently, or cannot run", ""]
     for row in rows:
-        if row["note"]:
+        if row["note"] and row["architecture"] == "GPT2LMHeadModel":
             lines.append(f"- {row['name']}: llama.cpp's gpt2 graph always divides scores by √d and has no "
                          f"scale_attn_weights false or scale_attn_by_inverse_layer_idx, so the checkpoint runs as an "
                          f"equivalent model ({row['note']}; exact up to float32 rounding of the scaled weights).")
+        elif row["note"]:
+            lines.append(f"- {row['name']}: runs as an equivalent model ({row['note']}; in F32, exact up to float32 "
+                         f"rounding of the scaled weights).")
+        if row.get("as_converted"):
+            full, plain = row["as_converted"]
+            lines.append(f"- {row['name']}: the pinned converter maps MistralForCausalLM to arch llama "
+                         f"(conversion/llama.py), which writes no sliding_window, and llama.cpp's llama graph has no "
+                         f"window: that GGUF attends to the whole causal prefix, {full:.2g} from the reference "
+                         f"and {plain:.2g} from the reference's no_window reading. The row above is llama.cpp on "
+                         f"`hf_to_gguf.py --mistral-swa`: arch granite_swa, llama's graph (the same permuted q / k "
+                         f"rows, 1/√d) with llama.cpp's standard sliding window on every layer, logit_scale 1 and "
+                         f"the per-head attention sinks it requires set to -1e30 (they add exp(-1e30 - max) = 0 to "
+                         f"the softmax).")
     lines += [
-        "- GELU: llama.cpp's GPT-2 and GPT-NeoX graphs use ggml_gelu, the tanh approximation read from a table "
-        "indexed by the F16-rounded input (ggml-cpu/vec.h, GGML_GELU_FP16), so the GELU models (GPT-2, GPT-NeoX) "
-        "agree to a few 1e-4 where the others agree to float32 rounding. The reference keeps Hugging Face's "
-        "activation (\"gelu\" = erf for GPT-NeoX and gpt2_f16; gelu_new / gelu_pytorch_tanh = tanh); the figure in "
+        "- Gemma: llama.cpp's gemma2 and gemma3 graphs (src/models/gemma2.cpp, gemma3.cpp) scale q by "
+        "f_attention_scale = 1/√head_dim (1/√(hidden_size / heads) for 46- or 62-layer models), never by "
+        "query_pre_attn_scalar^-1/2, which the pinned converter does not write; and scale the embedding by "
+        "sqrtf(n_embd) unrounded, where transformers rounds √hidden_size to the model's dtype. Both are folded "
+        "into the weights as said above. Their GeGLU is ggml_geglu_split, whose GELU is read from the same F16 "
+        "table (ggml-cpu/vec.h, ggml_vec_geglu_f32; below), so Gemma agrees to about 1e-4, as the other GELU models. llama.cpp's sliding window (llama_hparams::is_masked_swa, "
+        "LLAMA_SWA_TYPE_STANDARD: key p0 is masked from query p1 when p1 - p0 ≥ n_swa) is transformers' "
+        "p - w < j ≤ p. Gemma 2 slides the even layers (set_swa_pattern(2): layer i slides iff i % 2 < 1), "
+        "as transformers; for Gemma 3 hf_to_gguf.py writes attention.sliding_window_pattern (the pinned "
+        "converter writes none and llama.cpp assumes 6, which would make all 3 layers slide here).",
+        "- GELU: llama.cpp's GPT-2, GPT-NeoX and Gemma graphs use ggml_gelu (Gemma: ggml_geglu_split), the tanh "
+        "approximation read from a table indexed by the F16-rounded input (ggml-cpu/vec.h, GGML_GELU_FP16), so the GELU models (GPT-2, "
+        "GPT-NeoX, Gemma) agree to a few 1e-4 where the others agree to float32 rounding. The reference keeps Hugging Face's "
+        "activation (\"gelu\" = erf for GPT-NeoX and gpt2_f16; gelu_new / gelu_pytorch_tanh = tanh, Gemma's too); the figure in "
         "parentheses is the reference with the tanh form: erf against tanh is the smaller part of the "
         "difference, the F16 table the larger.",
         "- GPT-NeoX: the pinned convert_hf_to_gguf.py (conversion/gptneox.py) writes no rope.freq_base, so "
@@ -230,7 +318,8 @@ def markdown(rows, llama):
         "graph needs q_norm of width hidden_size (num_attention_heads · head_dim = hidden_size).",
         "- Every other checkpoint and option (partial rotary, GPT-NeoX's parallel and sequential residual, "
         "Llama 3's rope_freqs, linear scaling in all three config spellings, Qwen3's per-head and OLMo-2's "
-        "whole-projection q/k norms, OLMo-2's post-norms, Phi-3's fused projections) runs as is.",
+        "whole-projection q/k norms, OLMo-2's post-norms, Phi-3's fused projections, Gemma's soft caps, "
+        "(1 + weight) norms, pre and post norms and per-layer rope base, Gemma 3's q/k norms) runs as is.",
     ]
     return "\n".join(lines) + "\n"
 

@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests/data/hf"
 NAMES = ["gpt2_prefixed_f32", "gpt2_f16", "gpt2_unscaled_f32", "llama_gqa_bf16_shards", "llama_head_dim_untied",
          "qwen2_bias", "gpt_neox_parallel", "gpt_neox_sequential", "llama3_rope_scaling", "llama_linear_rope_parameters",
-         "llama_linear_rope_scaling_type", "qwen3_qk_norm", "olmo2_post_norm", "phi3_fused_partial"]
+         "llama_linear_rope_scaling_type", "qwen3_qk_norm", "olmo2_post_norm", "phi3_fused_partial",
+         "gemma2_softcap_window", "gemma3_pattern", "gemma3_layer_types", "mistral_window"]
 
 
 # ---------------------------------------------------------------- the naive formulation
@@ -57,8 +58,9 @@ def naive_softmax(scores):
     return [w / total for w in weights]
 
 
-def naive_attention(q, k, v, heads, kv_heads, head_dim, scale):
-    """Per query position and head: softmax over keys 0..t of (q·k)·scale, then the weighted values."""
+def naive_attention(q, k, v, heads, kv_heads, head_dim, scale, window=None, softcap=None):
+    """Per query position t and head: softmax over keys first..t (first = 0, or t - window + 1 with a
+    window) of (q·k)·scale (through cap·tanh(·/cap) with a soft cap), then the weighted values."""
     n = q.shape[0]
     d = head_dim
     pattern = np.zeros((heads, n, n))
@@ -66,11 +68,14 @@ def naive_attention(q, k, v, heads, kv_heads, head_dim, scale):
     for h in range(heads):
         g = h // (heads // kv_heads)
         for t in range(n):
+            first = 0 if window is None else max(0, t - window + 1)
             query = q[t, h * d:(h + 1) * d]
-            scores = [float(np.dot(query, k[j, g * d:(g + 1) * d])) * scale for j in range(t + 1)]
+            scores = [float(np.dot(query, k[j, g * d:(g + 1) * d])) * scale for j in range(first, t + 1)]
+            if softcap is not None:
+                scores = [softcap * math.tanh(s / softcap) for s in scores]
             weights = naive_softmax(scores)
-            pattern[h, t, :t + 1] = weights
-            for j, w in enumerate(weights):
+            pattern[h, t, first:t + 1] = weights
+            for j, w in zip(range(first, t + 1), weights):
                 z[t, h * d:(h + 1) * d] += w * v[j, g * d:(g + 1) * d]
     return pattern, z
 
@@ -290,7 +295,8 @@ def naive_rotary(config, w, ids):
                 normed_k[:, h * d:(h + 1) * d], k_scale[:, h] = rows_rms_norm(k[:, h * d:(h + 1) * d], w[a_ + "k_norm.weight"])
             hooks[b + "attn.q_norm.hook_scale"], hooks[b + "attn.k_norm.hook_scale"] = q_scale, k_scale
         rot_q, rot_k = naive_rotate(normed_q, H, d, frequencies), naive_rotate(normed_k, Hkv, d, frequencies)
-        pattern, z = naive_attention(rot_q, rot_k, v, H, Hkv, d, 1 / math.sqrt(d))
+        window = config.get("sliding_window") if kind == "mistral" else None
+        pattern, z = naive_attention(rot_q, rot_k, v, H, Hkv, d, 1 / math.sqrt(d), window)
         patterns.append(pattern)
         w_out = w[a_ + "o_proj.weight"]
         result = np.zeros((n, H * C))
@@ -329,10 +335,95 @@ def naive_rotary(config, w, ids):
     return np.stack([row @ unembed.T for row, _ in normed]), np.stack(patterns), hooks
 
 
+def round_to_bfloat16(x):
+    """x rounded to the nearest bfloat16 (ties to even), by its float32 bits."""
+    bits = int(np.array(x, dtype="<f4").view("<u4"))
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return float(np.array(bits, dtype="<u4").view("<f4"))
+
+
+def naive_gemma(config, w, ids):
+    """Gemma 2 and Gemma 3 (text): scaled embedding, four (1 + weight) RMSNorms per layer, GeGLU,
+    query_pre_attn_scalar, soft caps, sliding windows on the layers the config names."""
+    C, H, Hkv, d = (config[k] for k in ("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim"))
+    eps, L = config["rms_norm_eps"], config["num_hidden_layers"]
+    gemma3 = config["model_type"] == "gemma3_text"
+    if "layer_types" in config:
+        sliding = [t == "sliding_attention" for t in config["layer_types"]]
+    elif gemma3:
+        sliding = [(layer + 1) % config["sliding_window_pattern"] != 0 for layer in range(L)]
+    else:
+        sliding = [layer % 2 == 0 for layer in range(L)]
+    normalizer = float(np.float32(math.sqrt(C)))
+    if config["torch_dtype"] == "bfloat16":
+        normalizer = round_to_bfloat16(normalizer)
+
+    def frequencies(theta):
+        return [theta ** (-2 * i / d) for i in range(d // 2)]
+
+    def norm(x, weight):
+        rows = [naive_rms_norm(row, 1 + weight, eps) for row in x]
+        return np.stack([row for row, _ in rows]), np.array([[s] for _, s in rows])
+
+    def head_norm(x, weight, count):
+        out, scales = x.copy(), np.zeros((x.shape[0], count))
+        for h in range(count):
+            part, scale = norm(x[:, h * d:(h + 1) * d], weight)
+            out[:, h * d:(h + 1) * d], scales[:, h] = part, scale[:, 0]
+        return out, scales
+
+    n = len(ids)
+    x = np.stack([w["model.embed_tokens.weight"][i] for i in ids]) * normalizer
+    hooks = {"hook_embed": x.copy()}
+    patterns = []
+    for layer in range(L):
+        p, b = f"model.layers.{layer}.", f"blocks.{layer}."
+        hooks[b + "hook_resid_pre"] = x.copy()
+        a, hooks[b + "ln1.hook_scale"] = norm(x, w[p + "input_layernorm.weight"])
+        q, k, v = (a @ w[p + f"self_attn.{t}_proj.weight"].T for t in "qkv")
+        hooks.update({b + "attn.hook_q": q, b + "attn.hook_k": k, b + "attn.hook_v": v})
+        if gemma3:
+            q, hooks[b + "attn.q_norm.hook_scale"] = head_norm(q, w[p + "self_attn.q_norm.weight"], H)
+            k, hooks[b + "attn.k_norm.hook_scale"] = head_norm(k, w[p + "self_attn.k_norm.weight"], Hkv)
+        theta = config["rope_local_base_freq"] if gemma3 and sliding[layer] else config["rope_theta"]
+        rot_q, rot_k = naive_rotate(q, H, d, frequencies(theta)), naive_rotate(k, Hkv, d, frequencies(theta))
+        pattern, z = naive_attention(rot_q, rot_k, v, H, Hkv, d, config["query_pre_attn_scalar"] ** -0.5,
+                                     config["sliding_window"] if sliding[layer] else None,
+                                     config.get("attn_logit_softcapping"))
+        patterns.append(pattern)
+        w_out = w[p + "self_attn.o_proj.weight"]
+        result = np.zeros((n, H * C))
+        for t in range(n):
+            for head in range(H):
+                result[t, head * C:(head + 1) * C] = w_out[:, head * d:(head + 1) * d] @ z[t, head * d:(head + 1) * d]
+        attn_out, hooks[b + "ln1_post.hook_scale"] = norm(result.reshape(n, H, C).sum(axis=1),
+                                                          w[p + "post_attention_layernorm.weight"])
+        hooks.update({b + "attn.hook_rot_q": rot_q, b + "attn.hook_rot_k": rot_k, b + "attn.hook_z": z,
+                      b + "attn.hook_result": result, b + "hook_attn_out": attn_out})
+        x = x + attn_out
+        hooks[b + "hook_resid_mid"] = x.copy()
+        a, hooks[b + "ln2.hook_scale"] = norm(x, w[p + "pre_feedforward_layernorm.weight"])
+        gate, up = a @ w[p + "mlp.gate_proj.weight"].T, a @ w[p + "mlp.up_proj.weight"].T
+        post = 0.5 * gate * (1 + np.tanh(math.sqrt(2 / math.pi) * (gate + 0.044715 * gate ** 3))) * up
+        out, hooks[b + "ln2_post.hook_scale"] = norm(post @ w[p + "mlp.down_proj.weight"].T,
+                                                     w[p + "post_feedforward_layernorm.weight"])
+        hooks.update({b + "mlp.hook_pre": gate, b + "mlp.hook_pre_linear": up, b + "mlp.hook_post": post,
+                      b + "hook_mlp_out": out})
+        x = x + out
+        hooks[b + "hook_resid_post"] = x.copy()
+    final, hooks["ln_final.hook_scale"] = norm(x, w["model.norm.weight"])
+    logits = final @ w["model.embed_tokens.weight"].T
+    cap = config.get("final_logit_softcapping")
+    if cap is not None:
+        logits = cap * np.tanh(logits / cap)
+    return logits, np.stack(patterns), hooks
+
+
 def naive(directory, ids):
     config = json.loads((Path(directory) / "config.json").read_text())
     w = naive_tensors(directory)
-    formulation = {"gpt2": naive_gpt2, "gpt_neox": naive_gpt_neox}.get(config["model_type"], naive_rotary)
+    formulation = {"gpt2": naive_gpt2, "gpt_neox": naive_gpt_neox, "gemma2": naive_gemma,
+                   "gemma3_text": naive_gemma}.get(config["model_type"], naive_rotary)
     return formulation(config, w, ids)
 
 
@@ -452,6 +543,20 @@ def olmo2_hooks(layers):
     return names + ["ln_final.hook_scale"]
 
 
+def gemma_hooks(layers, qk_norm):
+    names = ["hook_embed"]
+    for layer in range(layers):
+        b = f"blocks.{layer}."
+        names += [b + "hook_resid_pre", b + "ln1.hook_scale", b + "attn.hook_q", b + "attn.hook_k", b + "attn.hook_v"]
+        if qk_norm:
+            names += [b + "attn.q_norm.hook_scale", b + "attn.k_norm.hook_scale"]
+        names += [b + "attn.hook_rot_q", b + "attn.hook_rot_k", b + "attn.hook_z", b + "attn.hook_result",
+                  b + "ln1_post.hook_scale", b + "hook_attn_out", b + "hook_resid_mid", b + "ln2.hook_scale",
+                  b + "mlp.hook_pre", b + "mlp.hook_pre_linear", b + "mlp.hook_post", b + "ln2_post.hook_scale",
+                  b + "hook_mlp_out", b + "hook_resid_post"]
+    return names + ["ln_final.hook_scale"]
+
+
 def expected_hooks(config):
     kind = config["model_type"]
     if kind == "gpt2":
@@ -459,7 +564,24 @@ def expected_hooks(config):
     layers = config["num_hidden_layers"]
     if kind == "gpt_neox":
         return gpt_neox_hooks(layers, config["use_parallel_residual"])
+    if kind in ("gemma2", "gemma3_text"):
+        return gemma_hooks(layers, kind == "gemma3_text")
     return {"qwen3": qwen3_hooks, "olmo2": olmo2_hooks}.get(kind, rotary_hooks)(layers)
+
+
+def sliding_layers(config):
+    """Which layers slide, and the window (None for none), read independently of hf_reference."""
+    kind, layers = config["model_type"], config.get("num_hidden_layers", config.get("n_layer"))
+    if kind == "mistral":
+        return [True] * layers, config["sliding_window"]
+    if kind == "gemma2":
+        return [layer % 2 == 0 for layer in range(layers)], config["sliding_window"]
+    if kind == "gemma3_text":
+        if "layer_types" in config:
+            return [t == "sliding_attention" for t in config["layer_types"]], config["sliding_window"]
+        return [(layer + 1) % config["sliding_window_pattern"] != 0 for layer in range(layers)], \
+            config["sliding_window"]
+    return [False] * layers, None
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -493,10 +615,14 @@ def test_committed_goldens_are_named_and_shaped_as_documented(goldens, name):
         assert attention.shape == (layers, H, n, n)
         np.testing.assert_allclose(attention.sum(-1), 1, atol=1e-14)
         assert np.all(np.triu(attention, 1) == 0)
+        slides, window = sliding_layers(config)
+        for layer, slide in enumerate(slides):  # keys before p - w + 1 get nothing; those inside do
+            outside = np.tril(np.ones((n, n), dtype=bool), -window) if slide else np.zeros((n, n), dtype=bool)
+            assert np.all(attention[layer][:, outside] == 0) and np.all(attention[layer][:, ~outside & np.tri(n, dtype=bool)] > 0)
         for hook in description["hooks"]:
             expected_names.add(f"{key}.{hook}")
             width = widths[hook.split(".")[-1]]
-            if hook.endswith("_norm.hook_scale") and config["model_type"] == "qwen3":
+            if hook.endswith("_norm.hook_scale") and config["model_type"] in ("qwen3", "gemma3_text"):
                 width = H if ".q_norm." in hook else Hkv  # one scale per position and head
             assert tensors[f"{key}.{hook}"].shape == (n, width), hook
     assert set(tensors) == expected_names
@@ -574,6 +700,62 @@ def test_committed_newer_architectures_are_the_documented_variants():
     c = config("phi3_fused_partial")
     assert c["partial_rotary_factor"] == 0.5 and c["rope_scaling"] is None
     assert "model.layers.0.mlp.gate_up_proj.weight" in names("phi3_fused_partial")
+
+
+def test_committed_windowed_architectures_are_the_documented_variants():
+    def config(name):
+        return json.loads((DATA / name / "config.json").read_text())
+
+    def names(name):
+        return set(naive_tensors(DATA / name))
+
+    for name in ("gemma2_softcap_window", "gemma3_pattern", "gemma3_layer_types", "mistral_window"):
+        c = config(name)
+        assert c["sliding_window"] < c["max_position_embeddings"] and c["head_dim"] != c["hidden_size"] // \
+            c["num_attention_heads"] and c["num_key_value_heads"] < c["num_attention_heads"], name
+        if name.startswith("gemma"):
+            assert c["query_pre_attn_scalar"] != c["head_dim"] and "tie_word_embeddings" not in c
+            assert c["hidden_activation"] == "gelu_pytorch_tanh" and "lm_head.weight" not in names(name)
+            assert {"model.layers.0.pre_feedforward_layernorm.weight",
+                    "model.layers.0.post_feedforward_layernorm.weight"} <= names(name)
+    c = config("gemma2_softcap_window")
+    assert c["attn_logit_softcapping"] and c["final_logit_softcapping"] and c["hidden_act"] == "gelu_pytorch_tanh"
+    assert sliding_layers(c)[0] == [True, False]
+    c = config("gemma3_pattern")
+    assert c["attn_logit_softcapping"] is None and c["final_logit_softcapping"] is None and c["rope_scaling"] is None
+    assert (c["sliding_window_pattern"], c["rope_local_base_freq"], c["rope_theta"]) == (3, 1e4, 1e6)
+    assert sliding_layers(c)[0] == [True, True, False] and "layer_types" not in c
+    c = config("gemma3_layer_types")
+    assert sliding_layers(c)[0] == [True, False, True] and "sliding_window_pattern" not in c
+    assert c["_sliding_window_pattern"] == 6 and c["torch_dtype"] == "bfloat16"
+    assert "model.layers.2.self_attn.q_norm.weight" in names("gemma3_layer_types")
+    c = config("mistral_window")
+    assert not c["tie_word_embeddings"] and "lm_head.weight" in names("mistral_window")
+
+
+def test_gemma_normalizer_is_rounded_to_the_checkpoint_dtype():
+    # transformers: torch.tensor(hidden_size**0.5, dtype=hidden_states.dtype), in BF16 √40 -> 6.3125
+    assert hf_reference.load(DATA / "gemma3_layer_types").normalizer == 6.3125 == round_to_bfloat16(math.sqrt(40))
+    assert hf_reference.load(DATA / "gemma3_pattern").normalizer == float(np.float32(math.sqrt(32))) != math.sqrt(32)
+    tensors = read_safetensors(DATA / "gemma3_layer_types" / "golden.safetensors")[0]
+    ids = json.loads((DATA / "gemma3_layer_types" / "golden.json").read_text())["prompts"][1]["ids"]
+    embed = naive_tensors(DATA / "gemma3_layer_types")["model.embed_tokens.weight"]
+    assert np.array_equal(tensors["p1.hook_embed"], embed[ids] * 6.3125)
+
+
+def test_windows_and_soft_caps_change_the_goldens():
+    # Each reading the validation uses against llama.cpp also moves the goldens' logits: the window
+    # (one wider, none), Gemma's caps, its (1 + weight), √C, query_pre_attn_scalar and local θ.
+    for name, readings in [("gemma2_softcap_window", ["window_wider", "no_window", "no_attn_softcap",
+                                                      "no_final_softcap", "norm_no_offset", "embed_unscaled",
+                                                      "head_dim_scale"]),
+                           ("gemma3_pattern", ["window_wider", "no_window", "global_theta", "no_qk_norm"]),
+                           ("mistral_window", ["window_wider", "no_window"])]:
+        golden = json.loads((DATA / name / "golden.json").read_text())["prompts"][2]
+        want = read_safetensors(DATA / name / "golden.safetensors")[0]["p2.logits"]
+        for reading in readings:
+            got, _, _ = hf_reference.run(hf_reference.load(DATA / name, [reading]), golden["ids"])
+            assert np.abs(got[-1] - want[-1]).max() > 0.05 * np.abs(want[-1]).max(), (name, reading)
 
 
 def test_regeneration_reproduces_the_committed_files(tmp_path):
@@ -742,6 +924,17 @@ def assign(key, value):
     ("gpt_neox_parallel", assign("hidden_act", "relu"), "hidden_act 'relu' is not one of"),
     ("gpt_neox_parallel", assign("rotary_pct", 0.5), "partial_rotary_factor 0.25 differs from rotary_pct 0.5"),
     ("gpt_neox_sequential", assign("attention_bias", False), "unexpected tensors \\['gpt_neox.layers.0.attention.dense.bias'"),
+    ("gemma2_softcap_window", assign("hidden_activation", "gelu"), "hidden_activation 'gelu' is not implemented"),
+    ("gemma2_softcap_window", assign("rope_scaling", {"rope_type": "linear", "factor": 8.0}),
+     "rope_scaling .* is not implemented"),
+    ("gemma2_softcap_window", assign("sliding_window", 0), "sliding_window must be an integer ≥ 1"),
+    ("gemma2_softcap_window", assign("attn_logit_softcapping", -1.0), "attn_logit_softcapping must be a positive"),
+    ("gemma2_softcap_window", assign("attention_bias", True), "attention_bias true is not implemented"),
+    ("gemma3_layer_types", assign("layer_types", ["sliding_attention"]), "layer_types must give"),
+    ("gemma3_layer_types", assign("torch_dtype", "float8"), "torch_dtype 'float8' is not one of"),
+    ("gemma3_pattern", assign("sliding_window_pattern", 0), "sliding_window_pattern must be an integer ≥ 1"),
+    ("gemma3_pattern", assign("tie_word_embeddings", False), "missing tensor 'lm_head.weight'"),
+    ("mistral_window", assign("sliding_window", 2.5), "sliding_window must be an integer ≥ 1"),
 ])
 def test_reference_refuses_unimplemented_or_inconsistent_configs(tmp_path, name, config_edit, message):
     directory = copy_with(tmp_path, name, config_edit)

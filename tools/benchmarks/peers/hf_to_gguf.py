@@ -3,7 +3,7 @@
 
   /usr/bin/python3 tools/benchmarks/peers/hf_to_gguf.py HF_DIR OUT.gguf --type F32|F16|BF16|Q8_0|Q4_0 --gguf-py LLAMA_CPP/gguf-py
 
-Follows llama.cpp's convert_hf_to_gguf.py (conversion/{base,gpt2,llama,gptneox,qwen,olmo,phi}.py of
+Follows llama.cpp's convert_hf_to_gguf.py (conversion/{base,gpt2,llama,gptneox,qwen,olmo,phi,gemma}.py of
 the pinned tree):
   * GPT2LMHeadModel -> arch "gpt2": Conv1D weights (c_attn, c_proj, c_fc) transposed to (out × in);
     feed_forward_length n_inner or 4·n_embd; the causal-mask buffers dropped.
@@ -23,6 +23,25 @@ the pinned tree):
   * Phi3ForCausalLM -> "phi3": qkv_proj and gate_up_proj stay fused (attn_qkv, ffn_up of 2M
     rows); rope.dimension_count int(partial_rotary_factor · C) / H, rope.scaling.original_context_length,
     sliding_window 0. longrope (rope_scaling non-null) is refused.
+  * Gemma2ForCausalLM -> "gemma2", Gemma3ForCausalLM -> "gemma3" (conversion/gemma.py): every
+    "*norm.weight" (the four layer norms, model.norm, Gemma 3's q_norm / k_norm) stored with 1 added,
+    because llama.cpp multiplies by the stored weight where Hugging Face multiplies by 1 + weight;
+    lm_head.weight dropped (tied); key_length / value_length = head_dim; gemma2:
+    attn_logit_softcapping, final_logit_softcapping, sliding_window (llama.cpp's period-2 default
+    makes the even layers slide, as Hugging Face's); gemma3: rope.freq_base = rope_theta,
+    rope.freq_base_swa = rope_local_base_freq (conversion/base.py), final_logit_softcapping when
+    set, sliding_window. Not in the pinned converter: gemma2's rope.freq_base (it writes none, so
+    llama.cpp takes 10000), and gemma3's attention.sliding_window_pattern, the period P with layer i
+    sliding iff i % P < P - 1: sliding_window_pattern, or the period layer_types follows (refused
+    when none does); the converter writes none and llama.cpp assumes 6. query_pre_attn_scalar is
+    not written: llama.cpp's gemma2 / gemma3 graphs scale q by 1/√head_dim (by
+    1/√(hidden_size / heads) for 46- or 62-layer models), whatever query_pre_attn_scalar says.
+  * MistralForCausalLM -> "llama", as the pinned converter maps it (conversion/llama.py): sliding_window
+    is not written and llama.cpp's llama graph has none, so every layer attends to the whole causal
+    prefix. mistral_swa=True (--mistral-swa) writes instead arch "granite_swa", whose graph is
+    llama's (the same permuted q / k rows) with a sliding window: sliding_window, a pattern of true
+    for every layer, logit_scale 1, and the attention sinks it requires set to -1e30 (exp(-1e30 -
+    max) = 0 in ggml's softmax: no sink).
   * tensor types: 1-D tensors, *_norm.weight and the position table stay F32, every other weight
     takes --type (as the converter's MOSTLY_* file types do); with Q8_0 or Q4_0 (gguf-py's
     quantizers, as llama-quantize's Q8_0 / Q4_0 files) a matrix whose rows are not whole blocks of
@@ -121,6 +140,28 @@ def plain_tensors(config, tensors):
     yield from tensors.items()
 
 
+def gemma_tensors(config, tensors):
+    """Gemma2Model / Gemma3Model.modify_tensors: norm weights + 1, lm_head.weight skipped."""
+    for name, data in tensors.items():
+        if name == "lm_head.weight":
+            continue
+        if name.endswith("norm.weight"):
+            data = (data.astype(np.float64) + 1).astype(np.float32)
+        yield name, data
+
+
+def swa_period(config):
+    """Gemma 3's sliding layers as llama.cpp's period P (layer i slides iff i % P < P - 1)."""
+    layers = config["num_hidden_layers"]
+    if config.get("layer_types") is None:
+        return config.get("sliding_window_pattern", config.get("_sliding_window_pattern", 6))
+    sliding = [t == "sliding_attention" for t in config["layer_types"]]
+    for period in range(1, layers + 2):
+        if sliding == [i % period < period - 1 for i in range(layers)]:
+            return period
+    raise ValueError(f"layer_types {config['layer_types']!r} follow no period llama.cpp can express")
+
+
 def rope_settings(config):
     """(rope_theta, rope type, the rope dict) from rope_parameters (v5) or rope_theta + rope_scaling."""
     rope = config.get("rope_parameters") or config.get("rope_scaling") or {}
@@ -158,10 +199,13 @@ ARCHITECTURES = {
     "Qwen3ForCausalLM": ("QWEN3", plain_tensors),
     "Olmo2ForCausalLM": ("OLMO2", plain_tensors),
     "Phi3ForCausalLM": ("PHI3", plain_tensors),
+    "Gemma2ForCausalLM": ("GEMMA2", gemma_tensors),
+    "Gemma3ForCausalLM": ("GEMMA3", gemma_tensors),
+    "MistralForCausalLM": ("LLAMA", llama_tensors),
 }
 
 
-def write_metadata(gguf, writer, config, file_type):
+def write_metadata(gguf, writer, config, file_type, mistral_swa=False):
     kind = config["model_type"]
     if kind == "gpt2":
         writer.add_block_count(config["n_layer"])
@@ -193,9 +237,28 @@ def write_metadata(gguf, writer, config, file_type):
         writer.add_head_count_kv(config.get("num_key_value_heads") or heads)
         writer.add_rope_freq_base(theta)
         writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
-        if "head_dim" in config:
+        if "head_dim" in config and kind not in ("gemma2", "gemma3_text"):
             writer.add_key_length(head_dim)
             writer.add_value_length(head_dim)
+        if kind in ("gemma2", "gemma3_text"):
+            if config.get("rope_scaling") is not None:
+                raise ValueError(f"Gemma rope_scaling {config['rope_scaling']!r}: only null is converted here")
+            writer.add_key_length(head_dim)
+            writer.add_value_length(head_dim)
+            if config.get("attn_logit_softcapping") is not None:  # gemma3's graph has no attention cap
+                if kind != "gemma2":
+                    raise ValueError("llama.cpp's gemma3 graph has no attn_logit_softcapping")
+                writer.add_attn_logit_softcapping(config["attn_logit_softcapping"])
+            if config.get("final_logit_softcapping") is not None:
+                writer.add_final_logit_softcapping(config["final_logit_softcapping"])
+            writer.add_sliding_window(config["sliding_window"])
+            if kind == "gemma3_text":
+                writer.add_rope_freq_base_swa(config.get("rope_local_base_freq", 10000.0))
+                writer.add_sliding_window_pattern(swa_period(config))
+        if kind == "mistral" and mistral_swa:
+            writer.add_logit_scale(1.0)
+            writer.add_sliding_window(config["sliding_window"])
+            writer.add_sliding_window_pattern([True] * config["num_hidden_layers"])
         if kind == "phi3":
             if config.get("rope_scaling") is not None:
                 raise ValueError(f"Phi-3 rope_scaling {config['rope_scaling']!r}: only null is converted here")
@@ -215,8 +278,9 @@ def write_metadata(gguf, writer, config, file_type):
     writer.add_tokenizer_model("none")
 
 
-def convert(hf_dir, out_path, type_name, gguf_py):
-    """Writes out_path; returns {gguf tensor name: (ggml type name, shape rows-first)}."""
+def convert(hf_dir, out_path, type_name, gguf_py, mistral_swa=False):
+    """Writes out_path; returns {gguf tensor name: (ggml type name, shape rows-first)}.
+    mistral_swa: a MistralForCausalLM as arch granite_swa, which keeps its sliding window."""
     if type_name not in TYPES:
         raise ValueError(f"--type {type_name!r}: expected one of {TYPES}")
     gguf = load_gguf(gguf_py)
@@ -226,11 +290,19 @@ def convert(hf_dir, out_path, type_name, gguf_py):
         raise ValueError(f"{hf_dir}/config.json: architecture {architecture!r} is neither of "
                          f"{', '.join(ARCHITECTURES)}")
     arch_name, rename = ARCHITECTURES[architecture]
+    mistral_swa = mistral_swa and architecture == "MistralForCausalLM" and config.get("sliding_window") is not None
+    if mistral_swa:
+        arch_name = "GRANITE_SWA"
     arch = getattr(gguf.MODEL_ARCH, arch_name)
     renamed = rename(config, tensors)
     layers = config["n_layer"] if architecture == "GPT2LMHeadModel" else config["num_hidden_layers"]
     if architecture == "LlamaForCausalLM" and rope_settings(config)[1] == "llama3":
         renamed = [*renamed, ("rope_freqs.weight", llama3_rope_factors(config))]
+    sinks = {}
+    if mistral_swa:  # granite_swa requires per-head attention sinks: -1e30 adds nothing to the softmax
+        for layer in range(layers):
+            name = gguf.TENSOR_NAMES[gguf.MODEL_TENSOR.ATTN_SINKS].format(bid=layer) + ".weight"
+            sinks[name] = np.full(config["num_attention_heads"], -1e30, dtype=np.float32)
     qtype = getattr(gguf.GGMLQuantizationType, type_name)
     file_type = {"F32": gguf.LlamaFileType.ALL_F32, "F16": gguf.LlamaFileType.MOSTLY_F16,
                  "BF16": gguf.LlamaFileType.MOSTLY_BF16, "Q8_0": gguf.LlamaFileType.MOSTLY_Q8_0,
@@ -238,7 +310,7 @@ def convert(hf_dir, out_path, type_name, gguf_py):
     names = gguf.get_tensor_name_map(arch, layers)
     writer = gguf.GGUFWriter(str(out_path), gguf.MODEL_ARCH_NAMES[arch])
     writer.add_name(f"random {config['model_type']} ({Path(hf_dir).name})")
-    write_metadata(gguf, writer, config, file_type)
+    write_metadata(gguf, writer, config, file_type, mistral_swa)
     written = {}
     for name, data in renamed:
         found = ((gguf.MODEL_TENSOR.ROPE_FREQS, name) if name == "rope_freqs.weight"
@@ -252,6 +324,9 @@ def convert(hf_dir, out_path, type_name, gguf_py):
         writer.add_tensor(new_name, gguf.quants.quantize(data.astype(np.float32), tensor_type),
                           raw_dtype=tensor_type)
         written[new_name] = (tensor_type.name, tuple(data.shape))
+    for new_name, data in sinks.items():
+        writer.add_tensor(new_name, data, raw_dtype=gguf.GGMLQuantizationType.F32)
+        written[new_name] = ("F32", tuple(data.shape))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -265,8 +340,10 @@ def main():
     parser.add_argument("out", type=Path)
     parser.add_argument("--type", default="F32", choices=TYPES)
     parser.add_argument("--gguf-py", required=True, type=Path, help="gguf-py folder of the pinned llama.cpp tree")
+    parser.add_argument("--mistral-swa", action="store_true",
+                        help="write a MistralForCausalLM as arch granite_swa, keeping its sliding window")
     args = parser.parse_args()
-    for name, (kind, shape) in convert(args.hf_dir, args.out, args.type, args.gguf_py).items():
+    for name, (kind, shape) in convert(args.hf_dir, args.out, args.type, args.gguf_py, args.mistral_swa).items():
         print(f"{name:32s} {kind:5s} {shape}")
 
 
