@@ -44,6 +44,7 @@ const char* const kNames[] = {
     "qwen3_qk_norm",                   // RMSNorm over each query and key head, head_dim 16 ≠ 32 / 4
     "olmo2_post_norm",                 // norms after attention and the MLP, q/k norms over the whole width
     "phi3_fused_partial",              // qkv_proj and gate_up_proj fused, half of each head rotates
+    "mistral_window",                  // a sliding window of 5 keys in every layer, 24 positions
 };
 
 template <class T>
@@ -163,6 +164,9 @@ TEST_CASE("Hugging Face checkpoints: the settings each config declares") {
     const auto& phi3 = checkpoint<float>("phi3_fused_partial").settings();
     CHECK(phi3.layer(0).rotary.rotated == 8);
     CHECK(phi3.layer(0).tensors.size() == 6);  // two norms, qkv_proj, o_proj, gate_up_proj, down_proj
+    const auto& mistral = checkpoint<float>("mistral_window").settings();
+    CHECK(mistral.architecture == attn::Architecture::mistral);
+    CHECK(mistral.layer(1).window == 5);
 }
 
 TEST_CASE("Rotary frequencies: Llama 3's scaling keeps short wavelengths, divides long ones, blends between") {
@@ -427,7 +431,7 @@ TEST_CASE("Model::load names what a Hugging Face directory gets wrong") {
     config_error(
         "gpt2_prefixed_f32", [](json& c) { c["model_type"] = "bert"; },
         "\"model_type\" = \"bert\" is not supported (attn opens \"gpt2\", \"llama\", \"qwen2\", \"qwen3\", \"olmo2\", "
-        "\"phi3\", \"gpt_neox\")");
+        "\"phi3\", \"gpt_neox\", \"mistral\")");
     config_error(
         "gpt2_prefixed_f32", [](json& c) { c["architectures"] = {"GPT2ForSequenceClassification"}; },
         "is not supported for model_type \"gpt2\" (attn reads GPT2LMHeadModel");
