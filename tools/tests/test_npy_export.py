@@ -29,7 +29,7 @@ def inspect(*args):
 def test_npy_files_equal_inspect_json(text):
     with tempfile.TemporaryDirectory() as directory:
         inspect(*text, "--npy", directory)
-        expected = json.loads(inspect(*text, "--json"))
+        expected = json.loads(inspect(*text, "--json", "--all-logits"))  # every logit, as --npy writes
         attention = np.load(os.path.join(directory, "attention.npy"))
         logits = np.load(os.path.join(directory, "logits.npy"))
         with open(os.path.join(directory, "tokens.json")) as f:
@@ -42,6 +42,6 @@ def test_npy_files_equal_inspect_json(text):
     # The same float32 values: inspect --json prints each float so that it reads back exactly.
     np.testing.assert_array_equal(attention, np.array(expected["attention"], dtype=np.float32))
     np.testing.assert_array_equal(logits, np.array(expected["logits"], dtype=np.float32))
-    assert tokens == {"tokens": expected["tokens"], "ids": expected["ids"]}
+    assert tokens == {"tokens": expected["tokens"], "ids": expected["ids"], "selection": expected["selection"]}
     np.testing.assert_allclose(attention.sum(axis=-1), 1.0, atol=1e-5)
     assert np.all(np.triu(attention, k=1) == 0)
