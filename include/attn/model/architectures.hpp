@@ -214,6 +214,21 @@ inline double score_scale(Index head_size, bool scale, bool by_layer, Index laye
     return value;
 }
 
+inline LayerDescription llama_style_layer(const ModelSettings& s, const RotarySpec& rotary, QueryKeyNorm query_key_norm,
+                                          bool output_norms) {
+    LayerDescription layer;
+    layer.norm = Norm::rms_norm;
+    layer.norm_epsilon = s.final_norm_epsilon;
+    layer.gated_mlp = true;
+    layer.activation = MlpActivation::silu;
+    layer.rotary = rotary;
+    layer.score_scale = score_scale(s.head_size, true, false, 0);
+    layer.query_key_norm = query_key_norm;
+    layer.input_norms = !output_norms;
+    layer.output_norms = output_norms;
+    return layer;
+}
+
 }  // namespace detail::layers
 
 namespace detail::config {
@@ -399,17 +414,8 @@ inline ModelSettings llama_style_settings(const Reader& config, Architecture arc
     s.tensors.final_norm_weight = "model.norm.weight";
     for (Index l = 0; l < s.layers; ++l) {
         const std::string p = message("model.layers.", l, ".");
-        LayerDescription layer;
-        layer.norm = Norm::rms_norm;
-        layer.norm_epsilon = s.final_norm_epsilon;
-        layer.gated_mlp = true;
-        layer.activation = MlpActivation::silu;
-        layer.rotary = rotary;
-        layer.score_scale = score_scale(s.head_size, true, false, l);
+        LayerDescription layer = llama_style_layer(s, rotary, style.query_key_norm, style.output_norms);
         layer.window = style.window;
-        layer.query_key_norm = style.query_key_norm;
-        layer.input_norms = !style.output_norms;
-        layer.output_norms = style.output_norms;
         std::vector<LayerTensor>& t = layer.tensors;
         if (layer.input_norms) t.push_back(vector_tensor(p + "input_layernorm.weight", LayerSlot::attention_norm, c));
         if (style.fused) {

@@ -301,16 +301,7 @@ inline ModelSettings gguf_llama_style(Keys& keys, Architecture architecture, con
     const Index c = s.dimensions, m = s.mlp_width, q = s.query_width();
     const auto present = [&](Index l, const char* name) { return file.has_tensor(block(l, name)); };
     for (Index l = 0; l < s.layers; ++l) {
-        LayerDescription layer;
-        layer.norm = Norm::rms_norm;
-        layer.norm_epsilon = s.final_norm_epsilon;
-        layer.gated_mlp = true;
-        layer.activation = MlpActivation::silu;
-        layer.rotary = rotary;
-        layer.score_scale = score_scale(s.head_size, true, false, l);
-        layer.query_key_norm = style.query_key_norm;
-        layer.input_norms = !style.output_norms;
-        layer.output_norms = style.output_norms;
+        LayerDescription layer = llama_style_layer(s, rotary, style.query_key_norm, style.output_norms);
         std::vector<LayerTensor>& t = layer.tensors;
         if (layer.input_norms) t.push_back(vector_tensor(block(l, "attn_norm.weight"), LayerSlot::attention_norm, c));
         const bool fused = present(l, "attn_qkv.weight");
