@@ -214,6 +214,9 @@ inline double score_scale(Index head_size, bool scale, bool by_layer, Index laye
     return value;
 }
 
+/// A Llama-family layer's structure, its tensors still to be listed: RMSNorm (ε of the final
+/// norm), SwiGLU, `rotary`, scores × 1/√d; norms before the blocks, or after them if
+/// `output_norms` (OLMo-2). From a config.json or a GGUF file alike.
 inline LayerDescription llama_style_layer(const ModelSettings& s, const RotarySpec& rotary, QueryKeyNorm query_key_norm,
                                           bool output_norms) {
     LayerDescription layer;
