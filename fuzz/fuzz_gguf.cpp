@@ -10,6 +10,8 @@
 // the file and overlap no other tensor's; the bytes and the dequantized values are the
 // same whichever way the file was opened; dequantize gives one float per element.
 
+#include "fuzz_support.hpp"
+
 #include <attn/formats/gguf.hpp>
 
 #include <algorithm>
@@ -19,15 +21,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
-#ifdef __linux__
-#include <sys/mman.h>
-#endif
 
 namespace {
 
@@ -114,71 +110,17 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
     return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
-/// A file of this process's own: in memory (memfd, reached through /proc/self/fd) where
-/// Linux offers it, else a temporary file, removed at exit.
-class ScratchFile {
-public:
-    ScratchFile() {
-#ifdef __linux__
-        descriptor_ = ::memfd_create("fuzz_gguf", MFD_CLOEXEC);
-        if (descriptor_ >= 0) path_ = "/proc/self/fd/" + std::to_string(descriptor_);
-#endif
-        if (descriptor_ < 0)
-            path_ = std::filesystem::temp_directory_path() / ("fuzz_gguf_" + std::to_string(::getpid()));
-    }
-    ~ScratchFile() {
-        if (descriptor_ >= 0) {
-            ::close(descriptor_);
-        } else {
-            std::error_code ignored;
-            std::filesystem::remove(path_, ignored);
-        }
-    }
-
-    /// Replaces the contents with `size` bytes at `data`.
-    const std::filesystem::path& hold(const std::uint8_t* data, std::size_t size) const {
-        if (descriptor_ >= 0) {
-            require(::ftruncate(descriptor_, 0) == 0, "emptying the scratch file");
-            for (std::size_t done = 0; done < size;) {
-                const ssize_t wrote = ::pwrite(descriptor_, data + done, size - done, static_cast<off_t>(done));
-                require(wrote > 0, "writing the scratch file");
-                done += static_cast<std::size_t>(wrote);
-            }
-            return path_;
-        }
-        std::ofstream out(path_, std::ios::binary | std::ios::trunc);
-        out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-        out.close();
-        require(out.good(), "writing the scratch file");
-        return path_;
-    }
-
-private:
-    int descriptor_ = -1;
-    std::filesystem::path path_;
-};
-
-template <class Load>
-std::optional<attn::GgufFile> load(Load&& load_file, std::string& error) {
-    try {
-        return load_file();
-    } catch (const attn::error& e) {
-        error = e.what();
-        return std::nullopt;
-    }
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    static const ScratchFile scratch;
+    static const attn_fuzz::ScratchFile scratch("fuzz_gguf");
     const std::filesystem::path& path = scratch.hold(data, size);
     std::string memory_error, file_error, map_error;
-    const auto from_memory =
-        load([&] { return attn::GgufFile::from_bytes(std::vector<std::uint8_t>(data, data + size), path.string()); },
-             memory_error);
-    const auto from_file = load([&] { return attn::GgufFile::open(path); }, file_error);
-    const auto from_map = load([&] { return attn::GgufFile::map(path); }, map_error);
+    const auto from_memory = attn_fuzz::load_or_error(
+        [&] { return attn::GgufFile::from_bytes(std::vector<std::uint8_t>(data, data + size), path.string()); },
+        memory_error);
+    const auto from_file = attn_fuzz::load_or_error([&] { return attn::GgufFile::open(path); }, file_error);
+    const auto from_map = attn_fuzz::load_or_error([&] { return attn::GgufFile::map(path); }, map_error);
     require(from_memory.has_value() == from_file.has_value(), "open and from_bytes agree on accepting");
     require(from_memory.has_value() == from_map.has_value(), "map and from_bytes agree on accepting");
     require(memory_error == file_error, "open and from_bytes give the same message");

@@ -9,6 +9,8 @@
 // one, and writing the tensors back with attn::safetensors_bytes gives a file that
 // loads to the same tensors.
 
+#include "fuzz_support.hpp"
+
 #include <attn/formats/safetensors.hpp>
 
 #include <cstddef>
@@ -17,15 +19,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
-#ifdef __linux__
-#include <sys/mman.h>
-#endif
 
 namespace {
 
@@ -85,74 +81,18 @@ void round_trip(const attn::SafeTensors& file) {
     }
 }
 
-/// A file of this process's own: in memory (memfd, reached through /proc/self/fd)
-/// where Linux offers it, since rewriting a disk file per input costs milliseconds;
-/// else a temporary file, removed at exit.
-class ScratchFile {
-public:
-    ScratchFile() {
-#ifdef __linux__
-        descriptor_ = ::memfd_create("fuzz_safetensors", MFD_CLOEXEC);
-        if (descriptor_ >= 0) path_ = "/proc/self/fd/" + std::to_string(descriptor_);
-#endif
-        if (descriptor_ < 0)
-            path_ = std::filesystem::temp_directory_path() / ("fuzz_safetensors_" + std::to_string(::getpid()));
-    }
-    ~ScratchFile() {
-        if (descriptor_ >= 0) {
-            ::close(descriptor_);
-        } else {
-            std::error_code ignored;
-            std::filesystem::remove(path_, ignored);
-        }
-    }
-
-    /// Replaces the contents with `size` bytes at `data`.
-    const std::filesystem::path& hold(const std::uint8_t* data, std::size_t size) const {
-        if (descriptor_ >= 0) {
-            require(::ftruncate(descriptor_, 0) == 0, "emptying the scratch file");
-            for (std::size_t done = 0; done < size;) {
-                const ssize_t wrote = ::pwrite(descriptor_, data + done, size - done, static_cast<off_t>(done));
-                require(wrote > 0, "writing the scratch file");
-                done += static_cast<std::size_t>(wrote);
-            }
-            return path_;
-        }
-        std::ofstream out(path_, std::ios::binary | std::ios::trunc);
-        out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-        out.close();
-        require(out.good(), "writing the scratch file");
-        return path_;
-    }
-
-private:
-    int descriptor_ = -1;
-    std::filesystem::path path_;
-};
-
-/// The outcome of loading: the file, or the error's message.
-template <class Load>
-std::optional<attn::SafeTensors> load(Load&& load_file, std::string& error) {
-    try {
-        return load_file();
-    } catch (const attn::error& e) {
-        error = e.what();
-        return std::nullopt;
-    }
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     // The same bytes from memory and from a file (read tensor by tensor) must give the
     // same verdict, the same message and the same tensors.
-    static const ScratchFile scratch;
+    static const attn_fuzz::ScratchFile scratch("fuzz_safetensors");
     const std::filesystem::path& path = scratch.hold(data, size);
     std::string memory_error, file_error;
-    const auto from_memory =
-        load([&] { return attn::SafeTensors::from_bytes(std::vector<std::uint8_t>(data, data + size), path.string()); },
-             memory_error);
-    const auto from_file = load([&] { return attn::SafeTensors::open(path); }, file_error);
+    const auto from_memory = attn_fuzz::load_or_error(
+        [&] { return attn::SafeTensors::from_bytes(std::vector<std::uint8_t>(data, data + size), path.string()); },
+        memory_error);
+    const auto from_file = attn_fuzz::load_or_error([&] { return attn::SafeTensors::open(path); }, file_error);
     require(from_memory.has_value() == from_file.has_value(), "open and from_bytes agree on accepting");
     require(memory_error == file_error, "open and from_bytes give the same message");
     if (!from_memory) return 0;  // a rejected file: the expected outcome for most inputs
