@@ -214,6 +214,29 @@ inline double score_scale(Index head_size, bool scale, bool by_layer, Index laye
     return value;
 }
 
+/// A LayerNorm-family layer's structure (GPT-2, GPT-NeoX, the store model), its tensors still to
+/// be listed: LayerNorm with biases (ε given), an ungated MLP, `rotary` (rotated 0: learned
+/// positions), scores × `scale`.
+inline LayerDescription layer_norm_style_layer(double epsilon, MlpActivation activation, const RotarySpec& rotary,
+                                               double scale, Residual residual = Residual::sequential) {
+    LayerDescription layer;
+    layer.norm = Norm::layer_norm;
+    layer.norm_epsilon = epsilon;
+    layer.residual = residual;
+    layer.activation = activation;
+    layer.rotary = rotary;
+    layer.score_scale = scale;
+    return layer;
+}
+
+/// The unembedding of an untied model, tensor `name`; a tied one may still save that copy, skipped.
+inline void unembedding_or_skipped(ModelSettings& s, const std::string& name) {
+    if (s.tied_embeddings)
+        s.tensors.skipped.push_back(name);
+    else
+        s.tensors.unembedding = name;
+}
+
 /// A Llama-family layer's structure, its tensors still to be listed: RMSNorm (ε of the final
 /// norm), SwiGLU, `rotary`, scores × 1/√d; norms before the blocks, or after them if
 /// `output_norms` (OLMo-2). From a config.json or a GGUF file alike.
@@ -358,11 +381,8 @@ inline ModelSettings gpt2_settings(const Reader& config) {
     s.tensors.final_norm_bias = "ln_f.bias";
     for (Index l = 0; l < s.layers; ++l) {
         const std::string h = message("h.", l, ".");
-        LayerDescription layer;
-        layer.norm = Norm::layer_norm;
-        layer.norm_epsilon = s.final_norm_epsilon;
-        layer.activation = activation;
-        layer.score_scale = score_scale(s.head_size, scale, by_layer, l);
+        LayerDescription layer = layer_norm_style_layer(s.final_norm_epsilon, activation, RotarySpec{},
+                                                        score_scale(s.head_size, scale, by_layer, l));
         layer.tensors = {vector_tensor(h + "ln_1.weight", LayerSlot::attention_norm, c),
                          vector_tensor(h + "ln_1.bias", LayerSlot::attention_norm_bias, c),
                          weight_tensor(h + "attn.c_attn.weight", LayerSlot::query_key_value, c, 3 * c, false),
@@ -379,10 +399,7 @@ inline ModelSettings gpt2_settings(const Reader& config) {
         s.tensors.skipped.push_back(h + "attn.bias");         // the causal mask, saved as a buffer
         s.tensors.skipped.push_back(h + "attn.masked_bias");  // the masked score, saved as a buffer
     }
-    if (s.tied_embeddings)
-        s.tensors.skipped.push_back("lm_head.weight");
-    else
-        s.tensors.unembedding = "lm_head.weight";
+    unembedding_or_skipped(s, "lm_head.weight");
     return s;
 }
 
@@ -461,10 +478,7 @@ inline ModelSettings llama_style_settings(const Reader& config, Architecture arc
         s.layer_descriptions.push_back(std::move(layer));
         s.tensors.skipped.push_back(p + "self_attn.rotary_emb.inv_freq");  // older checkpoints save it
     }
-    if (s.tied_embeddings)
-        s.tensors.skipped.push_back("lm_head.weight");
-    else
-        s.tensors.unembedding = "lm_head.weight";
+    unembedding_or_skipped(s, "lm_head.weight");
     return s;
 }
 
@@ -564,13 +578,8 @@ inline ModelSettings gpt_neox_settings(const Reader& config) {
     s.tensors.final_norm_bias = "gpt_neox.final_layer_norm.bias";
     for (Index l = 0; l < s.layers; ++l) {
         const std::string p = message("gpt_neox.layers.", l, ".");
-        LayerDescription layer;
-        layer.norm = Norm::layer_norm;
-        layer.norm_epsilon = s.final_norm_epsilon;
-        layer.residual = residual;
-        layer.activation = activation;
-        layer.rotary = rotary;
-        layer.score_scale = score_scale(d, true, false, l);
+        LayerDescription layer =
+            layer_norm_style_layer(s.final_norm_epsilon, activation, rotary, score_scale(d, true, false, l), residual);
         std::vector<LayerTensor>& t = layer.tensors;
         t.push_back(vector_tensor(p + "input_layernorm.weight", LayerSlot::attention_norm, c));
         t.push_back(vector_tensor(p + "input_layernorm.bias", LayerSlot::attention_norm_bias, c));
@@ -591,10 +600,7 @@ inline ModelSettings gpt_neox_settings(const Reader& config) {
         for (const char* buffer : {"attention.bias", "attention.masked_bias", "attention.rotary_emb.inv_freq"})
             s.tensors.skipped.push_back(p + buffer);  // buffers older transformers saved
     }
-    if (s.tied_embeddings)
-        s.tensors.skipped.push_back("embed_out.weight");
-    else
-        s.tensors.unembedding = "embed_out.weight";
+    unembedding_or_skipped(s, "embed_out.weight");
     return s;
 }
 
@@ -680,12 +686,8 @@ inline void describe_store_layers(ModelSettings& s, double norm_epsilon, MlpActi
     s.layer_descriptions.clear();
     for (Index l = 0; l < s.layers; ++l) {
         const std::string p = detail::message("layers.", l, ".");
-        LayerDescription layer;
-        layer.norm = Norm::layer_norm;
-        layer.norm_epsilon = norm_epsilon;
-        layer.activation = activation;
-        layer.rotary = rotary;
-        layer.score_scale = score_scale(s.head_size, true, false, l);
+        LayerDescription layer =
+            layer_norm_style_layer(norm_epsilon, activation, rotary, score_scale(s.head_size, true, false, l));
         layer.tensors = {vector_tensor(p + "attention_norm.weight", LayerSlot::attention_norm, c),
                          vector_tensor(p + "attention_norm.bias", LayerSlot::attention_norm_bias, c),
                          weight_tensor(p + "attention.query", LayerSlot::query_key_value, c, c, false, 0),

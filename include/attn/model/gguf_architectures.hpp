@@ -377,13 +377,9 @@ inline ModelSettings gguf_gpt_style(Keys& keys, Architecture architecture) {
     }
     const Index c = s.dimensions, m = s.mlp_width, qkv = s.query_key_value_width();
     for (Index l = 0; l < s.layers; ++l) {
-        LayerDescription layer;
-        layer.norm = Norm::layer_norm;
-        layer.norm_epsilon = s.final_norm_epsilon;
-        layer.residual = residual;
-        layer.activation = neox ? MlpActivation::gelu_erf : MlpActivation::gelu_tanh;
-        layer.rotary = rotary;
-        layer.score_scale = score_scale(s.head_size, true, false, l);
+        LayerDescription layer =
+            layer_norm_style_layer(s.final_norm_epsilon, neox ? MlpActivation::gelu_erf : MlpActivation::gelu_tanh,
+                                   rotary, score_scale(s.head_size, true, false, l), residual);
         layer.tensors = {vector_tensor(block(l, "attn_norm.weight"), LayerSlot::attention_norm, c),
                          vector_tensor(block(l, "attn_norm.bias"), LayerSlot::attention_norm_bias, c),
                          weight_tensor(block(l, "attn_qkv.weight"), LayerSlot::query_key_value, c, qkv, true),
