@@ -45,6 +45,9 @@ const char* const kNames[] = {
     "olmo2_post_norm",                 // norms after attention and the MLP, q/k norms over the whole width
     "phi3_fused_partial",              // qkv_proj and gate_up_proj fused, half of each head rotates
     "mistral_window",                  // a sliding window of 5 keys in every layer, 24 positions
+    "gemma2_softcap_window",           // (1 + w) norms around both blocks, GeGLU, √C, soft caps, even layers slide
+    "gemma3_pattern",                  // q/k norms per head, sliding_window_pattern 3, a θ per layer kind
+    "gemma3_layer_types",              // layer_types, BF16 (√40 rounded to 6.3125), head_dim 12 ≠ 40 / 4
 };
 
 template <class T>
@@ -167,6 +170,69 @@ TEST_CASE("Hugging Face checkpoints: the settings each config declares") {
     const auto& mistral = checkpoint<float>("mistral_window").settings();
     CHECK(mistral.architecture == attn::Architecture::mistral);
     CHECK(mistral.layer(1).window == 5);
+    const auto& gemma2 = checkpoint<float>("gemma2_softcap_window").settings();
+    CHECK(gemma2.architecture == attn::Architecture::gemma2);
+    CHECK(gemma2.layer(0).window == 4);  // even layers slide
+    CHECK(gemma2.layer(1).window == 0);
+    CHECK(gemma2.layer(0).norms_around_blocks());
+    CHECK(gemma2.layer(1).score_cap == 2.5);
+    CHECK(gemma2.logit_cap == 8.0);
+    CHECK(gemma2.layer(0).score_scale == doctest::Approx(1.0 / 8.0));  // query_pre_attn_scalar 64, not d = 16
+    CHECK(gemma2.layer(0).activation == attn::MlpActivation::gelu_tanh);
+    CHECK(gemma2.layer(0).gated_mlp);
+    CHECK(gemma2.embedding_scale == double(float(std::sqrt(32.0))));
+    // norms keep 1 + w: the stored weights are 0.1·N (tests/data/hf/README.md)
+    const attn::Model<float>& gemma2_model = checkpoint<float>("gemma2_softcap_window");
+    CHECK(std::abs(gemma2_model.final_norm_weight().mean() - 1.0f) < 0.1f);
+    CHECK(std::abs(gemma2_model.layer(1).mlp_output_norm.mean() - 1.0f) < 0.1f);
+    const auto& pattern = checkpoint<float>("gemma3_pattern").settings();
+    CHECK(pattern.architecture == attn::Architecture::gemma3);
+    CHECK(pattern.layer(0).window == 7);
+    CHECK(pattern.layer(1).window == 7);
+    CHECK(pattern.layer(2).window == 0);         // (2 + 1) % 3 == 0: global
+    CHECK(pattern.layer(0).rotary.base == 1e4);  // rope_local_base_freq
+    CHECK(pattern.layer(2).rotary.base == 1e6);  // rope_theta
+    CHECK(pattern.layer(0).query_key_norm == attn::QueryKeyNorm::per_head);
+    CHECK(pattern.layer(0).score_cap == 0.0);
+    CHECK(pattern.logit_cap == 0.0);
+    const auto& types = checkpoint<float>("gemma3_layer_types").settings();
+    CHECK(types.layer(0).window == 5);
+    CHECK(types.layer(1).window == 0);
+    CHECK(types.layer(2).window == 5);
+    CHECK(types.layer(1).rotary.base == 1e6);
+    CHECK(types.layer(2).rotary.base == 1e3);
+    CHECK(types.embedding_scale == 6.3125);  // √40 as a BF16 number
+}
+
+TEST_CASE(
+    "Gemma configs: transformers' class defaults for absent keys, null caps off, v5's rope_parameters by layer type") {
+    std::ifstream in(kCheckpoints / "gemma3_pattern" / "config.json");
+    const nlohmann::json stored = nlohmann::json::parse(in);
+    nlohmann::json config = stored;
+    config.erase("rope_theta");
+    config.erase("rope_local_base_freq");
+    config["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 1e6}}},
+                                 {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 1e4}}}};
+    const attn::ModelSettings v5 = attn::settings_from_config(config, "config.json");
+    const attn::ModelSettings v4 = attn::settings_from_config(stored, "config.json");
+    for (Index l = 0; l < 3; ++l) CHECK(v5.layer(l).rotary.base == v4.layer(l).rotary.base);
+    CHECK(v5.layer(2).rotary.base == 1e6);
+
+    std::ifstream in2(kCheckpoints / "gemma2_softcap_window" / "config.json");
+    nlohmann::json gemma2 = nlohmann::json::parse(in2);
+    for (const char* key :
+         {"final_logit_softcapping", "attn_logit_softcapping", "query_pre_attn_scalar", "sliding_window"})
+        gemma2.erase(key);
+    const attn::ModelSettings defaults = attn::settings_from_config(gemma2, "config.json");
+    CHECK(defaults.logit_cap == 30.0);  // Gemma2Config's defaults
+    CHECK(defaults.layer(0).score_cap == 50.0);
+    CHECK(defaults.layer(0).score_scale == doctest::Approx(1.0 / 16.0));  // 256^-1/2
+    CHECK(defaults.layer(0).window == 4096);
+    gemma2["final_logit_softcapping"] = nullptr;
+    gemma2["attn_logit_softcapping"] = nullptr;
+    const attn::ModelSettings uncapped = attn::settings_from_config(gemma2, "config.json");
+    CHECK(uncapped.logit_cap == 0.0);
+    CHECK(uncapped.layer(0).score_cap == 0.0);
 }
 
 TEST_CASE("Rotary frequencies: Llama 3's scaling keeps short wavelengths, divides long ones, blends between") {
@@ -433,7 +499,36 @@ TEST_CASE("Model::load names what a Hugging Face directory gets wrong") {
     config_error(
         "gpt2_prefixed_f32", [](json& c) { c["model_type"] = "bert"; },
         "\"model_type\" = \"bert\" is not supported (attn opens \"gpt2\", \"llama\", \"qwen2\", \"qwen3\", \"olmo2\", "
-        "\"phi3\", \"gpt_neox\", \"mistral\")");
+        "\"phi3\", \"gpt_neox\", \"mistral\", \"gemma2\", \"gemma3_text\")");
+    // Gemma's keys, each by name.
+    config_error(
+        "gemma3_layer_types",
+        [](json& c) {
+            c["layer_types"] = {"sliding_attention", "full_attention"};
+        },
+        "\"layer_types\" must list 3 layers' types");
+    config_error(
+        "gemma3_layer_types", [](json& c) { c["layer_types"][1] = "chunked_attention"; },
+        "\"layer_types\"[1] = \"chunked_attention\" is not supported");
+    config_error(
+        "gemma3_pattern",
+        [](json& c) {
+            c["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 8.0}};
+        },
+        "\"rope_scaling\" = {\"factor\":8.0,\"rope_type\":\"linear\"} is not supported (attn supports Gemma's rotary "
+        "positions without frequency scaling)");
+    config_error(
+        "gemma2_softcap_window", [](json& c) { c["attention_bias"] = true; },
+        "\"attention_bias\" = true is not supported");
+    config_error(
+        "gemma2_softcap_window", [](json& c) { c["hidden_activation"] = "relu"; },
+        "\"hidden_activation\" = \"relu\" is not supported");
+    config_error(
+        "gemma2_softcap_window", [](json& c) { c["torch_dtype"] = "int8"; },
+        "\"torch_dtype\" = \"int8\" is not supported");
+    config_error(
+        "gemma2_softcap_window", [](json& c) { c["attn_logit_softcapping"] = -1.0; },
+        "\"attn_logit_softcapping\" must be a positive number, got -1.0");
     config_error(
         "gpt2_prefixed_f32", [](json& c) { c["architectures"] = {"GPT2ForSequenceClassification"}; },
         "is not supported for model_type \"gpt2\" (attn reads GPT2LMHeadModel");

@@ -22,13 +22,17 @@
 //   blocks.L.attn.hook_rot_k      (n × H_kv·d)     keys rotated (rotary models)
 //   blocks.L.attn.hook_z          (n × H·d)        each head's output, before the output projection
 //   blocks.L.attn.hook_result     (n × H·C)        what each head writes into the residual: z_h · Wo_h
-//   blocks.L.hook_attn_out        (n × C)          z · Wo + bo, the attention's output
+//   blocks.L.ln1_post.hook_scale  (n × 1)          with norms before and after each block (Gemma): the divisor
+//                                                  of the norm after attention, of Σ_h hook_result
+//   blocks.L.hook_attn_out        (n × C)          z · Wo + bo, the attention's output (Gemma: after ln1_post,
+//                                                  what is added to x; OLMo-2: before its norm)
 //   blocks.L.hook_resid_mid       (n × C)          resid_pre + attn_out
 //   blocks.L.ln2.hook_scale       (n × 1)          the MLP's norm divisor
 //   blocks.L.mlp.hook_pre         (n × M)          x · W_up + b before the activation; gated: x · W_gate + b
 //   blocks.L.mlp.hook_pre_linear  (n × M)          gated MLPs: x · W_up + b
 //   blocks.L.mlp.hook_post        (n × M)          after the activation (gated: act(pre) ⊙ pre_linear)
-//   blocks.L.hook_mlp_out         (n × C)          the MLP's output (its bias included)
+//   blocks.L.ln2_post.hook_scale  (n × 1)          Gemma: the divisor of the norm after the MLP
+//   blocks.L.hook_mlp_out         (n × C)          the MLP's output (its bias included; Gemma: after ln2_post)
 //   blocks.L.hook_resid_post      (n × C)          resid_mid + mlp_out
 //   ln_final.hook_scale           (n × 1)          the final norm's divisor
 //
@@ -67,12 +71,14 @@ enum class Point {
     rot_k,
     z,
     result,
+    ln1_post_scale,
     attn_out,
     resid_mid,
     ln2_scale,
     mlp_pre,
     mlp_pre_linear,
     mlp_post,
+    ln2_post_scale,
     mlp_out,
     resid_post,
     final_scale,
@@ -111,12 +117,14 @@ inline constexpr PointName kPointNames[] = {
     {Point::rot_k, "attn.hook_rot_k"},
     {Point::z, "attn.hook_z"},
     {Point::result, "attn.hook_result"},
+    {Point::ln1_post_scale, "ln1_post.hook_scale"},
     {Point::attn_out, "hook_attn_out"},
     {Point::resid_mid, "hook_resid_mid"},
     {Point::ln2_scale, "ln2.hook_scale"},
     {Point::mlp_pre, "mlp.hook_pre"},
     {Point::mlp_pre_linear, "mlp.hook_pre_linear"},
     {Point::mlp_post, "mlp.hook_post"},
+    {Point::ln2_post_scale, "ln2_post.hook_scale"},
     {Point::mlp_out, "hook_mlp_out"},
     {Point::resid_post, "hook_resid_post"},
     {Point::final_scale, "ln_final.hook_scale"},
@@ -140,6 +148,9 @@ inline bool has_point(ActivationId id, const ModelSettings& s) {
         case Point::ln1_scale:
         case Point::ln2_scale:
             return layer.input_norms || layer.output_norms;
+        case Point::ln1_post_scale:
+        case Point::ln2_post_scale:
+            return layer.norms_around_blocks();
         case Point::q_norm_scale:
         case Point::k_norm_scale:
             return layer.query_key_norm != QueryKeyNorm::none;
@@ -165,6 +176,9 @@ inline const char* missing_point_reason(Point point) {
         case Point::ln1_scale:
         case Point::ln2_scale:
             return "its layers have no norm before attention and the MLP";
+        case Point::ln1_post_scale:
+        case Point::ln2_post_scale:
+            return "its layers have no norms both before and after attention and the MLP";
         case Point::q_norm_scale:
         case Point::k_norm_scale:
             return "its queries and keys are not normalised";
@@ -237,6 +251,8 @@ inline Index activation_width(ActivationId id, const ModelSettings& s) {
             return per_head ? s.key_value_heads : 1;
         case Point::ln1_scale:
         case Point::ln2_scale:
+        case Point::ln1_post_scale:
+        case Point::ln2_post_scale:
         case Point::final_scale:
             return 1;
         case Point::q:
@@ -425,7 +441,8 @@ private:
         Change change{parse_activation(what.activation, s), &what, what.positions, 0, 0};
         const Point point = change.id.point;
         if (point == Point::result || point == Point::ln1_scale || point == Point::ln2_scale ||
-            point == Point::q_norm_scale || point == Point::k_norm_scale || point == Point::final_scale)
+            point == Point::ln1_post_scale || point == Point::ln2_post_scale || point == Point::q_norm_scale ||
+            point == Point::k_norm_scale || point == Point::final_scale)
             throw argument_error(message(function, ": ", what.activation,
                                          " is derived for reading, not used by the pass: it cannot be changed (change "
                                          "hook_z or a residual stream instead)"));

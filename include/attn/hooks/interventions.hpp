@@ -93,7 +93,13 @@ HookedResult<T> run_with_hooks(const Model<T>& model, const std::vector<int>& id
 inline std::vector<std::string> attribution_activations(const ModelSettings& s) {
     std::vector<std::string> names{"hook_embed", "ln_final.hook_scale"};
     if (s.position_encoding == PositionEncoding::learned) names.push_back("hook_pos_embed");
+    if (s.logit_cap > 0.0)  // the metric before the final soft cap (see logit_attribution)
+        names.push_back(activation_name({Point::resid_post, s.layers - 1}));
     for (Index l = 0; l < s.layers; ++l) {
+        if (s.layer(l).norms_around_blocks()) {  // the blocks' outputs, normalised already (Gemma)
+            for (Point point : {Point::attn_out, Point::mlp_out}) names.push_back(activation_name({point, l}));
+            continue;
+        }
         if (s.layer(l).output_norms) {  // the blocks' outputs and their norms' divisors (see logit_attribution)
             for (Point point : {Point::attn_out, Point::ln1_scale, Point::mlp_out, Point::ln2_scale})
                 names.push_back(activation_name({point, l}));
@@ -117,10 +123,13 @@ struct LogitMetric {
 ///   share(c) = (((c − mean(c)) / σ) ⊙ γ) · u,   u = U[:, token] − U[:, other]
 /// (RMSNorm removes no mean: share(c) = ((c / σ) ⊙ γ) · u). The residual stream the final norm
 /// reads is the sum of the components, so their shares, with the final LayerNorm's bias β · u,
-/// sum to the metric. A layer that normalises attention's output before adding it (OLMo-2)
-/// adds no sum of per-head terms: its heads are not separable (TransformerLens's per-head
+/// sum to the metric. A layer that normalises attention's output before adding it (OLMo-2,
+/// Gemma) adds no sum of per-head terms: its heads are not separable (TransformerLens's per-head
 /// results are not additive there either), so the layer's attention is one component, "attn0",
-/// what it adds: (hook_attn_out / ln1.hook_scale) ⊙ the norm's weight; its MLP's likewise with ln2.
+/// what it adds: OLMo-2's (hook_attn_out / ln1.hook_scale) ⊙ the norm's weight, Gemma's
+/// hook_attn_out (after its ln1_post); its MLP's likewise. With a final soft cap (Gemma 2) the
+/// metric is the logit (difference) before the cap, which is not linear: the shares sum to
+/// that, as TransformerLens's attributions of the residual stream do.
 template <class T>
 struct AttributionResult {
     /// "embed", "pos_embed" (learned positions), then per layer "L0H0" … "L0H3", "attn_bias0"
@@ -128,7 +137,7 @@ struct AttributionResult {
     /// (a LayerNorm's β · u)
     std::vector<std::string> components;
     Vector<T> shares;  ///< one per component; they sum to the metric
-    T metric = T(0);   ///< the run's own logit (difference)
+    T metric = T(0);   ///< the run's own logit (difference); before a final soft cap (Gemma 2)
 };
 
 /// Attributes the metric over `run` (run_with_hooks keeping attribution_activations, every
@@ -162,6 +171,11 @@ AttributionResult<T> logit_attribution(const Model<T>& model, const HookedResult
     add("embed", share(run.cache["hook_embed"].row(row)));
     if (s.position_encoding == PositionEncoding::learned) add("pos_embed", share(run.cache["hook_pos_embed"].row(row)));
     for (Index l = 0; l < s.layers; ++l) {
+        if (s.layer(l).norms_around_blocks()) {  // what the block adds: its output, normalised already
+            add(detail::message("attn", l), share(run.cache[activation_name({Point::attn_out, l})].row(row)));
+            add(detail::message("mlp", l), share(run.cache[activation_name({Point::mlp_out, l})].row(row)));
+            continue;
+        }
         if (s.layer(l).output_norms) {  // what the block adds: its output through its own (RMS) norm
             const auto added = [&](Point out, Point scale, const Vector<T>& weight) {
                 return Eigen::Matrix<T, 1, Eigen::Dynamic>(
@@ -183,8 +197,13 @@ AttributionResult<T> logit_attribution(const Model<T>& model, const HookedResult
     }
     if (model.final_norm_bias().size() != 0) add("bias", model.final_norm_bias().dot(direction));
     out.shares = Eigen::Map<const Vector<T>>(shares.data(), Index(shares.size()));
-    out.metric = run.result.logits(metric.position, metric.token) -
-                 (metric.other == -1 ? T(0) : run.result.logits(metric.position, metric.other));
+    if (s.logit_cap > 0.0) {  // before the cap: norm(x) · u
+        const auto stream = run.cache[activation_name({Point::resid_post, s.layers - 1})].row(row);
+        out.metric = model.final_norm(stream).row(0).dot(direction.transpose());
+    } else {
+        out.metric = run.result.logits(metric.position, metric.token) -
+                     (metric.other == -1 ? T(0) : run.result.logits(metric.position, metric.other));
+    }
     return out;
 }
 
@@ -216,7 +235,8 @@ LensResult<T> logit_lens(const Model<T>& model, const HookedResult<T>& run, Inde
         stream.row(l + 1) = run.cache[activation_name({Point::resid_post, l})].row(row);
     }
     const Matrix<T> normed = model.final_norm(stream);
-    lens.probabilities = normed * model.unembedding();  // (stages × V) logits
+    lens.probabilities = normed * model.unembedding();                             // (stages × V) logits
+    if (s.logit_cap > 0.0) soft_cap_in_place(lens.probabilities, T(s.logit_cap));  // as the model's own (Gemma 2)
     softmax_rows_in_place(lens.probabilities);
     return lens;
 }

@@ -17,6 +17,11 @@
 //   mistral       "mistral" MistralForCausalLM      RMSNorm               sequential  rotary, window    SwiGLU
 //   gpt_neox      "gpt_neox" GPTNeoXForCausalLM     LayerNorm, biases     parallel or rotary (partial)  GELU
 //                                                                         sequential
+//   gemma2        "gemma2" Gemma2ForCausalLM        RMSNorm (1 + w)       sequential  rotary, windows   GeGLU
+//                                                   before and after      on even layers
+//                                                   each block; soft caps
+//   gemma3        "gemma3_text" Gemma3ForCausalLM   Gemma 2's, q/k per    sequential  rotary, windows,  GeGLU
+//                                                   head; no caps                     θ per layer kind
 //
 // Adding an architecture: a function here that reads its config into ModelSettings and builds
 // each layer's description (its tensors with the helpers below), one line in `kKnown`, its
@@ -34,6 +39,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attn/core/rope.hpp"
@@ -51,7 +57,10 @@ public:
     Reader(const nlohmann::json& config, std::string file) : config_(config), file_(std::move(file)) {}
 
     const std::string& file() const { return file_; }
+    /// Whether the key is there with a value (null counts as absent).
     bool has(const char* key) const { return config_.contains(key) && !config_[key].is_null(); }
+    /// Whether the key is there at all, null included (a null cap is off, an absent one the default).
+    bool present(const char* key) const { return config_.contains(key); }
 
     const nlohmann::json& required(const char* key) const {
         if (!config_.contains(key)) throw format_error(message(file_, ": missing \"", key, "\""));
@@ -604,6 +613,147 @@ inline ModelSettings gpt_neox_settings(const Reader& config) {
     return s;
 }
 
+/// Which of a Gemma model's layers slide: as `layer_types` lists them ("sliding_attention" or
+/// "full_attention") where the config has it, else Gemma 2's even layers, or Gemma 3's all but
+/// every sliding_window_pattern-th ((l + 1) % pattern ≠ 0).
+inline std::vector<bool> sliding_layers(const Reader& config, Index layers, bool gemma3) {
+    std::vector<bool> sliding(std::size_t(layers), false);
+    if (config.has("layer_types")) {
+        const nlohmann::json& types = config.required("layer_types");
+        if (!types.is_array() || Index(types.size()) != layers)
+            throw format_error(
+                message(config.file(), ": \"layer_types\" must list ", layers, " layers' types, got ", types.dump()));
+        for (std::size_t l = 0; l < sliding.size(); ++l) {
+            if (types[l] != "sliding_attention" && types[l] != "full_attention")
+                throw format_error(
+                    message(config.file(), ": \"layer_types\"[", l, "] = ", types[l].dump(),
+                            " is not supported (attn reads \"sliding_attention\" and \"full_attention\")"));
+            sliding[l] = types[l] == "sliding_attention";
+        }
+        return sliding;
+    }
+    const Index pattern = gemma3 ? config.positive_integer("sliding_window_pattern", 6) : 2;
+    for (Index l = 0; l < layers; ++l) sliding[std::size_t(l)] = gemma3 ? (l + 1) % pattern != 0 : l % 2 == 0;
+    return sliding;
+}
+
+/// √C as transformers multiplies Gemma's embedding by it: a number of the checkpoint's type
+/// (torch_dtype, or v5's dtype), so √40 is 6.3125 in a BF16 model, not 6.3245553.
+inline double embedding_normalizer(const Reader& config, Index width) {
+    const char* key = config.has("torch_dtype") ? "torch_dtype" : "dtype";
+    const std::string type = config.text(key, "float32");
+    const double root = std::sqrt(static_cast<double>(width));
+    if (type == "float32") return double(float(root));
+    if (type == "bfloat16") return double(static_cast<float>(Eigen::bfloat16(float(root))));
+    if (type == "float16") return double(static_cast<float>(Eigen::half(float(root))));
+    if (type == "float64") return root;
+    config.unsupported(key, "\"float32\", \"bfloat16\", \"float16\" and \"float64\"");
+}
+
+/// A Gemma model's rotary positions on its global and its sliding layers: rope_theta and
+/// (Gemma 3) rope_local_base_freq, or v5's rope_parameters by layer type. No scaling: Gemma 3's
+/// larger models scale their global layers' frequencies, which attn does not implement.
+inline std::pair<RotarySpec, RotarySpec> gemma_rotary(const Reader& config, Index head_size, bool gemma3) {
+    const auto unscaled = [&](const RotarySpec& spec, const char* key) {
+        if (spec.scaling.kind != RopeScaling::Kind::none)
+            config.unsupported(key, "Gemma's rotary positions without frequency scaling");
+        return spec;
+    };
+    const bool by_layer_type = config.has("rope_parameters") && config.required("rope_parameters").is_object() &&
+                               (config.required("rope_parameters").contains("full_attention") ||
+                                config.required("rope_parameters").contains("sliding_attention"));
+    if (by_layer_type) {
+        const auto of = [&](const char* type) {
+            nlohmann::json one = nlohmann::json::object();
+            const nlohmann::json& all = config.required("rope_parameters");
+            if (all.contains(type)) one["rope_parameters"] = all[type];
+            const Reader reader(one, message(config.file(), ": \"rope_parameters\".\"", type, "\""));
+            return unscaled(rotary_spec(reader, head_size, 1.0, gemma3 ? 1e6 : 1e4), "rope_parameters");
+        };
+        return {of("full_attention"), of("sliding_attention")};
+    }
+    const RotarySpec global = unscaled(rotary_spec(config, head_size, 1.0, gemma3 ? 1e6 : 1e4), "rope_scaling");
+    RotarySpec local = global;
+    if (gemma3) local.base = config.positive_number("rope_local_base_freq", 10000.0);
+    return {global, local};
+}
+
+/// Gemma2ForCausalLM and Gemma3ForCausalLM (text): RMSNorm whose weights act as 1 + w, a norm
+/// before and after each block, GeGLU, the embedding × √C, scores × query_pre_attn_scalar^-1/2
+/// (Gemma 2: soft-capped by attn_logit_softcapping), sliding layers (sliding_layers), Gemma 3's
+/// q/k norms per head and rope_local_base_freq on its sliding layers, logits soft-capped by
+/// final_logit_softcapping where given.
+inline ModelSettings gemma_settings(const Reader& config, Architecture architecture) {
+    using namespace detail::layers;
+    const bool gemma3 = architecture == Architecture::gemma3;
+    config.expect("attention_bias", false, "Gemma's projections have no biases");
+    config.expect("use_bidirectional_attention", false, "causal attention");
+    ModelSettings s;
+    s.architecture = architecture;
+    llama_sizes(config, s);
+    s.position_encoding = PositionEncoding::rotary;
+    s.final_norm = Norm::rms_norm;
+    s.final_norm_epsilon = config.positive_number("rms_norm_eps", 1e-6);
+    s.tensors.final_norm_offset = 1.0;
+    s.tied_embeddings = config.flag("tie_word_embeddings", true);
+    s.embedding_scale = embedding_normalizer(config, s.dimensions);
+    // An absent key takes transformers' default for the class; null turns a cap off.
+    const auto cap = [&](const char* key, double absent) {
+        return config.present(key) ? config.positive_number(key, 0.0) : absent;
+    };
+    s.logit_cap = cap("final_logit_softcapping", gemma3 ? 0.0 : 30.0);
+    const MlpActivation activation = mlp_activation(config, "hidden_activation", "gelu_pytorch_tanh", true);
+    const double scale = 1.0 / std::sqrt(config.positive_number("query_pre_attn_scalar", 256.0));
+    const double score_cap = cap("attn_logit_softcapping", gemma3 ? 0.0 : 50.0);
+    const Index window = config.positive_integer("sliding_window", 4096);  // transformers' default
+    const std::vector<bool> sliding = sliding_layers(config, s.layers, gemma3);
+    const auto [global, local] = gemma_rotary(config, s.head_size, gemma3);
+    const Index c = s.dimensions, m = s.mlp_width, d = s.head_size;
+    const auto norm_weight = [](std::string name, LayerSlot slot, Index size) {  // stored w, kept as 1 + w
+        LayerTensor tensor = vector_tensor(std::move(name), slot, size);
+        tensor.offset = 1.0;
+        return tensor;
+    };
+    s.tensors.embedding = "model.embed_tokens.weight";
+    s.tensors.final_norm_weight = "model.norm.weight";
+    for (Index l = 0; l < s.layers; ++l) {
+        const std::string p = message("model.layers.", l, ".");
+        const bool slides = sliding[std::size_t(l)];
+        LayerDescription layer =
+            llama_style_layer(s, slides ? local : global, gemma3 ? QueryKeyNorm::per_head : QueryKeyNorm::none, false);
+        layer.output_norms = true;  // and the input norms: four per layer
+        layer.activation = activation;
+        layer.score_scale = scale;
+        layer.score_cap = score_cap;
+        layer.window = slides ? window : 0;
+        std::vector<LayerTensor>& t = layer.tensors;
+        t.push_back(norm_weight(p + "input_layernorm.weight", LayerSlot::attention_norm, c));
+        add_query_key_value(t, s, p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight",
+                            p + "self_attn.v_proj.weight", false);
+        if (gemma3) {
+            t.push_back(norm_weight(p + "self_attn.q_norm.weight", LayerSlot::query_norm, d));
+            t.push_back(norm_weight(p + "self_attn.k_norm.weight", LayerSlot::key_norm, d));
+        }
+        t.push_back(weight_tensor(p + "self_attn.o_proj.weight", LayerSlot::output, s.query_width(), c, true));
+        t.push_back(norm_weight(p + "post_attention_layernorm.weight", LayerSlot::attention_output_norm, c));
+        t.push_back(norm_weight(p + "pre_feedforward_layernorm.weight", LayerSlot::mlp_norm, c));
+        t.push_back(weight_tensor(p + "mlp.gate_proj.weight", LayerSlot::gate, c, m, true));
+        t.push_back(weight_tensor(p + "mlp.up_proj.weight", LayerSlot::up, c, m, true));
+        t.push_back(weight_tensor(p + "mlp.down_proj.weight", LayerSlot::down, m, c, true));
+        t.push_back(norm_weight(p + "post_feedforward_layernorm.weight", LayerSlot::mlp_output_norm, c));
+        s.layer_descriptions.push_back(std::move(layer));
+    }
+    unembedding_or_skipped(s, "lm_head.weight");
+    return s;
+}
+
+inline ModelSettings gemma2_settings(const Reader& config) {
+    return gemma_settings(config, Architecture::gemma2);
+}
+inline ModelSettings gemma3_settings(const Reader& config) {
+    return gemma_settings(config, Architecture::gemma3);
+}
+
 /// One architecture attn opens: its config.json model_type, the class it must name, its reader.
 struct Known {
     const char* model_type;
@@ -620,6 +770,8 @@ inline constexpr Known kKnown[] = {
     {"phi3", "Phi3ForCausalLM", phi3_settings},
     {"gpt_neox", "GPTNeoXForCausalLM", gpt_neox_settings},
     {"mistral", "MistralForCausalLM", mistral_settings},
+    {"gemma2", "Gemma2ForCausalLM", gemma2_settings},
+    {"gemma3_text", "Gemma3ForCausalLM", gemma3_settings},
 };
 
 }  // namespace detail::config

@@ -24,6 +24,7 @@
 #include "attn/core/embedding.hpp"
 #include "attn/core/kv_cache.hpp"
 #include "attn/core/norm.hpp"
+#include "attn/core/scoring.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/kernels/causal_kernel.hpp"
 #include "attn/detail/kernels/half_weights.hpp"
@@ -249,6 +250,7 @@ private:
         multiply_rows(normed.block(first, 0, count, normed.cols()),
                       model_.unembedding_rows().middleCols(vocabulary.first, vocabulary.count()),
                       logits_.middleCols(vocabulary.first, vocabulary.count()), false);
+        cap_logits(logits_.middleCols(vocabulary.first, vocabulary.count()));
     }
 
     /// Layer l as its description says (model/types.hpp), for this worker's share: the one
@@ -291,9 +293,14 @@ private:
         Matrix<T>& attention_out = parallel ? aside_ : written_;
         share.meet();  // every head's output is ready
         project(share, attended_, weights.output, weights_l.output_bias, attention_out);
-        hook(Point::attn_out, l, mine, attention_out.middleRows(mine.first, mine.count()));
+        // hook_attn_out: before a norm after the block (OLMo-2), after it where there are norms
+        // both sides (Gemma), as TransformerLens places it: what each block adds to x, there
+        const bool around = describe.norms_around_blocks();
+        if (!around) hook(Point::attn_out, l, mine, attention_out.middleRows(mine.first, mine.count()));
+        if (describe.output_norms)
+            hook_scale(around ? Point::ln1_post_scale : Point::ln1_scale, l, mine, attention_out);
         Matrix<T>& attention_added = block_output(describe, share, weights_l.attention_output_norm, attention_out);
-        if (describe.output_norms) hook_scale(Point::ln1_scale, l, mine, attention_out);
+        if (around) hook(Point::attn_out, l, mine, attention_added.middleRows(mine.first, mine.count()));
         if (!parallel) {
             add_to_x(share, attention_added);
             hook(Point::resid_mid, l, mine, x_.middleRows(mine.first, mine.count()));
@@ -316,9 +323,10 @@ private:
         hook(Point::mlp_post, l, mine, hidden_.middleRows(mine.first, mine.count()));
         share.meet();  // every column of the MLP's hidden rows is ready
         project(share, hidden_, weights.down, weights_l.down_bias, written_);
-        hook(Point::mlp_out, l, mine, written_.middleRows(mine.first, mine.count()));
-        if (describe.output_norms) hook_scale(Point::ln2_scale, l, mine, written_);
+        if (!around) hook(Point::mlp_out, l, mine, written_.middleRows(mine.first, mine.count()));
+        if (describe.output_norms) hook_scale(around ? Point::ln2_post_scale : Point::ln2_scale, l, mine, written_);
         Matrix<T>& mlp_added = block_output(describe, share, weights_l.mlp_output_norm, written_);
+        if (around) hook(Point::mlp_out, l, mine, mlp_added.middleRows(mine.first, mine.count()));
         if (parallel) add_to_x(share, aside_);
         add_to_x(share, mlp_added);
         hook(Point::resid_post, l, mine, x_.middleRows(mine.first, mine.count()));
@@ -754,6 +762,13 @@ private:
         final_normalize(rows, normed_);
         multiply_rows(normed_.middleRows(rows.first, rows.count()), model_.unembedding_rows(),
                       logits_.middleRows(rows.first - first_logit_, rows.count()), false);
+        cap_logits(logits_.middleRows(rows.first - first_logit_, rows.count()));
+    }
+
+    /// The final soft cap (Gemma 2), cap · tanh(logit / cap), on a block of the logits, if the model has one.
+    template <class Block>
+    void cap_logits(Block&& logits) const {
+        if (settings_.logit_cap > 0.0) soft_cap_in_place(logits, T(settings_.logit_cap));
     }
 
     /// Worker `worker`'s positions in the layers, of `workers`, cut so that the work is

@@ -429,6 +429,7 @@ private:
             finite(names.position_embedding, position_embedding_);
         }
         final_norm_weight_ = vector(names.final_norm_weight);
+        final_norm_weight_.array() += T(names.final_norm_offset);  // Gemma: w stored, 1 + w applied
         final_norm_bias_ = vector(names.final_norm_bias);
 
         // Each layer: every slot its description reads sized once, then each tensor read into
@@ -457,7 +458,7 @@ private:
                     const Vector<T> values = vector(tensor.name);
                     for (const TensorPiece& piece : tensor.pieces)
                         layer.vector(piece.slot).segment(piece.to, piece.count) =
-                            values.segment(piece.from, piece.count);
+                            values.segment(piece.from, piece.count).array() + T(tensor.offset);
                 } else if (tensor.pieces.size() == 1 && tensor.pieces.front().from == 0) {
                     const TensorPiece& piece = tensor.pieces.front();
                     auto block = layer.matrix(piece.slot).middleCols(piece.to, piece.count);
@@ -555,7 +556,7 @@ private:
         return storage_ == WeightStorage::stored_16_bit ? detail::WeightRows<T>::of(half_unembedding_)
                                                         : detail::WeightRows<T>::of(unembedding_);
     }
-    /// row (1 × C) = E[id], token id's embedding.
+    /// row (1 × C) = E[id] · embedding_scale, token id's embedding as the residual stream starts.
     template <class Row>
     void embed_into(int id, Row&& row) const {
         if (storage_ != WeightStorage::stored_16_bit) {
@@ -565,6 +566,7 @@ private:
         } else {
             for (Index c = 0; c < settings_.dimensions; ++c) row(c) = T(half_embedding_(id, c));
         }
+        if (settings_.embedding_scale != 1.0) row *= T(settings_.embedding_scale);
     }
 
     /// argument_error for a public accessor of float matrices when the model keeps them in 16 bits.

@@ -18,6 +18,7 @@
 #include "attn/core/heads.hpp"
 #include "attn/core/norm.hpp"
 #include "attn/core/projection.hpp"
+#include "attn/core/scoring.hpp"
 #include "attn/core/types.hpp"
 #include "attn/model/model.hpp"
 #include "attn/model/types.hpp"
@@ -45,7 +46,8 @@ ForwardResult<T> reference_forward(const Model<T>& model, const std::vector<int>
     attention_options.keep_weights = options.keep_attention;
     attention_options.fused = false;  // the chapter's steps: scores, mask, softmax, weights · values
 
-    Matrix<T> x = embed(model.embedding(), ids);  // (n × C) the residual stream
+    Matrix<T> x = embed(model.embedding(), ids);              // (n × C) the residual stream
+    if (s.embedding_scale != 1.0) x *= T(s.embedding_scale);  // Gemma: × √C, in the checkpoint's type
     if (s.position_encoding == PositionEncoding::learned) x += learned_positions(model.position_embedding(), n);
 
     std::vector<AttentionWeights<T>> attention;
@@ -118,8 +120,9 @@ ForwardResult<T> reference_forward(const Model<T>& model, const std::vector<int>
     }
 
     ForwardResult<T> result;
-    Matrix<T> final = model.final_norm(x);                // (n × C)
-    result.logits = project(final, model.unembedding());  // (n × V)
+    Matrix<T> final = model.final_norm(x);                                    // (n × C)
+    result.logits = project(final, model.unembedding());                      // (n × V)
+    if (s.logit_cap > 0.0) soft_cap_in_place(result.logits, T(s.logit_cap));  // Gemma 2: cap · tanh(logit / cap)
     if (options.keep_attention) result.attention = ModelAttention<T>(std::move(attention));
     return result;
 }

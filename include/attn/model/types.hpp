@@ -40,6 +40,8 @@ enum class Architecture {
     olmo2,     ///< Hugging Face Olmo2ForCausalLM
     phi3,      ///< Hugging Face Phi3ForCausalLM: Phi-3, Phi-4-mini
     mistral,   ///< Hugging Face MistralForCausalLM: a sliding window in every layer
+    gemma2,    ///< Hugging Face Gemma2ForCausalLM: norms around both blocks, soft caps, even layers slide
+    gemma3,    ///< Hugging Face Gemma3ForCausalLM (model_type gemma3_text): Gemma 2's layers with q/k norms
 };
 
 /// The name a config or manifest gives the architecture: "store", "gpt2", "llama", …, its
@@ -64,6 +66,10 @@ inline const char* architecture_name(Architecture architecture) {
             return "phi3";
         case Architecture::mistral:
             return "mistral";
+        case Architecture::gemma2:
+            return "gemma2";
+        case Architecture::gemma3:
+            return "gemma3_text";
     }
     return "?";
 }
@@ -71,7 +77,7 @@ inline const char* architecture_name(Architecture architecture) {
 /// How a norm normalises a row.
 enum class Norm {
     layer_norm,  ///< (x − mean) / √(variance + ε) · weight + bias (GPT-2, GPT-NeoX, the store model)
-    rms_norm,    ///< x / √(mean(x²) + ε) · weight (Llama, Qwen, OLMo-2, Phi-3)
+    rms_norm,    ///< x / √(mean(x²) + ε) · weight (Llama, Qwen, OLMo-2, Phi-3, Gemma: its weights read as 1 + w)
 };
 
 /// Where positions enter the model.
@@ -83,7 +89,7 @@ enum class PositionEncoding {
 /// The MLP's nonlinearity, decided when the model is loaded.
 enum class MlpActivation {
     gelu_erf,   ///< x · ½ · (1 + erf(x / √2)): PyTorch's nn.GELU()
-    gelu_tanh,  ///< the tanh approximation: GPT-2's "gelu_new"
+    gelu_tanh,  ///< the tanh approximation: GPT-2's "gelu_new", the gate of Gemma's GeGLU
     silu,       ///< x · sigmoid(x): the gate of Llama's SwiGLU
 };
 
@@ -111,7 +117,7 @@ enum class LayerSlot {
     key_norm,               ///< (d) per head or (H_kv·d) whole
     output,                 ///< (H·d × C) Wo
     output_bias,            ///< (C)
-    attention_output_norm,  ///< (C) the norm of attention's output, before it is added (OLMo-2)
+    attention_output_norm,  ///< (C) the norm of attention's output, before it is added (OLMo-2, Gemma)
     mlp_norm,               ///< (C) the norm before the MLP
     mlp_norm_bias,          ///< (C) LayerNorm only
     gate,                   ///< (C × M) gated MLPs
@@ -120,7 +126,7 @@ enum class LayerSlot {
     up_bias,                ///< (M)
     down,                   ///< (M × C)
     down_bias,              ///< (C)
-    mlp_output_norm,        ///< (C) the norm of the MLP's output, before it is added (OLMo-2)
+    mlp_output_norm,        ///< (C) the norm of the MLP's output, before it is added (OLMo-2, Gemma)
 };
 inline constexpr int kLayerSlots = int(LayerSlot::mlp_output_norm) + 1;
 
@@ -146,6 +152,10 @@ struct LayerTensor {
     std::vector<std::int64_t> shape;  ///< as the checkpoint stores it
     bool out_in = false;              ///< stored (out × in), PyTorch's Linear: read transposed
     std::vector<TensorPiece> pieces;
+    /// Added to every number of a vector as it is read: Gemma's norms store w and scale by
+    /// 1 + w (computed in float32 by transformers, as here in T), so the model keeps 1 + w, as
+    /// TransformerLens's weights do.
+    double offset = 0.0;
 };
 
 /// One layer's structure, built once from the config (model/architectures.hpp): what it
@@ -157,7 +167,7 @@ struct LayerTensor {
 ///   q, k = query_key_norm(q), query_key_norm(k)                  if any
 ///   q, k = rotate(q), rotate(k)                                  the first rotary.rotated numbers of each head
 ///   a = attention(q, k, v; score_scale, window, cap) · Wo (+ bo)          (n × C)
-///   a = norm(a)                                                  if output_norms
+///   a = norm(a)                                                  if output_norms (both: Gemma's sandwich)
 ///   sequential: x += a; m = mlp(input_norms ? norm(x) : x); m = norm(m) if output_norms; x += m
 ///   parallel:   m = mlp(norm(x_before)); x += a + m
 ///   mlp(h) = act(h · W_up + b) · W_down + b, or gated: (act(h · W_gate + b) ⊙ (h · W_up + b)) · W_down + b
@@ -165,7 +175,7 @@ struct LayerDescription {
     Norm norm = Norm::layer_norm;  ///< every norm of the layer
     double norm_epsilon = 1e-5;
     bool input_norms = true;    ///< norms before attention and the MLP (pre-norm)
-    bool output_norms = false;  ///< norms on attention's and the MLP's outputs (OLMo-2)
+    bool output_norms = false;  ///< norms on attention's and the MLP's outputs (OLMo-2; Gemma has both)
     Residual residual = Residual::sequential;
     QueryKeyNorm query_key_norm = QueryKeyNorm::none;
     bool gated_mlp = false;  ///< down(act(x · W_gate) ⊙ (x · W_up)), else down(act(x · W_up))
@@ -185,6 +195,9 @@ struct LayerDescription {
         return false;
     }
     bool rotates() const { return rotary.rotated > 0; }
+    /// Norms both before and after each block (Gemma): TransformerLens then names the ones
+    /// after ln1_post and ln2_post, and hook_attn_out / hook_mlp_out are after them.
+    bool norms_around_blocks() const { return input_norms && output_norms; }
 };
 
 /// The tensors outside the layers, by name in the checkpoint ("" where the model has none).
@@ -192,7 +205,8 @@ struct ModelTensors {
     std::string embedding;           ///< (V × C)
     std::string position_embedding;  ///< (longest × C), learned positions only
     std::string final_norm_weight, final_norm_bias;
-    std::string unembedding;  ///< untied only, (V × C) as a Linear stores it
+    double final_norm_offset = 0.0;  ///< added to the final norm's weight as it is read (Gemma: 1 + w)
+    std::string unembedding;         ///< untied only, (V × C) as a Linear stores it
     /// Tensors that may be present and are skipped: GPT-2's saved attention-mask buffers, a
     /// tied model's copy of its embedding as lm_head.weight.
     std::vector<std::string> skipped;
@@ -213,8 +227,12 @@ struct ModelSettings {
     PositionEncoding position_encoding = PositionEncoding::rotary;
     Norm final_norm = Norm::layer_norm;  ///< the norm before the unembedding
     double final_norm_epsilon = 1e-5;
-    bool tied_embeddings = true;                       ///< the unembedding is the embedding's transpose
-    int end_token = -1;                                ///< the end-of-text id generation stops at (−1: none declared)
+    bool tied_embeddings = true;  ///< the unembedding is the embedding's transpose
+    /// x = E[id] · embedding_scale (Gemma: √C rounded to the checkpoint's type, as transformers
+    /// rounds it); the unembedding is not scaled.
+    double embedding_scale = 1.0;
+    double logit_cap = 0.0;  ///< if > 0, logits become cap · tanh(logit / cap) (Gemma 2's final soft cap)
+    int end_token = -1;      ///< the end-of-text id generation stops at (−1: none declared)
     std::vector<LayerDescription> layer_descriptions;  ///< one per layer
     ModelTensors tensors;                              ///< the checkpoint's names outside the layers
 
