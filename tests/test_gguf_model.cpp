@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "gguf_writer.hpp"
 #include "support.hpp"
 
@@ -295,6 +297,65 @@ TEST_CASE("GGUF: what the converter drops of GPT-2's config makes another model"
         CHECK(gguf_relative_error(from_gguf<float>(c).forward(ids).logits, from_hf<float>(c).forward(ids).logits) >
               1e-3);
     }
+}
+
+TEST_CASE("GGUF: Gemma files, norms stored as 1 + w, give the checkpoint's logits and attention") {
+    // tools/references/gguf_models.py converts the copy of each checkpoint llama.cpp's gemma2 /
+    // gemma3 graphs compute the same function of (query_pre_attn_scalar and the BF16-rounded √C
+    // folded into the weights: GGUF cannot say them), so the file read as llama.cpp reads it
+    // (scores × 1/√key_length, the embedding × sqrtf(C), norm weights as stored) must give the
+    // checkpoint's own goldens. What remains is float32's rounding of the folded weights.
+    double worst32 = 0, worst64 = 0;
+    for (const char* name : {"gemma2_softcap_window", "gemma3_pattern", "gemma3_layer_types"}) {
+        CAPTURE(name);
+        const Converted c{name, "F32", false};
+        const attn::SafeTensors golden = attn::SafeTensors::open(kHfDirectories / name / "golden.safetensors");
+        std::ifstream in(kHfDirectories / name / "golden.json");
+        const nlohmann::json prompts = nlohmann::json::parse(in)["prompts"];
+        const nlohmann::json& longest = prompts.back();
+        const std::vector<int> ids = longest["ids"].get<std::vector<int>>();
+        const std::string key = longest["key"].get<std::string>() + ".";
+        attn::ForwardOptions keep;
+        keep.keep_attention = true;
+        const attn::ForwardResult<float> result32 = from_gguf<float>(c).forward(ids, keep);
+        const double error32 = gguf_relative_error(result32.logits, golden.matrix<double>(key + "logits"));
+        const double error64 =
+            gguf_relative_error(from_gguf<double>(c).forward(ids).logits, golden.matrix<double>(key + "logits"));
+        CHECK(error32 <= 1e-5);
+        CHECK(error64 <= 1e-6);
+        worst32 = std::max(worst32, error32);
+        worst64 = std::max(worst64, error64);
+        const attn::TensorData<double> attention = golden.tensor<double>(key + "attention");
+        const attn::ModelSettings& s = from_gguf<float>(c).settings();
+        const Index n = Index(ids.size());
+        for (Index l = 0; l < s.layers; ++l) {
+            const Eigen::Map<const attn::Matrix<double>> expected(attention.values.data() + l * s.heads * n * n, n, n);
+            CHECK(gguf_relative_error(result32.attention.head(l, 0), expected) <= 1e-5);
+        }
+        // the layers' structure as the Hugging Face config gives it, but for what GGUF cannot say
+        const attn::ModelSettings& hf = from_hf<float>(c).settings();
+        for (Index l = 0; l < s.layers; ++l) {
+            CAPTURE(l);
+            CHECK(s.layer(l).window == hf.layer(l).window);
+            CHECK(s.layer(l).score_cap == doctest::Approx(hf.layer(l).score_cap));
+            CHECK(s.layer(l).rotary.base == hf.layer(l).rotary.base);
+            CHECK(s.layer(l).norms_around_blocks());
+            CHECK(s.layer(l).query_key_norm == hf.layer(l).query_key_norm);
+            CHECK(s.layer(l).score_scale == doctest::Approx(1 / std::sqrt(double(s.head_size))));
+        }
+        CHECK(s.logit_cap == hf.logit_cap);
+        CHECK(s.embedding_scale == double(std::sqrt(float(s.dimensions))));
+    }
+    // gemma2_softcap_window's norms were not folded: stored 1 + w in the file is the checkpoint's
+    // w read as 1 + w, bit for bit in float
+    const Converted gemma2{"gemma2_softcap_window", "F32", false};
+    CHECK(same_bits(from_gguf<float>(gemma2).final_norm_weight(), from_hf<float>(gemma2).final_norm_weight()));
+    for (const LayerSlot slot : {LayerSlot::attention_norm, LayerSlot::attention_output_norm, LayerSlot::mlp_norm,
+                                 LayerSlot::mlp_output_norm}) {
+        typename attn::Model<float>::Layer g = from_gguf<float>(gemma2).layer(1), h = from_hf<float>(gemma2).layer(1);
+        CHECK(same_bits(g.vector(slot), h.vector(slot)));
+    }
+    MESSAGE("Gemma GGUF against the checkpoints' goldens: float ", worst32, ", double ", worst64);
 }
 
 TEST_CASE("GGUF: Q8_0 and Q4_0 files against the float64 forward of their dequantized weights") {

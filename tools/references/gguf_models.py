@@ -15,6 +15,10 @@ Files, <checkpoint>.<type>.gguf:
     types, so the weights are the checkpoint's bit for bit). gpt2_f16 (erf GELU, scores ÷ (layer + 1))
     and gpt2_unscaled_f32 (scale_attn_weights false) lose what GGUF cannot say: the test compares
     their weights, not their logits.
+  * the Gemma checkpoints at F32, converted from the copy llama.cpp's gemma2 / gemma3 graphs compute
+    the same function of (validate_llamacpp.gemma_as_llama_cpp_runs: query_pre_attn_scalar and
+    transformers' dtype-rounded √C folded into the weights, which GGUF cannot say): the file's
+    logits are the checkpoint's, its weights are not.
   * llama3_rope_scaling at Q8_0 and at Q4_0 (its width 64, MLP 96 and heads 2 × 32 are whole blocks
     of 32), with <checkpoint>.<type>.golden.safetensors: `ids` (I64, the whole context, seeded) and
     `logits` (F64, n × V) of hf_reference.py's float64 forward of the weights gguf-py dequantizes
@@ -36,7 +40,7 @@ sys.path.insert(0, str(TOOLS))  # tools/: the role packages
 from benchmarks.peers import hf_to_gguf  # noqa: E402
 from benchmarks.peers.llamacpp_setup import DEFAULT_CACHE, LLAMA_CPP_COMMIT  # noqa: E402
 from common import safetensors_io  # noqa: E402
-from references import hf_checkpoints, hf_reference  # noqa: E402
+from references import hf_checkpoints, hf_reference, validate_llamacpp  # noqa: E402
 
 ROOT = TOOLS.parent
 CHECKPOINTS = ROOT / "tests" / "data" / "hf"
@@ -59,7 +63,11 @@ FILES = {
     "qwen3_qk_norm": ["F32"],
     "olmo2_post_norm": ["F32"],
     "phi3_fused_partial": ["F32"],
+    "gemma2_softcap_window": ["F32"],
+    "gemma3_pattern": ["F32"],
+    "gemma3_layer_types": ["F32"],
 }
+GEMMA = ("gemma2_softcap_window", "gemma3_pattern", "gemma3_layer_types")
 QUANTIZED = ("Q8_0", "Q4_0")
 
 
@@ -122,7 +130,11 @@ def main():
     for checkpoint, types in FILES.items():
         for type_name in types:
             path = args.out / f"{checkpoint}.{type_name}.gguf"
-            hf_to_gguf.convert(CHECKPOINTS / checkpoint, path, type_name, args.gguf_py)
+            with tempfile.TemporaryDirectory() as scratch:
+                source = CHECKPOINTS / checkpoint
+                if checkpoint in GEMMA:
+                    source, _ = validate_llamacpp.gemma_as_llama_cpp_runs(source, Path(scratch) / checkpoint)
+                hf_to_gguf.convert(source, path, type_name, args.gguf_py)
             print(f"{path.relative_to(ROOT)}: {path.stat().st_size} bytes")
             if type_name in QUANTIZED:
                 golden = args.out / f"{checkpoint}.{type_name}.golden.safetensors"

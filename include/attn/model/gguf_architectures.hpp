@@ -18,6 +18,19 @@
 //                                             ([gate; up]), rope.dimension_count < d
 //   gptneox               GPTNeoXForCausalLM  attn_qkv fused [Q; K; V], biases, LayerNorm per-head [q_h; k_h; v_h]
 //                                             biases, use_parallel_residual               regrouped to [Q; K; V]
+//   gemma2, gemma3        Gemma2/Gemma3       attn_norm, attn_q/k/v, attn_output,          every norm weight stored
+//                                             post_attention_norm, ffn_norm, ffn_gate/up/  as 1 + w: read as is
+//                                             down, post_ffw_norm; attn_q/k_norm (gemma3)
+//
+// Gemma, as llama.cpp's gemma2.cpp and gemma3.cpp read it: scores × 1/√key_length (the converter
+// drops query_pre_attn_scalar; llama.cpp uses 1/√(embedding_length / head_count) for 46- and
+// 62-layer models, Gemma 2 and 3 27B, whose scalar that is), the embedding × sqrtf(C) (float32,
+// not rounded to the original's type), .attention.sliding_window (Gemma 2: 4096 if absent;
+// Gemma 3: no window if absent), .attention.sliding_window_pattern (a period P, layer i sliding
+// iff i % P < P − 1, default 2 for Gemma 2 and 6 for Gemma 3, or one flag per layer),
+// .rope.freq_base_swa on sliding layers (Gemma 2: freq_base; Gemma 3: 10000 if absent),
+// .attn_logit_softcapping (Gemma 2 only; 50 if absent) and .final_logit_softcapping (Gemma 2: 30
+// if absent; Gemma 3: none).
 //
 // Keys: {arch}.block_count, .context_length, .embedding_length, .feed_forward_length,
 // .attention.head_count, .attention.head_count_kv (default: head_count), .attention.key_length
@@ -156,8 +169,9 @@ struct GgufLlamaStyle {
 };
 
 /// The sizes every architecture reads, and the keys that must hold attn's (and llama.cpp's
-/// defaults for these architectures): causal attention, no experts, no sliding window.
-inline void gguf_sizes(Keys& keys, ModelSettings& s) {
+/// defaults for these architectures): causal attention, no experts, no sliding window (unless
+/// the architecture reads its windows itself: Gemma).
+inline void gguf_sizes(Keys& keys, ModelSettings& s, bool sliding_windows = false) {
     s.layers = keys.count("block_count");
     s.longest = keys.count("context_length");
     s.dimensions = keys.count("embedding_length");
@@ -175,7 +189,7 @@ inline void gguf_sizes(Keys& keys, ModelSettings& s) {
     for (const char* experts : {"expert_count", "expert_used_count"})
         if (keys.has(experts) && keys.file().integer(keys.key(experts)) != 0)
             keys.unsupported(experts, std::to_string(keys.file().integer(keys.key(experts))), "dense MLPs: no experts");
-    if (keys.has("attention.sliding_window")) {
+    if (keys.has("attention.sliding_window") && !sliding_windows) {
         const std::int64_t window = keys.file().integer(keys.key("attention.sliding_window"));
         if (window != 0 && window < s.longest)
             keys.unsupported("attention.sliding_window", std::to_string(window),
@@ -397,6 +411,94 @@ inline ModelSettings gguf_gpt_style(Keys& keys, Architecture architecture) {
     return s;
 }
 
+/// Which layers of a Gemma file slide: attention.sliding_window_pattern as a period P (layer i
+/// slides iff i % P < P − 1; 0: every layer) or one flag per layer, else the default period.
+inline std::vector<bool> gguf_sliding_layers(Keys& keys, Index layers, Index default_period) {
+    std::vector<bool> sliding(std::size_t(layers), false);
+    const std::string key = "attention.sliding_window_pattern";
+    if (keys.has(key) && keys.file().value(keys.key(key)).is_array()) {
+        sliding = keys.file().boolean_array(keys.key(key));
+        if (Index(sliding.size()) != layers)
+            keys.unsupported(key, message(sliding.size(), " flags"), message("one flag per layer (", layers, ")"));
+        return sliding;
+    }
+    const std::int64_t period = keys.has(key) ? keys.file().integer(keys.key(key)) : default_period;
+    if (period < 0 || period > (1 << 24)) keys.unsupported(key, std::to_string(period), "a period 0 … 2^24");
+    for (Index l = 0; l < layers; ++l) sliding[std::size_t(l)] = period == 0 || l % period < period - 1;
+    return sliding;
+}
+
+/// gemma2 and gemma3: RMSNorm whose stored weights are already 1 + w, norms before and after each
+/// block, GeGLU, the embedding × sqrtf(C), sliding layers with their own rotary base, soft caps
+/// (see the header comment for what llama.cpp assumes where the file says nothing).
+inline ModelSettings gguf_gemma(Keys& keys, Architecture architecture) {
+    using namespace detail::layers;
+    const GgufFile& file = keys.file();
+    const bool gemma3 = architecture == Architecture::gemma3;
+    ModelSettings s;
+    s.architecture = architecture;
+    gguf_sizes(keys, s, true);
+    Index window = gemma3 ? 0 : 4096;  // llama.cpp's defaults
+    if (keys.has("attention.sliding_window")) {
+        const std::int64_t stored = file.integer(keys.key("attention.sliding_window"));
+        if (stored < 0 || stored > (1 << 24))
+            keys.unsupported("attention.sliding_window", std::to_string(stored), "a window of 0 … 2^24 keys");
+        window = Index(stored);
+    }
+    s.vocabulary_size = gguf_vocabulary(keys, s);
+    s.position_encoding = PositionEncoding::rotary;
+    s.final_norm = Norm::rms_norm;
+    s.final_norm_epsilon = keys.number("attention.layer_norm_rms_epsilon");
+    s.embedding_scale = double(std::sqrt(float(s.dimensions)));
+    if (keys.count("rope.dimension_count", s.head_size) != s.head_size)
+        keys.unsupported("rope.dimension_count", std::to_string(keys.count("rope.dimension_count")),
+                         message("the whole head (", s.head_size, ") for ", keys.architecture()));
+    const RotarySpec global = gguf_rotary(keys, s.head_size, false, s.tensors.skipped);
+    RotarySpec local = global;
+    local.base = keys.number("rope.freq_base_swa", gemma3 ? 10000.0 : global.base);
+    const std::vector<bool> sliding =
+        window > 0 ? gguf_sliding_layers(keys, s.layers, gemma3 ? 6 : 2) : std::vector<bool>(std::size_t(s.layers));
+    const auto cap = [&](const char* key, double absent) { return keys.has(key) ? keys.number(key) : absent; };
+    const double score_cap = gemma3 ? 0.0 : cap("attn_logit_softcapping", 50.0);
+    if (gemma3 && keys.has("attn_logit_softcapping"))
+        keys.unsupported("attn_logit_softcapping", std::to_string(keys.number("attn_logit_softcapping")),
+                         "no attention soft cap for gemma3 (llama.cpp's graph has none)");
+    s.logit_cap = cap("final_logit_softcapping", gemma3 ? 0.0 : 30.0);
+    const bool large = s.layers == (gemma3 ? 62 : 46);  // the 27B models: scores × 1/√(C / H)
+    const double scale = 1.0 / std::sqrt(large ? double(s.dimensions / s.heads) : double(s.head_size));
+    s.tied_embeddings = !file.has_tensor("output.weight");
+    s.tensors.embedding = "token_embd.weight";
+    s.tensors.final_norm_weight = "output_norm.weight";
+    if (!s.tied_embeddings) s.tensors.unembedding = "output.weight";
+    const Index c = s.dimensions, m = s.mlp_width, d = s.head_size;
+    for (Index l = 0; l < s.layers; ++l) {
+        const bool slides = sliding[std::size_t(l)];
+        LayerDescription layer =
+            llama_style_layer(s, slides ? local : global, gemma3 ? QueryKeyNorm::per_head : QueryKeyNorm::none, false);
+        layer.output_norms = true;
+        layer.activation = MlpActivation::gelu_tanh;  // ggml_geglu
+        layer.score_scale = scale;
+        layer.score_cap = score_cap;
+        layer.window = slides ? window : 0;
+        std::vector<LayerTensor>& t = layer.tensors;
+        t.push_back(vector_tensor(block(l, "attn_norm.weight"), LayerSlot::attention_norm, c));
+        add_gguf_query_key_value(t, s, l, false, false, false);
+        if (gemma3) {
+            t.push_back(vector_tensor(block(l, "attn_q_norm.weight"), LayerSlot::query_norm, d));
+            t.push_back(vector_tensor(block(l, "attn_k_norm.weight"), LayerSlot::key_norm, d));
+        }
+        t.push_back(weight_tensor(block(l, "attn_output.weight"), LayerSlot::output, s.query_width(), c, true));
+        t.push_back(vector_tensor(block(l, "post_attention_norm.weight"), LayerSlot::attention_output_norm, c));
+        t.push_back(vector_tensor(block(l, "ffn_norm.weight"), LayerSlot::mlp_norm, c));
+        t.push_back(weight_tensor(block(l, "ffn_gate.weight"), LayerSlot::gate, c, m, true));
+        t.push_back(weight_tensor(block(l, "ffn_up.weight"), LayerSlot::up, c, m, true));
+        t.push_back(weight_tensor(block(l, "ffn_down.weight"), LayerSlot::down, m, c, true));
+        t.push_back(vector_tensor(block(l, "post_ffw_norm.weight"), LayerSlot::mlp_output_norm, c));
+        s.layer_descriptions.push_back(std::move(layer));
+    }
+    return s;
+}
+
 /// One architecture attn opens from GGUF: its general.architecture and its reader.
 struct GgufKnown {
     const char* name;
@@ -434,9 +536,17 @@ inline ModelSettings gguf_gpt_neox(Keys& keys) {
     return gguf_gpt_style(keys, Architecture::gpt_neox);
 }
 
+inline ModelSettings gguf_gemma2(Keys& keys) {
+    return gguf_gemma(keys, Architecture::gemma2);
+}
+inline ModelSettings gguf_gemma3(Keys& keys) {
+    return gguf_gemma(keys, Architecture::gemma3);
+}
+
 inline constexpr GgufKnown kGgufKnown[] = {
-    {"gpt2", gguf_gpt2},   {"llama", gguf_llama}, {"qwen2", gguf_qwen2},      {"qwen3", gguf_qwen3},
-    {"olmo2", gguf_olmo2}, {"phi3", gguf_phi3},   {"gptneox", gguf_gpt_neox},
+    {"gpt2", gguf_gpt2},        {"llama", gguf_llama},   {"qwen2", gguf_qwen2},
+    {"qwen3", gguf_qwen3},      {"olmo2", gguf_olmo2},   {"phi3", gguf_phi3},
+    {"gptneox", gguf_gpt_neox}, {"gemma2", gguf_gemma2}, {"gemma3", gguf_gemma3},
 };
 
 }  // namespace detail::gguf_config
