@@ -232,7 +232,8 @@ private:
     void* context_ = nullptr;
 };
 
-/// How many threads a call may use, the `threads` member of every options struct:
+/// How many threads a call may use, the `threads` member of the options of every call that runs
+/// work on threads (AttentionOptions, ForwardOptions, DecodeOptions, GenerationOptions):
 /// a count started for the call and joined before it returns (1: the calling thread only;
 /// 0: one per hardware thread), or a Workers the caller keeps (no threads started per call).
 /// Either converts implicitly: `options.threads = 2;` or `options.threads = workers;`.
@@ -246,11 +247,6 @@ public:
     Workers* kept() const { return kept_; }
     /// The count asked for (0: one per hardware thread); not used when threads are kept.
     int count() const { return count_; }
-    /// How many workers a call may run on: the kept ones' size, else the count resolved.
-    /// Throws argument_error naming `function` if the count is negative.
-    int available(const char* function) const {
-        return kept_ ? kept_->size() : detail::resolve_threads(function, count_);
-    }
 
 private:
     Workers* kept_ = nullptr;
@@ -258,6 +254,12 @@ private:
 };
 
 namespace detail {
+
+/// How many workers a call may run on: the kept ones' size, else the count resolved (0: one per
+/// hardware thread). Throws argument_error naming `function` if the count is negative.
+inline int available_threads(const Threads& threads, const char* function) {
+    return threads.kept() ? threads.kept()->size() : resolve_threads(function, threads.count());
+}
 
 /// The calling thread alone, as a pool of one (nothing to start or join).
 struct CallerOnly {

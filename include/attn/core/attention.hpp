@@ -272,7 +272,7 @@ FusedProblem<T> fused_problem(Index heads, Index queries, Index keys, Index dept
     problem.window = options.window;
     problem.score_cap = options.score_cap;
     if (options.rope) problem.rope = rotate_rows(*options.rope);
-    problem.threads = options.threads.available("attention");
+    problem.threads = detail::available_threads(options.threads, "attention");
     problem.workers = options.threads.kept();
     return problem;
 }

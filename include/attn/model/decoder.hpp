@@ -108,7 +108,7 @@ public:
             throw argument_error(detail::message("Decoder::append: ", ids.size(), " more positions after the ",
                                                  positions(), " decoded would pass the decoder's capacity of ",
                                                  caches_.front().capacity(), " positions"));
-        const int available = options.threads.available("Decoder::append");
+        const int available = detail::available_threads(options.threads, "Decoder::append");
 
         forward_.keep_attention = options.keep_attention;
         detail::PassSetup<T> setup;

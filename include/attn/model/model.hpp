@@ -262,7 +262,7 @@ public:
     void forward_into(const std::vector<int>& ids, const ForwardOptions& options, ForwardResult<T>& result) const {
         detail::check_token_ids("Model::forward", settings_, ids);
         detail::FastForward<T>(*this, ids, options, result)
-            .run(options.threads.kept(), options.threads.available("Model::forward"));
+            .run(options.threads.kept(), detail::available_threads(options.threads, "Model::forward"));
     }
 
 private:
