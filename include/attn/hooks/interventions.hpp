@@ -54,7 +54,8 @@ namespace detail {
 template <class T>
 void run_pass(const Model<T>& model, const std::vector<int>& ids, const ForwardOptions& options,
               ForwardResult<T>& result, const PassSetup<T>& setup, const char* function) {
-    FastForward<T>(model, ids, options, result, setup).run(options.threads.kept(), detail::available_threads(options.threads, function));
+    FastForward<T>(model, ids, options, result, setup)
+        .run(options.threads.kept(), detail::available_threads(options.threads, function));
 }
 
 }  // namespace detail
