@@ -16,7 +16,7 @@ namespace {
 
 std::string npy_of(const std::vector<attn::Index>& shape, const std::vector<double>& values) {
     std::ostringstream out;
-    attn::write_npy(out, shape, values.data());
+    attn::write_npy(out, shape, values);
     return out.str();
 }
 
@@ -72,13 +72,16 @@ TEST_CASE("write_npy writes float matrices in C order whatever their storage") {
     CHECK(values == std::vector<float>{1, 2, 3, 4, 5, 6});
 }
 
-TEST_CASE("write_npy refuses negative extents and names files it cannot write") {
+TEST_CASE("write_npy refuses negative extents and values that do not fill the shape, and names files it cannot write") {
     const std::vector<double> values{1};
     std::ostringstream out;
-    CHECK_THROWS_WITH_AS(attn::write_npy(out, {2, -1}, values.data()), doctest::Contains("negative extent -1"),
+    CHECK_THROWS_WITH_AS(attn::write_npy(out, {2, -1}, values), doctest::Contains("negative extent -1"),
                          attn::argument_error);
-    CHECK_THROWS_AS(attn::write_npy(out, {2}, static_cast<const double*>(nullptr)), attn::argument_error);
+    CHECK_THROWS_WITH_AS(attn::write_npy(out, {2}, values), doctest::Contains("1 values for a shape of 2"),
+                         attn::shape_error);
     attn::test::TempDir directory;
+    CHECK_THROWS_AS(attn::write_npy(directory.path / "short.npy", {3, 1}, values), attn::shape_error);
+    CHECK_FALSE(std::filesystem::exists(directory.path / "short.npy"));  // refused before the file is made
     const auto file = directory.path / "no" / "such" / "a.npy";
     CHECK_THROWS_WITH_AS(attn::write_npy(file, attn::Matrix<double>::Ones(2, 2)),
                          doctest::Contains((file.string() + ": cannot open").c_str()), attn::io_error);

@@ -201,8 +201,7 @@ void write_arrays(const std::filesystem::path& directory, const attn::Tokenizer&
     const std::vector<float> weights = selected_attention(result.attention, selection);
     attn::write_npy(
         directory / "attention.npy",
-        {attn::Index(selection.layers.size()), attn::Index(selection.heads.size()), attn::Index(rows), keys},
-        weights.data());
+        {attn::Index(selection.layers.size()), attn::Index(selection.heads.size()), attn::Index(rows), keys}, weights);
     attn::Matrix<float> logits(attn::Index(rows), vocabulary);
     for (std::size_t r = 0; r < rows; ++r) logits.row(attn::Index(r)) = result.logits.row(selection.positions[r]);
     attn::write_npy(directory / "logits.npy", logits);

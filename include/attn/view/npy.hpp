@@ -71,28 +71,57 @@ void write_little_endian(std::ostream& out, const T* data, std::size_t count) {
 
 }  // namespace detail
 
-/// Writes an N-d array of shape `shape` (any number of axes, each ≥ 0) whose values are
-/// `data` in C order: data must hold the product of the extents. Throws argument_error for a
-/// negative extent, io_error (naming the file) if it cannot be written.
-template <class T>
-void write_npy(std::ostream& out, const std::vector<Index>& shape, const T* data) {
+namespace detail {
+
+/// The element count of a shape, each extent checked (argument_error for a negative one).
+inline std::size_t npy_count(const std::vector<Index>& shape) {
     std::size_t count = 1;
     for (Index extent : shape) {
-        if (extent < 0) throw argument_error(detail::message("write_npy: negative extent ", extent, " in shape"));
+        if (extent < 0) throw argument_error(message("write_npy: negative extent ", extent, " in shape"));
         count *= static_cast<std::size_t>(extent);
     }
-    if (count > 0 && data == nullptr) throw argument_error("write_npy: data is null for a non-empty shape");
-    const std::string header = detail::npy_header(detail::npy_descr<T>(), shape);
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    detail::write_little_endian(out, data, count);
+    return count;
 }
 
+/// The header, then `count` values from `data` (count = the shape's product, checked by the caller).
 template <class T>
-void write_npy(const std::filesystem::path& file, const std::vector<Index>& shape, const T* data) {
+void write_npy_values(std::ostream& out, const std::vector<Index>& shape, const T* data, std::size_t count) {
+    const std::string header = npy_header(npy_descr<T>(), shape);
+    out.write(header.data(), static_cast<std::streamsize>(header.size()));
+    write_little_endian(out, data, count);
+}
+
+/// `write` into a new file, io_error naming it if it cannot be opened or written.
+template <class Write>
+void write_npy_file(const std::filesystem::path& file, Write&& write) {
     std::ofstream out(file, std::ios::binary);
-    if (!out) throw io_error(detail::message(file.string(), ": cannot open for writing"));
-    write_npy(out, shape, data);
-    if (!out.flush()) throw io_error(detail::message(file.string(), ": writing failed"));
+    if (!out) throw io_error(message(file.string(), ": cannot open for writing"));
+    write(out);
+    if (!out.flush()) throw io_error(message(file.string(), ": writing failed"));
+}
+
+}  // namespace detail
+
+/// Writes an N-d array of shape `shape` (any number of axes, each ≥ 0) whose values are
+/// `values` in C order (row-major: the last axis fastest). Like every writer here, the
+/// destination comes first. Throws argument_error for a negative extent and shape_error if
+/// `values` does not hold the product of the extents.
+template <class T>
+void write_npy(std::ostream& out, const std::vector<Index>& shape, const std::vector<T>& values) {
+    const std::size_t count = detail::npy_count(shape);
+    if (values.size() != count)
+        throw shape_error(detail::message("write_npy: ", values.size(), " values for a shape of ", count));
+    detail::write_npy_values(out, shape, values.data(), count);
+}
+
+/// write_npy into `file`; io_error naming it if it cannot be written.
+template <class T>
+void write_npy(const std::filesystem::path& file, const std::vector<Index>& shape, const std::vector<T>& values) {
+    const std::size_t count = detail::npy_count(shape);  // checked before the file is created
+    if (values.size() != count)
+        throw shape_error(detail::message("write_npy: ", values.size(), " values for a shape of ", count));
+    detail::write_npy_file(file,
+                           [&](std::ostream& out) { detail::write_npy_values(out, shape, values.data(), count); });
 }
 
 /// Writes a matrix (rows × cols) as a 2-d array of that shape, row-major whatever the
@@ -101,7 +130,10 @@ template <class D>
 void write_npy(const std::filesystem::path& file, const Eigen::MatrixBase<D>& matrix) {
     using T = typename D::Scalar;
     const Matrix<T> row_major = matrix;  // evaluates expressions and column-major storage into C order
-    write_npy(file, std::vector<Index>{row_major.rows(), row_major.cols()}, row_major.data());
+    const std::vector<Index> shape{row_major.rows(), row_major.cols()};
+    detail::write_npy_file(file, [&](std::ostream& out) {
+        detail::write_npy_values(out, shape, row_major.data(), std::size_t(row_major.size()));
+    });
 }
 
 }  // namespace attn
