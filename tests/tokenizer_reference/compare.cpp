@@ -1,6 +1,9 @@
 // attn's ids against a reference encoder's, line by line:
 //   attn_tokenizer_reference gpt2 <corpus.jsonl> <reference ids> <encoder.json> <vocab.bpe>
 //   attn_tokenizer_reference llama2 <corpus.jsonl> <reference ids> <tokenizer.json>
+//   attn_tokenizer_reference gguf <corpus.jsonl> <reference ids> <file.gguf>
+// (gguf: a GGUF file's tokenizer against llama.cpp's ids, tools/references/gguf_tokenizers.py;
+// every line is compared and the count of identical ones printed, with the first mismatches.)
 // The corpus has one JSON string per line; the reference file one line of space-separated
 // ids per corpus line. Also checks that decode gives each line back (byte-level: always;
 // SentencePiece: lines without added tokens, less the beginning-of-text token). Prints the
@@ -37,12 +40,13 @@ std::string join(const std::vector<int>& ids) {
 
 int main(int argc, char** argv) {
     if (argc < 5) {
-        std::cerr << "usage: attn_tokenizer_reference gpt2|llama2 <corpus.jsonl> <reference ids> <files...>\n";
+        std::cerr << "usage: attn_tokenizer_reference gpt2|llama2|gguf <corpus.jsonl> <reference ids> <files...>\n";
         return 2;
     }
     const std::string kind = argv[1];
     try {
-        const attn::Tokenizer tokenizer = kind == "gpt2" && argc == 6
+        const attn::Tokenizer tokenizer = kind == "gguf" ? attn::Tokenizer::from_gguf(argv[4])
+                                          : kind == "gpt2" && argc == 6
                                               ? attn::Tokenizer::from_gpt2_files(argv[4], argv[5])
                                               : attn::Tokenizer::from_tokenizer_json(argv[4]);
         std::vector<std::string> corpus;
@@ -53,6 +57,20 @@ int main(int argc, char** argv) {
             std::cerr << argv[3] << ": " << expected.size() << " lines of ids for " << corpus.size()
                       << " corpus lines\n";
             return 1;
+        }
+        if (kind == "gguf") {
+            std::size_t identical = 0, shown = 0;
+            for (std::size_t k = 0; k < corpus.size(); ++k) {
+                const std::string ids = join(tokenizer.encode(corpus[k]));
+                if (ids == expected[k]) {
+                    ++identical;
+                } else if (shown++ < 5) {
+                    std::cerr << "line " << k + 1 << " of the corpus: " << nlohmann::json(corpus[k]).dump()
+                              << "\n  attn: " << ids << "\n  llama.cpp: " << expected[k] << "\n";
+                }
+            }
+            std::cout << argv[4] << ": " << corpus.size() << " lines, " << identical << " identical\n";
+            return identical == corpus.size() ? 0 : 1;
         }
         std::size_t tokens = 0, decoded = 0;
         for (std::size_t k = 0; k < corpus.size(); ++k) {

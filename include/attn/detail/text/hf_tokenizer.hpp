@@ -40,7 +40,13 @@ namespace attn::detail {
 struct PreTokenizerStep {
     enum class Kind { split_pattern, digits, byte_level_prefix_space } kind = Kind::split_pattern;
     SplitPattern pattern = SplitPattern::gpt2;
+    CaseFold fold = CaseFold::unicode;  // ascii for a GGUF file's tokenizer (llama.cpp's patterns)
 };
+
+/// How added tokens are found in the text: Hugging Face's leftmost-longest scan, or
+/// llama.cpp's partition (each token in turn, longest first, cut out wherever it occurs in
+/// what is left; GGUF files' tokenizers).
+enum class AddedOrder { leftmost_longest, longest_first };
 
 struct AddedToken {
     std::string content;
@@ -80,6 +86,8 @@ struct HfTokenizer {
 
     std::vector<AddedToken> added_tokens;
     std::array<bool, 256> added_first_byte{};
+    AddedOrder added_order = AddedOrder::leftmost_longest;
+    std::vector<std::size_t> added_by_length;  // longest_first: indices of added_tokens, longest first
 
     std::vector<int> prefix_ids, suffix_ids;  // from the post-processor
 
@@ -88,6 +96,11 @@ struct HfTokenizer {
     void encode(std::string_view input, std::vector<int>& ids, bool add_special_tokens = true) const {
         if (add_special_tokens) ids.insert(ids.end(), prefix_ids.begin(), prefix_ids.end());
         Work work;
+        if (added_order == AddedOrder::longest_first) {
+            encode_partitioned(input, work, ids);
+            if (add_special_tokens) ids.insert(ids.end(), suffix_ids.begin(), suffix_ids.end());
+            return;
+        }
         // Sections between added tokens, after lstrip / rstrip.
         std::size_t section_start = 0, position = 0;
         int section_index = 0;
@@ -134,6 +147,47 @@ private:
         std::string normalized;  // a section in NFC, when it was not already
     };
 
+    /// A piece of the input: text still to encode (token −1), or an added token's id.
+    struct Fragment {
+        std::size_t begin, length;
+        int token;
+    };
+
+    /// llama.cpp's tokenizer_st_partition: for each added token, longest first, every
+    /// occurrence in each text fragment left (leftmost first, not overlapping) is cut out.
+    void encode_partitioned(std::string_view input, Work& work, std::vector<int>& ids) const {
+        std::vector<Fragment> fragments, next;
+        if (!input.empty()) fragments.push_back({0, input.size(), -1});
+        for (std::size_t index : added_by_length) {
+            const AddedToken& token = added_tokens[index];
+            next.clear();
+            for (const Fragment& f : fragments) {
+                if (f.token >= 0) {
+                    next.push_back(f);
+                    continue;
+                }
+                std::size_t start = f.begin;
+                const std::size_t end = f.begin + f.length;
+                for (std::size_t match; (match = input.substr(0, end).find(token.content, start)) != npos;) {
+                    if (match > start) next.push_back({start, match - start, -1});
+                    next.push_back({match, token.content.size(), token.id});
+                    start = match + token.content.size();
+                }
+                if (start < end) next.push_back({start, end - start, -1});
+            }
+            fragments.swap(next);
+        }
+        int section_index = 0;
+        for (const Fragment& f : fragments) {
+            if (f.token >= 0)
+                ids.push_back(f.token);
+            else
+                encode_section(input.substr(f.begin, f.length), section_index, work, ids);
+            ++section_index;
+        }
+    }
+    static constexpr std::size_t npos = std::string_view::npos;
+
     const AddedToken* longest_added(std::string_view input, std::size_t position) const {
         const AddedToken* best = nullptr;
         const std::string_view rest = input.substr(position);
@@ -178,7 +232,7 @@ private:
         const auto next = [&](std::string_view p) { pre_tokenize(p, step + 1, work, ids); };
         switch (steps[step].kind) {
             case PreTokenizerStep::Kind::split_pattern:
-                return split_pattern(piece, steps[step].pattern, next);
+                return split_pattern(piece, steps[step].pattern, next, steps[step].fold);
             case PreTokenizerStep::Kind::digits:
                 return split_digits(piece, next);
             case PreTokenizerStep::Kind::byte_level_prefix_space:
@@ -200,7 +254,10 @@ private:
         work.symbols.clear();
         for (char byte : piece) work.symbols.push_back(byte_ids[static_cast<unsigned char>(byte)]);
         bpe_merge(work.symbols, merges, work.bpe);
-        ids.insert(ids.end(), work.symbols.begin(), work.symbols.end());
+        // A byte without a token (−1: only in a GGUF vocabulary; a tokenizer.json must have all
+        // 256) is dropped, as llama.cpp drops it.
+        for (int symbol : work.symbols)
+            if (symbol >= 0) ids.push_back(symbol);
     }
 
     void encode_sentencepiece(std::string_view section, int section_index, Work& work, std::vector<int>& ids) const {
