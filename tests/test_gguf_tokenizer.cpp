@@ -222,6 +222,33 @@ TEST_CASE("gguf tokenizer: SentencePiece by hand: merges by score, byte fallback
     CHECK(no_prefix.load().encode("ab") == ids({263}));
 }
 
+TEST_CASE("gguf tokenizer: special tokens as llama.cpp cuts them: the longest first, Phi-3's rstrip") {
+    Vocabulary v = byte_level();
+    v.tokens.push_back("xy");   // 264
+    v.tokens.push_back("yzw");  // 265
+    v.types->push_back(user_defined);
+    v.types->push_back(user_defined);
+    // leftmost-longest would take xy first; llama.cpp cuts the longest token out of the whole text first
+    CHECK(v.load().encode("xyzw") == ids({'x', 265}));
+    CHECK(v.load().encode("xy xyzw") == ids({264, ' ', 'x', 265}));
+
+    Vocabulary phi3 = sentencepiece();
+    phi3.tokens.push_back("<|user|>");  // 264, user-defined
+    phi3.tokens.push_back("<|endoftext|>");
+    phi3.types->push_back(user_defined);
+    phi3.types->push_back(control);
+    phi3.scores->resize(phi3.tokens.size(), 0.0f);
+    const attn::EncodeOptions none{false};
+    // Not Phi-3: the white space after a special token stays ("\n" has no token: its byte)
+    CHECK(phi3.load().encode("<|user|>\n ab", none) == ids({264, 259, 3 + '\n', 262, 261}));
+    phi3.extra = [](GgufWriter& w) { w.string("general.name", "Phi-3-mini-4k-instruct"); };
+    CHECK(phi3.load().encode("<|user|>\n ab", none) == ids({264, 262, 261}));
+    CHECK(phi3.load().encode("</s>\tab", none) == ids({2, 262, 261}));
+    CHECK(phi3.load().encode("<s> ab", none) == ids({1, 259, 262, 261}));  // <s> keeps what follows
+    phi3.tokens[265] = "<|end|>";
+    expect_refused(phi3, {"'general.name' names a Phi-3 model", "'<|endoftext|>'"});
+}
+
 TEST_CASE("gguf tokenizer: a file without a tokenizer gives kind none, whose encode names the file") {
     Vocabulary v = byte_level();
     v.model = "none";

@@ -9,7 +9,9 @@ to compare attn's ids with, without llama.cpp at test time.
 
 The second form writes nothing into the tree: it runs llama.cpp on the corpus with the pinned tree's
 whole vocabularies (gpt-2, llama-bpe, llama-spm, qwen2, mpt, starcoder, refact, command-r, phi-3) and
-prints, for each, how many lines attn's ids (attn_tokenizer_reference gguf) match llama.cpp's.
+prints, for each, how many lines attn's ids (attn_tokenizer_reference gguf) match llama.cpp's: on the
+corpus, on 500 corpus lines with the vocabulary's special tokens spliced in (with white space around
+some), and on llama.cpp's own test texts for the vocabulary (models/ggml-vocab-*.gguf.inp).
 
 The pinned llama.cpp peer (tools/benchmarks/peers/llamacpp_setup.py) gives gguf-py, the vocabularies and
 llama_peer, whose `tokenize` command is llama_tokenize(add_special = true, parse_special = true) on the
@@ -31,6 +33,7 @@ Output is deterministic: the same tree and corpus give the same bytes.
 
 import argparse
 import json
+import random
 import subprocess
 import sys
 import tempfile
@@ -171,21 +174,59 @@ def write_goldens(peer, gguf):
         print(f"{path.relative_to(ROOT)}: {count} tokens, {len(texts)} lines of ids")
 
 
-def compare_full(peer, compare):
+def with_special_tokens(texts, specials, count, seed=2026):
+    """`count` corpus lines with 1 to 3 special tokens' texts spliced in, some with white space around
+    them (what lstrip / rstrip and the partition's order act on)."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        text = rng.choice(texts)[:200]
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randint(0, len(text))
+            token = rng.choice(specials)
+            text = text[:at] + rng.choice(["", " ", "\n", "  ", "\t "]) + token + rng.choice(["", " ", "\n", " \n"]) + text[at:]
+        out.append(text)
+    return out
+
+
+def special_texts_of(vocabulary, gguf):
+    """The texts llama.cpp cuts out as special tokens: types unknown, control and user-defined."""
+    reader = gguf.GGUFReader(vocabulary, "r")
+    tokens = field_value(reader.fields["tokenizer.ggml.tokens"], gguf)
+    types = field_value(reader.fields["tokenizer.ggml.token_type"], gguf)
+    return [t for t, kind in zip(tokens, types) if kind in SPECIAL_TYPES]
+
+
+def compare_one(peer, compare, vocabulary, texts, scratch, tag):
+    corpus = Path(scratch) / f"{tag}.jsonl"
+    corpus.write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t in texts), encoding="utf-8")
+    expected = Path(scratch) / f"{tag}.ids"
+    expected.write_text("\n".join(llama_ids(peer, vocabulary, texts)) + "\n", encoding="ascii")
+    result = subprocess.run([str(compare), "gguf", str(corpus), str(expected), str(vocabulary)],
+                            capture_output=True, text=True)
+    print(f"{tag}: " + (result.stdout.strip() or result.stderr.strip()).replace(str(vocabulary) + ": ", ""))
+    if result.returncode != 0:
+        print(result.stderr.strip()[:3000])
+    return result.returncode == 0
+
+
+def compare_full(peer, compare, gguf):
     texts = corpus_texts()
-    failed = False
+    ok = True
     with tempfile.TemporaryDirectory() as scratch:
         for source in FULL:
             vocabulary = peer.source / "models" / f"ggml-vocab-{source}.gguf"
-            expected = Path(scratch) / f"{source}.ids"
-            expected.write_text("\n".join(llama_ids(peer, vocabulary, texts)) + "\n", encoding="ascii")
-            result = subprocess.run([str(compare), "gguf", str(CORPUS), str(expected), str(vocabulary)],
-                                    capture_output=True, text=True)
-            print(result.stdout.strip() or result.stderr.strip())
-            if result.returncode != 0:
-                failed = True
-                print(result.stderr.strip()[:3000])
-    return 1 if failed else 0
+            ok &= compare_one(peer, compare, vocabulary, texts, scratch, f"{source} corpus")
+            specials = special_texts_of(vocabulary, gguf)
+            if specials:
+                ok &= compare_one(peer, compare, vocabulary, with_special_tokens(texts, specials, 500), scratch,
+                                  f"{source} corpus with special tokens")
+            tests = vocabulary.with_name(vocabulary.name + ".inp")
+            if tests.is_file():  # llama.cpp's own test texts (test-tokenizer-0)
+                cases = tests.read_text(encoding="utf-8").split("\n__ggml_vocab_test__\n")
+                ok &= compare_one(peer, compare, vocabulary, [c for c in cases if c], scratch,
+                                  f"{source} llama.cpp's test texts")
+    return 0 if ok else 1
 
 
 def main():
@@ -199,7 +240,7 @@ def main():
     if args.full:
         if not args.compare:
             parser.error("--full needs --compare")
-        sys.exit(compare_full(peer, args.compare))
+        sys.exit(compare_full(peer, args.compare, gguf))
     write_goldens(peer, gguf)
 
 

@@ -15,7 +15,9 @@
 //                          Unknown, control and user-defined tokens are cut out of the text
 //                          before the rest is encoded (llama.cpp's special-token partition,
 //                          with parse_special: the longest token first, each at every place
-//                          it occurs), as are the tokens llama.cpp makes control by their text
+//                          it occurs; rstrip on them, of ASCII white space, when general.name
+//                          says Phi-3, as llama.cpp sets it), as are the tokens llama.cpp makes
+//                          control by their text
 //                          (<|endoftext|>, <|im_end|>, </s>, ... : `made_control` below).
 //   tokenizer.ggml.scores  array of float32, optional. SentencePiece merges two adjacent
 //                          symbols when their concatenation is a token, the highest score
@@ -45,7 +47,7 @@
 // them back); among special tokens of one length llama.cpp's order is unspecified (here the
 // lower id first); a SentencePiece character that is not a token but whose concatenation
 // with a neighbour is one can merge in llama.cpp (here it becomes its <0xNN> bytes); llama.cpp
-// sets lstrip/rstrip on some special tokens by the model's name (Phi-3), not done here.
+// sets lstrip on <mask> for some embedding models by their names, not done here.
 
 #include <algorithm>
 #include <array>
@@ -338,12 +340,27 @@ private:
         for (const FimTexts& fim : fim_texts())
             if (!file_.contains(fim.key))
                 for (std::string_view text : fim.texts) mark(text);
+        // llama.cpp sets rstrip by the model's name: for Phi-3 on every special token of the types
+        // above (not those made control by text), and on </s>, but not on <unk>, <s>, <|endoftext|>.
+        std::vector<char> rstrip(size(), 0);
+        if (is_phi3()) {
+            for (std::size_t i = 0; i < size(); ++i) rstrip[i] = is_special(i);
+            const auto set = [&](const char* text, bool value) {
+                const auto found = t_.display_ids.find(text);
+                if (found == t_.display_ids.end())
+                    fail("general.name", " names a Phi-3 model, whose vocabulary llama.cpp expects to have '", text,
+                         "'; this one has not");
+                rstrip[static_cast<std::size_t>(found->second)] = value;
+            };
+            set("</s>", true);
+            for (const char* text : {"<unk>", "<s>", "<|endoftext|>"}) set(text, false);
+        }
         for (std::size_t i = 0; i < size(); ++i)
             if (special[i])
-                tokenizer_json::add_token(
-                    t_,
-                    AddedToken{t_.display[i], static_cast<int>(i), types_[i] != TokenType::user_defined, false, false},
-                    file_.source());
+                tokenizer_json::add_token(t_,
+                                          AddedToken{t_.display[i], static_cast<int>(i),
+                                                     types_[i] != TokenType::user_defined, false, rstrip[i] != 0},
+                                          file_.source());
         // llama.cpp's partition: the longest special token first, over the whole text.
         t_.added_order = AddedOrder::longest_first;
         t_.added_by_length.resize(t_.added_tokens.size());
@@ -351,6 +368,16 @@ private:
         std::stable_sort(t_.added_by_length.begin(), t_.added_by_length.end(), [&](std::size_t a, std::size_t b) {
             return t_.added_tokens[a].content.size() > t_.added_tokens[b].content.size();
         });
+    }
+
+    /// llama.cpp's test for Phi-3's token attributes: general.name, lower-cased, holds "phi-3" or "phi3".
+    bool is_phi3() const {
+        const GgufValue* name = file_.find("general.name");
+        if (!name || name->type() != GgufType::string) return false;
+        std::string lower = name->as_string();
+        for (char& c : lower)
+            if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+        return lower.find("phi-3") != std::string::npos || lower.find("phi3") != std::string::npos;
     }
 
     void read_byte_level() {

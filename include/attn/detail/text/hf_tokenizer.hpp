@@ -153,8 +153,12 @@ private:
         int token;
     };
 
+    /// C's isspace in the "C" locale, which llama.cpp's lstrip / rstrip use.
+    static bool is_c_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
     /// llama.cpp's tokenizer_st_partition: for each added token, longest first, every
-    /// occurrence in each text fragment left (leftmost first, not overlapping) is cut out.
+    /// occurrence in each text fragment left (leftmost first, not overlapping) is cut out; an
+    /// lstrip / rstrip token takes the ASCII white space before / after it in that fragment.
     void encode_partitioned(std::string_view input, Work& work, std::vector<int>& ids) const {
         std::vector<Fragment> fragments, next;
         if (!input.empty()) fragments.push_back({0, input.size(), -1});
@@ -169,9 +173,14 @@ private:
                 std::size_t start = f.begin;
                 const std::size_t end = f.begin + f.length;
                 for (std::size_t match; (match = input.substr(0, end).find(token.content, start)) != npos;) {
-                    if (match > start) next.push_back({start, match - start, -1});
+                    std::size_t left_end = match;
+                    if (token.lstrip)
+                        while (left_end > start && is_c_space(input[left_end - 1])) --left_end;
+                    if (left_end > start) next.push_back({start, left_end - start, -1});
                     next.push_back({match, token.content.size(), token.id});
                     start = match + token.content.size();
+                    if (token.rstrip)
+                        while (start < end && is_c_space(input[start])) ++start;
                 }
                 if (start < end) next.push_back({start, end - start, -1});
             }
