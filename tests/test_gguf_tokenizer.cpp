@@ -249,6 +249,20 @@ TEST_CASE("gguf tokenizer: special tokens as llama.cpp cuts them: the longest fi
     expect_refused(phi3, {"'general.name' names a Phi-3 model", "'<|endoftext|>'"});
 }
 
+TEST_CASE("gguf tokenizer: text that is not UTF-8 is read as llama.cpp reads it") {
+    const attn::Tokenizer bpe = byte_level().load();
+    // a byte llama.cpp's decoder refuses becomes U+FFFD (EF BF BD); an overlong form is shortened
+    CHECK(bpe.encode("a\xFF") == ids({'a', 0xEF, 0xBF, 0xBD}));
+    CHECK(bpe.encode("\xC0\xAF") == ids({'/'}));
+    CHECK(bpe.encode("the\xE2\x82") == ids({'t', 257, 0xEF, 0xBF, 0xBD, 0xEF, 0xBF, 0xBD}));
+    // SentencePiece: a character is as long as its first byte says; "\xE6ab" is one, not a token,
+    // so its three bytes, where "ab" would have merged
+    const attn::Tokenizer spm = sentencepiece().load();
+    CHECK(spm.encode("\xE6"
+                     "ab") == ids({1, 259, 3 + 0xE6, 3 + 'a', 3 + 'b'}));
+    CHECK(spm.encode("ab\xE6") == ids({1, 262, 261, 3 + 0xE6}));
+}
+
 TEST_CASE("gguf tokenizer: a file without a tokenizer gives kind none, whose encode names the file") {
     Vocabulary v = byte_level();
     v.model = "none";

@@ -11,7 +11,8 @@ The second form writes nothing into the tree: it runs llama.cpp on the corpus wi
 whole vocabularies (gpt-2, llama-bpe, llama-spm, qwen2, mpt, starcoder, refact, command-r, phi-3) and
 prints, for each, how many lines attn's ids (attn_tokenizer_reference gguf) match llama.cpp's: on the
 corpus, on 500 corpus lines with the vocabulary's special tokens spliced in (with white space around
-some), and on llama.cpp's own test texts for the vocabulary (models/ggml-vocab-*.gguf.inp).
+some), on 500 byte strings that are not UTF-8 (cut characters, stray bytes, overlong forms, surrogates),
+and on llama.cpp's own test texts for the vocabulary (models/ggml-vocab-*.gguf.inp).
 
 The pinned llama.cpp peer (tools/benchmarks/peers/llamacpp_setup.py) gives gguf-py, the vocabularies and
 llama_peer, whose `tokenize` command is llama_tokenize(add_special = true, parse_special = true) on the
@@ -153,7 +154,7 @@ def llama_ids(peer, vocabulary, texts):
         texts_path = Path(scratch) / "texts.bin"
         with open(texts_path, "wb") as out:
             for text in texts:
-                data = text.encode("utf-8")
+                data = text if isinstance(text, bytes) else text.encode("utf-8")
                 out.write(f"{len(data)}\n".encode() + data + b"\n")
         result = subprocess.run([str(peer.harness), "--backends", str(peer.backends), "--model", str(vocabulary),
                                  "tokenize", "--texts", str(texts_path)], check=True, capture_output=True)
@@ -197,9 +198,31 @@ def special_texts_of(vocabulary, gguf):
     return [t for t, kind in zip(tokens, types) if kind in SPECIAL_TYPES]
 
 
+def not_utf8(texts, count, seed=2026):
+    """`count` byte strings that are not UTF-8: corpus lines cut inside a character, random bytes spliced
+    into them, lone continuation bytes, overlong forms, surrogates."""
+    rng = random.Random(seed)
+    pieces = [b"\x80", b"\xbf\xbf", b"\xc3", b"\xe6\x97", b"\xf0\x9f\x98", b"\xff", b"\xfe", b"\xc0\x80",
+              b"\xe0\x80\xaf", b"\xed\xa0\x80", b"\xf8\x88\x80\x80\x80", b"\xc3(", b"a\xe9b"]
+    out = []
+    for _ in range(count):
+        data = rng.choice(texts).encode("utf-8")[:300]
+        for _ in range(rng.randint(1, 4)):
+            at = rng.randint(0, len(data))
+            data = data[:at] + (rng.choice(pieces) if rng.random() < 0.7 else bytes([rng.randint(0x80, 0xff)])) + data[at:]
+        if rng.random() < 0.3:
+            data = data[:rng.randint(0, len(data))]
+        out.append(data)
+    return out
+
+
 def compare_one(peer, compare, vocabulary, texts, scratch, tag):
-    corpus = Path(scratch) / f"{tag}.jsonl"
-    corpus.write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t in texts), encoding="utf-8")
+    if texts and isinstance(texts[0], bytes):
+        corpus = Path(scratch) / f"{tag}.bin"
+        corpus.write_bytes(b"".join(f"{len(t)}\n".encode() + t + b"\n" for t in texts))
+    else:
+        corpus = Path(scratch) / f"{tag}.jsonl"
+        corpus.write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t in texts), encoding="utf-8")
     expected = Path(scratch) / f"{tag}.ids"
     expected.write_text("\n".join(llama_ids(peer, vocabulary, texts)) + "\n", encoding="ascii")
     result = subprocess.run([str(compare), "gguf", str(corpus), str(expected), str(vocabulary)],
@@ -221,6 +244,7 @@ def compare_full(peer, compare, gguf):
             if specials:
                 ok &= compare_one(peer, compare, vocabulary, with_special_tokens(texts, specials, 500), scratch,
                                   f"{source} corpus with special tokens")
+            ok &= compare_one(peer, compare, vocabulary, not_utf8(texts, 500), scratch, f"{source} not UTF-8")
             tests = vocabulary.with_name(vocabulary.name + ".inp")
             if tests.is_file():  # llama.cpp's own test texts (test-tokenizer-0)
                 cases = tests.read_text(encoding="utf-8").split("\n__ggml_vocab_test__\n")

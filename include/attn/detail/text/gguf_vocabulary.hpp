@@ -42,12 +42,14 @@
 // is a token, a special token id outside the vocabulary (llama.cpp only warns), add_bos/eos
 // asking for a token that does not exist, an unknown pre-tokenizer.
 //
-// Known differences from llama.cpp, all outside text it tokenizes correctly: llama.cpp turns
-// bytes that are not UTF-8 into U+FFFD before splitting (here they stay bytes, as decode gives
-// them back); among special tokens of one length llama.cpp's order is unspecified (here the
-// lower id first); a SentencePiece character that is not a token but whose concatenation
-// with a neighbour is one can merge in llama.cpp (here it becomes its <0xNN> bytes); llama.cpp
-// sets lstrip on <mask> for some embedding models by their names, not done here.
+// Text that is not UTF-8 is read as llama.cpp reads it (HfTokenizer::InvalidUtf8::as_llama_cpp:
+// U+FFFD for what its decoder refuses, so decode does not give such bytes back).
+//
+// Known differences from llama.cpp, all outside text it tokenizes correctly: the code points its
+// lax decoder accepts but Unicode does not (surrogates) are split as bytes here; among special tokens of one length
+// llama.cpp's order is unspecified (here the lower id first); a SentencePiece character that is not a token but whose
+// concatenation with a neighbour is one can merge in llama.cpp (here it becomes its <0xNN> bytes); llama.cpp sets
+// lstrip on <mask> for some embedding models by their names, not done here.
 
 #include <algorithm>
 #include <array>
@@ -236,6 +238,7 @@ public:
                  "', which attn does not read (it reads 'gpt2': byte-level BPE, and 'llama': SentencePiece)");
         t_.source = file_.source();
         t_.byte_ids.fill(-1);
+        t_.invalid_utf8 = HfTokenizer::InvalidUtf8::as_llama_cpp;
         read_tokens();
         read_types();
         read_scores();
