@@ -15,7 +15,8 @@
 // detail/text/hf_tokenizer.hpp (encoding) and detail/text/tokenizer_json.hpp (what is read, what is
 // refused). Text that is not valid UTF-8: the byte-level kinds encode its bytes (decode gives
 // them back exactly), the SentencePiece kind encodes each invalid byte as its <0xNN> token,
-// and the store kind refuses it (argument_error). A tokenizer.json whose normalizer is NFC
+// and the store kind refuses it (argument_error); a GGUF file's tokenizer reads it as llama.cpp
+// does (U+FFFD for what llama.cpp's decoder refuses), to give llama.cpp's ids. A tokenizer.json whose normalizer is NFC
 // (Qwen2's) composes the text between added tokens to Unicode NFC (detail/text/nfc.hpp) before
 // pre-tokenization, so "e\u0301" encodes as "\u00e9" does; invalid bytes stay in place.
 //
