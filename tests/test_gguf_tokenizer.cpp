@@ -95,8 +95,9 @@ struct Vocabulary {
             });
         if (merges) w.string_array("tokenizer.ggml.merges", *merges);
         for (const auto& [name, id] : ids) w.u32("tokenizer.ggml." + name + "_token_id", id);
-        for (const auto& [name, value] : flags)
-            w.entry_with("tokenizer.ggml." + name, type::boolean, [&](LittleEndianBytes& o) { o.u8(value); });
+        for (const auto& flag : flags)  // (a structured binding cannot be captured in C++17)
+            w.entry_with("tokenizer.ggml." + flag.first, type::boolean,
+                         [&](LittleEndianBytes& o) { o.u8(flag.second ? 1 : 0); });
         if (extra) extra(w);
         return w.bytes();
     }
