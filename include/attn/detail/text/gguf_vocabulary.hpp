@@ -45,11 +45,13 @@
 // Text that is not UTF-8 is read as llama.cpp reads it (HfTokenizer::InvalidUtf8::as_llama_cpp:
 // U+FFFD for what its decoder refuses, so decode does not give such bytes back).
 //
-// Known differences from llama.cpp, all outside text it tokenizes correctly: the code points its
-// lax decoder accepts but Unicode does not (surrogates) are split as bytes here; among special tokens of one length
-// llama.cpp's order is unspecified (here the lower id first); a SentencePiece character that is not a token but whose
-// concatenation with a neighbour is one can merge in llama.cpp (here it becomes its <0xNN> bytes); llama.cpp sets
-// lstrip on <mask> for some embedding models by their names, not done here.
+// Known differences from llama.cpp, all outside text it tokenizes as Unicode: code points its lax
+// decoder accepts that are not characters (surrogates, written ED A0 80...) are split here as bytes,
+// which may cut a run differently; among special tokens of one length llama.cpp's order is
+// unspecified (here the lower id first); a SentencePiece character that is not a token but whose
+// concatenation with a neighbour is one can merge in llama.cpp (here it becomes its <0xNN> bytes);
+// llama.cpp sets lstrip on <mask> for some embedding models by their names, not done here; it also
+// accepts int32 scores, refused here as the converter writes float32.
 
 #include <algorithm>
 #include <array>
@@ -79,7 +81,8 @@ inline constexpr std::size_t longest_token = std::size_t(1) << 16;
 inline constexpr int largest_merges = 1 << 24;
 /// SentencePiece merges are derived from each token's splits into two tokens; a normal token
 /// longer than this (no SentencePiece trainer writes one: their default limit is 16
-/// characters) is never a merge's result, which keeps the derivation's work linear in the file.
+/// characters) is never a merge's result, which bounds the derivation's work (each token's splits
+/// hashed: length² bytes) by this many times the file's size.
 inline constexpr std::size_t longest_merged_piece = 512;
 
 /// llama_token_type (llama.h).
