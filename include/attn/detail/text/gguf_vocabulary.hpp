@@ -45,9 +45,9 @@
 // Text that is not UTF-8 is read as llama.cpp reads it (HfTokenizer::InvalidUtf8::as_llama_cpp:
 // U+FFFD for what its decoder refuses, so decode does not give such bytes back).
 //
-// Known differences from llama.cpp, all outside text it tokenizes as Unicode: code points its lax
-// decoder accepts that are not characters (surrogates, written ED A0 80...) are split here as bytes,
-// which may cut a run differently; among special tokens of one length llama.cpp's order is
+// Known differences from llama.cpp, all outside text it tokenizes as Unicode: a 4-byte sequence past
+// U+10FFFF makes llama.cpp's byte-level tokenize fail (its encoder throws), here it is U+FFFD;
+// among special tokens of one length llama.cpp's order is
 // unspecified (here the lower id first); a SentencePiece character that is not a token but whose
 // concatenation with a neighbour is one can merge in llama.cpp (here it becomes its <0xNN> bytes);
 // llama.cpp sets lstrip on <mask> for some embedding models by their names, not done here; it also
