@@ -9,10 +9,16 @@
 // over the block size times the block bytes, its offset is aligned, its bytes lie inside
 // the file and overlap no other tensor's; the bytes and the dequantized values are the
 // same whichever way the file was opened; dequantize gives one float per element.
+//
+// Then the file's tokenizer is built (attn::Tokenizer::from_gguf: tokenizer.ggml.*, see
+// attn/detail/text/gguf_vocabulary.hpp); if it builds, fixed texts and the input's last bytes
+// are encoded, with and without the added tokens: every id must be a token, encoding twice
+// must give the same ids, and decode must take them.
 
 #include "fuzz_support.hpp"
 
 #include <attn/formats/gguf.hpp>
+#include <attn/text/tokenizer.hpp>
 
 #include <algorithm>
 #include <cstddef>
@@ -105,6 +111,30 @@ void check_layout(const attn::GgufFile& file) {
         require(order[i - 1]->offset + order[i - 1]->bytes <= order[i]->offset, "no overlap");
 }
 
+/// The file's tokenizer, if it has one that builds, on a few texts.
+void check_tokenizer(const attn::GgufFile& file, const std::uint8_t* data, std::size_t size) {
+    attn::Tokenizer tokenizer;
+    try {
+        tokenizer = attn::Tokenizer::from_gguf(file);
+    } catch (const attn::format_error&) {
+        return;  // a malformed or unsupported vocabulary: refused, as it should be
+    }
+    if (tokenizer.kind() == attn::Tokenizer::Kind::none) return;
+    const std::size_t tail = std::min<std::size_t>(size, 64);
+    const std::string texts[] = {"", " the cat's 123 <s></s><|endoftext|>\n\t",
+                                 "\xE2\x96\x81"
+                                 "a\xC3\xA9\xFF",
+                                 std::string(reinterpret_cast<const char*>(data + size - tail), tail)};
+    for (const std::string& text : texts) {
+        for (const bool special : {true, false}) {
+            const std::vector<int> ids = tokenizer.encode(text, attn::EncodeOptions{special});
+            for (int id : ids) require(id >= 0 && id < tokenizer.size(), "encode: ids are tokens");
+            require(tokenizer.encode(text, attn::EncodeOptions{special}) == ids, "encode: the same ids twice");
+            (void)tokenizer.decode(ids);
+        }
+    }
+}
+
 /// Floats compared by their bits (NaN payloads included).
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
     return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
@@ -129,6 +159,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
     read_metadata(*from_memory);
     check_layout(*from_memory);
+    check_tokenizer(*from_memory, data, size);
     require(from_file->keys() == from_memory->keys(), "keys agree");
     for (const attn::GgufTensorInfo& t : from_memory->tensors()) {
         const std::vector<std::uint8_t> bytes = from_memory->tensor_bytes(t.name);

@@ -184,6 +184,56 @@ def gguf_seeds():
         "bad_unsupported_type.gguf": gguf(tensors=[("w", [256], 11, bytes(110), None)]),
         "bad_deep.gguf": gguf([("d", array, struct.pack("<IQ", array, 1) * 4 + struct.pack("<IQ", 0, 0))]),
         "bad_truncated.gguf": gguf(every_type, all_tensors)[:-7],
+        **gguf_tokenizer_seeds(),
+    }
+
+
+def gguf_tokenizer_seeds():
+    """Vocabularies in tokenizer.ggml.*: a byte-level BPE and a SentencePiece one that build, and one
+    of each malformed class attn/detail/text/gguf_vocabulary.hpp refuses."""
+    string, array, int32, float32, u32, boolean = 8, 9, 5, 6, 4, 7
+
+    def strings(items):
+        return struct.pack("<IQ", string, len(items)) + b"".join(gguf_string(s) for s in items)
+
+    def numbers(kind, code, items):
+        return struct.pack(f"<IQ{len(items)}{code}", kind, len(items), *items)
+
+    def text(value):
+        return (string, gguf_string(value))
+
+    printable = [b for b in range(256) if 33 <= b <= 126 or 0xA1 <= b <= 0xAC or b >= 0xAE]
+    alphabet, extra = [], 0
+    for b in range(256):
+        alphabet.append(chr(b) if b in printable else chr(256 + extra))
+        extra += b not in printable
+    bpe_tokens = alphabet + ["\u0120t", "he", "\u0120the", "<|endoftext|>"]
+    bpe = {"tokenizer.ggml.model": text("gpt2"), "tokenizer.ggml.pre": text("gpt-2"),
+           "tokenizer.ggml.tokens": (array, strings(bpe_tokens)),
+           "tokenizer.ggml.token_type": (array, numbers(int32, "i", [1] * 259 + [3])),
+           "tokenizer.ggml.merges": (array, strings(["\u0120 t", "h e", "\u0120t he"])),
+           "tokenizer.ggml.bos_token_id": (u32, struct.pack("<I", 259))}
+    spm_tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] + ["\u2581", "a", "b", "\u2581a", "ab"]
+    spm = {"tokenizer.ggml.model": text("llama"), "tokenizer.ggml.tokens": (array, strings(spm_tokens)),
+           "tokenizer.ggml.token_type": (array, numbers(int32, "i", [2, 3, 3] + [6] * 256 + [1] * 5)),
+           "tokenizer.ggml.scores": (array, numbers(float32, "f", [0.0] * 262 + [-1.0, -2.0])),
+           "tokenizer.ggml.add_bos_token": (boolean, b"\x01")}
+
+    def file(entries, **changes):
+        entries = {**entries, **changes}
+        return gguf([(key, kind, value) for key, (kind, value) in entries.items() if value is not None])
+
+    return {
+        "valid_tokenizer_bpe.gguf": file(bpe),
+        "valid_tokenizer_llama3.gguf": file(bpe, **{"tokenizer.ggml.pre": text("llama-bpe")}),
+        "valid_tokenizer_spm.gguf": file(spm),
+        "bad_tokenizer_tokens_int32.gguf": file(spm, **{"tokenizer.ggml.tokens": (array, numbers(int32, "i", [1, 2]))}),
+        "bad_tokenizer_types_uint8.gguf": file(spm, **{"tokenizer.ggml.token_type": (array, numbers(0, "B", [1] * 264))}),
+        "bad_tokenizer_scores_short.gguf": file(spm, **{"tokenizer.ggml.scores": (array, numbers(float32, "f", [0.0]))}),
+        "bad_tokenizer_byte_token.gguf": file(spm, **{"tokenizer.ggml.tokens": (array, strings(spm_tokens[:3] + ["<0x-1>"] + spm_tokens[4:]))}),
+        "bad_tokenizer_merge.gguf": file(bpe, **{"tokenizer.ggml.merges": (array, strings(["h zz"]))}),
+        "bad_tokenizer_bos.gguf": file(bpe, **{"tokenizer.ggml.bos_token_id": (u32, struct.pack("<I", 260))}),
+        "bad_tokenizer_pre.gguf": file(bpe, **{"tokenizer.ggml.pre": text("default")}),
     }
 
 

@@ -168,7 +168,7 @@ TEST_CASE("GGUF: a converted checkpoint declares its Hugging Face config's setti
             }
         }
     }
-    CHECK(from_gguf<float>(kConverted[0]).tokenizer().size() == 0);  // GGUF's tokenizer is not read yet
+    CHECK(from_gguf<float>(kConverted[0]).tokenizer().size() == 0);  // the converter wrote no vocabulary ("none")
 }
 
 TEST_CASE("GGUF: every weight is the checkpoint's, bit for bit, whatever the converter reordered") {
@@ -635,6 +635,37 @@ TEST_CASE("GGUF: a linear rope scaling factor and an end token are read") {
     const auto model = attn::Model<float>::load(r.write(gguf_file("qwen3_qk_norm", "F32"), dir.path / "eos.gguf"));
     CHECK(model.settings().end_token == 7);
     CHECK(from_gguf<float>(linear).settings().end_token == -1);
+}
+
+TEST_CASE("GGUF: Model::load brings the file's tokenizer, checked against the embedding's rows") {
+    CHECK(from_gguf<float>({"qwen3_qk_norm", "F32", true}).tokenizer().kind() == attn::Tokenizer::Kind::none);
+    const auto with_tokens = [](std::vector<std::string> tokens) {
+        Rewrite r;
+        r.replace_keys["tokenizer.ggml.model"] = [](attn::test::GgufWriter& w) {
+            w.string("tokenizer.ggml.model", "gpt2");
+        };
+        r.add_keys.push_back([tokens](attn::test::GgufWriter& w) {
+            w.string("tokenizer.ggml.pre", "qwen2");
+            w.string_array("tokenizer.ggml.tokens", tokens);
+            w.string_array("tokenizer.ggml.merges", {"a b", "\xC4\xA0 ab"});
+        });
+        return r;
+    };
+    attn::test::TempDir dir;
+    const std::vector<std::string> tokens = {"a", "b", "ab", "\xC4\xA0",
+                                             "\xC4\xA0"
+                                             "ab"};
+    const auto model = attn::Model<float>::load(
+        with_tokens(tokens).write(gguf_file("qwen3_qk_norm", "F32"), dir.path / "tokens.gguf"));
+    CHECK(model.tokenizer().kind() == attn::Tokenizer::Kind::byte_level);
+    CHECK(model.tokenizer().encode("ab ab ba") == std::vector<int>{2, 4, 3, 1, 0});
+    std::vector<std::string> too_many = tokens;
+    for (int i = 0; i < 92; ++i) too_many.push_back("t" + std::to_string(i));  // 97 tokens, 96 embedding rows
+    const std::string message = attn::test::thrown_format_error([&] {
+        (void)attn::Model<float>::load(
+            with_tokens(too_many).write(gguf_file("qwen3_qk_norm", "F32"), dir.path / "many.gguf"));
+    });
+    CHECK(attn::test::contains(message, "tokenizer.ggml.tokens has 97 tokens, more than the 96 rows"));
 }
 
 TEST_CASE("RopeScaling::Kind::divisors: each pair's frequency divided by its own number") {

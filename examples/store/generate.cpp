@@ -33,7 +33,7 @@ the prompt's and the steps' speed.
 options:
   --model DIR         model directory: the store model (default: the shipped models/store)
                       or a Hugging Face checkpoint (config.json, model.safetensors), or a
-                      .gguf file (its tokenizer is not read: give --ids)
+                      .gguf file (with the tokenizer in its metadata, if it has one)
   --name TEXT         the store product's name
   --description TEXT  the start of its description, to continue (default: none)
   --text TEXT         any text to continue, read by the model directory's tokenizer

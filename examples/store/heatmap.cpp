@@ -22,7 +22,7 @@ interactive page of inspect --html (opening on that head's matrix view).
 
 options:
   --model DIR         model directory: the store model (default: the shipped models/store)
-                      or a Hugging Face checkpoint, or a .gguf file (give --ids)
+                      or a Hugging Face checkpoint, or a .gguf file (its tokenizer, if it has one)
   --name TEXT         the store product's name
   --description TEXT  the store product's description (default: none)
   --text TEXT         any text, read by the model directory's tokenizer

@@ -39,7 +39,7 @@ they are labelled as the chapter does (current:, name:, description:, markers).
 options:
   --model DIR         model directory: the store model (default: the shipped models/store)
                       or a Hugging Face checkpoint (config.json, model.safetensors), or a
-                      .gguf file (its tokenizer is not read: give --ids)
+                      .gguf file (with the tokenizer in its metadata, if it has one)
   --name TEXT         the store product's name
   --description TEXT  the store product's description (default: none)
   --text TEXT         any text, read by the model directory's tokenizer

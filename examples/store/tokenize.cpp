@@ -1,7 +1,8 @@
-// tokenize: the ids and tokens a model directory's tokenizer gives a text, without loading the
-// model's weights; or, with --decode, the text of token ids.
+// tokenize: the ids and tokens a model directory's (or GGUF file's) tokenizer gives a text,
+// without loading the model's weights; or, with --decode, the text of token ids.
 //
-//   tokenize [--model DIR|FILE.json] [--text TEXT | --file PATH | --decode 1,2,3] [--no-special] [--json] [--quiet]
+//   tokenize [--model DIR|FILE.json|FILE.gguf] [--text TEXT | --file PATH | --decode 1,2,3] [--no-special] [--json]
+//   [--quiet]
 #include <attn/text/tokenizer.hpp>
 
 #include <nlohmann/json.hpp>
@@ -32,7 +33,9 @@ written as \xNN. --json prints {"ids": [...], "tokens": [...]} (--decode: {"text
 
 options:
   --model DIR|FILE  a model directory (default: the shipped models/store), or a tokenizer file:
-                    tokenizer.json, or the directory's tokenizer files as from_directory finds them
+                    tokenizer.json, or the directory's tokenizer files as from_directory finds them,
+                    or a .gguf file: the tokenizer in its metadata (llama.cpp's ids for the file;
+                    only its header is read, not its tensors)
   --text TEXT       the text to encode
   --file PATH       read the text from PATH ("-": standard input)
   --no-special      leave out the tokens the tokenizer adds around every text (a beginning-of-
@@ -76,13 +79,22 @@ Arguments parse(int argc, char** argv) {
     return a;
 }
 
-/// The tokenizer of --model: a tokenizer.json file, or a directory's tokenizer files.
+/// The tokenizer of --model: a tokenizer.json or GGUF file, or a directory's tokenizer files.
 attn::Tokenizer load_tokenizer(const std::filesystem::path& path) {
     std::error_code error;
     if (std::filesystem::is_regular_file(path, error)) {
+        if (path.extension() == ".gguf") {
+            attn::Tokenizer tokenizer = attn::Tokenizer::from_gguf(path);
+            if (tokenizer.kind() == attn::Tokenizer::Kind::none)
+                throw attn::argument_error(path.string() +
+                                           ": the GGUF file has no tokenizer (tokenizer.ggml.model is absent or "
+                                           "'none')");
+            return tokenizer;
+        }
         if (path.extension() != ".json")
             throw attn::argument_error(path.string() +
-                                       ": --model takes a directory or a tokenizer.json file, not this file");
+                                       ": --model takes a directory, a tokenizer.json file or a .gguf file, not "
+                                       "this file");
         return attn::Tokenizer::from_tokenizer_json(path);
     }
     if (!std::filesystem::exists(path, error))

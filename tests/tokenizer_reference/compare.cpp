@@ -1,6 +1,10 @@
 // attn's ids against a reference encoder's, line by line:
 //   attn_tokenizer_reference gpt2 <corpus.jsonl> <reference ids> <encoder.json> <vocab.bpe>
 //   attn_tokenizer_reference llama2 <corpus.jsonl> <reference ids> <tokenizer.json>
+//   attn_tokenizer_reference gguf <corpus.jsonl> <reference ids> <file.gguf>
+// (gguf: a GGUF file's tokenizer against llama.cpp's ids, tools/references/gguf_tokenizers.py;
+// every line is compared and the count of identical ones printed, with the first mismatches. A
+// corpus named *.bin holds texts as "<byte count>\n<bytes>\n", for bytes that are not UTF-8.)
 // The corpus has one JSON string per line; the reference file one line of space-separated
 // ids per corpus line. Also checks that decode gives each line back (byte-level: always;
 // SentencePiece: lines without added tokens, less the beginning-of-text token). Prints the
@@ -27,6 +31,21 @@ std::vector<std::string> read_lines(const char* path) {
     return lines;
 }
 
+/// Texts written "<byte count>\n<bytes>\n" one after another (any bytes: not UTF-8 too).
+std::vector<std::string> read_texts(const char* path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw attn::io_error(std::string("cannot open ") + path);
+    std::vector<std::string> texts;
+    for (std::string count; std::getline(in, count);) {
+        std::string text(std::stoul(count), '\0');
+        in.read(&text[0], static_cast<std::streamsize>(text.size()));
+        if (in.gcount() != static_cast<std::streamsize>(text.size()) || in.get() != '\n')
+            throw attn::io_error(std::string(path) + ": a text is cut short");
+        texts.push_back(std::move(text));
+    }
+    return texts;
+}
+
 std::string join(const std::vector<int>& ids) {
     std::ostringstream out;
     for (std::size_t i = 0; i < ids.size(); ++i) out << (i ? " " : "") << ids[i];
@@ -37,22 +56,41 @@ std::string join(const std::vector<int>& ids) {
 
 int main(int argc, char** argv) {
     if (argc < 5) {
-        std::cerr << "usage: attn_tokenizer_reference gpt2|llama2 <corpus.jsonl> <reference ids> <files...>\n";
+        std::cerr << "usage: attn_tokenizer_reference gpt2|llama2|gguf <corpus.jsonl> <reference ids> <files...>\n";
         return 2;
     }
     const std::string kind = argv[1];
     try {
-        const attn::Tokenizer tokenizer = kind == "gpt2" && argc == 6
+        const attn::Tokenizer tokenizer = kind == "gguf" ? attn::Tokenizer::from_gguf(argv[4])
+                                          : kind == "gpt2" && argc == 6
                                               ? attn::Tokenizer::from_gpt2_files(argv[4], argv[5])
                                               : attn::Tokenizer::from_tokenizer_json(argv[4]);
+        const std::string corpus_path = argv[2];
         std::vector<std::string> corpus;
-        for (const std::string& line : read_lines(argv[2]))
-            if (!line.empty()) corpus.push_back(nlohmann::json::parse(line).get<std::string>());
+        if (corpus_path.size() > 4 && corpus_path.substr(corpus_path.size() - 4) == ".bin")
+            corpus = read_texts(argv[2]);
+        else
+            for (const std::string& line : read_lines(argv[2]))
+                if (!line.empty()) corpus.push_back(nlohmann::json::parse(line).get<std::string>());
         const std::vector<std::string> expected = read_lines(argv[3]);
         if (expected.size() != corpus.size()) {
             std::cerr << argv[3] << ": " << expected.size() << " lines of ids for " << corpus.size()
                       << " corpus lines\n";
             return 1;
+        }
+        if (kind == "gguf") {
+            std::size_t identical = 0, shown = 0;
+            for (std::size_t k = 0; k < corpus.size(); ++k) {
+                const std::string ids = join(tokenizer.encode(corpus[k]));
+                if (ids == expected[k]) {
+                    ++identical;
+                } else if (shown++ < 5) {
+                    std::cerr << "line " << k + 1 << " of the corpus: " << nlohmann::json(corpus[k]).dump()
+                              << "\n  attn: " << ids << "\n  llama.cpp: " << expected[k] << "\n";
+                }
+            }
+            std::cout << argv[4] << ": " << corpus.size() << " lines, " << identical << " identical\n";
+            return identical == corpus.size() ? 0 : 1;
         }
         std::size_t tokens = 0, decoded = 0;
         for (std::size_t k = 0; k < corpus.size(); ++k) {

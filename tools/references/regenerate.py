@@ -71,6 +71,8 @@ GOLDENS = [
            ["tests/data/gguf/models/*.gguf", "tests/data/gguf/models/*.safetensors"], floats=True),
     Golden("tokenizer_corpus", tokenizer_corpus_command,
            ["tests/tokenizer_reference/corpus.jsonl"]),
+    Golden("gguf_tokenizers", [PYTHON, "tools/references/gguf_tokenizers.py"],
+           ["tests/data/gguf/tokenizer/*.gguf", "tests/data/gguf/tokenizer/*.ids"]),
     Golden("hf", [PYTHON, "tools/references/hf_reference.py", "--regenerate"],
            ["tests/data/hf/*/*.json", "tests/data/hf/*/*.safetensors"], floats=True),
     Golden("store_llama", store_llama_command, ["tests/data/store_llama/golden.*"], floats=True),

@@ -152,8 +152,9 @@ public:
     /// Loads a model directory: manifest.json and the files it names (the store model), or a
     /// Hugging Face directory: config.json, model.safetensors or model.safetensors.index.json
     /// and its shards, and the tokenizer's files if present; or a GGUF file (a path ending in
-    /// .gguf: llama.cpp's format, model/gguf_architectures.hpp says what is read), whose
-    /// tokenizer is not read (the model's tokenizer is empty: pass ids). F32, F16 and BF16
+    /// .gguf: llama.cpp's format, model/gguf_architectures.hpp says what is read) with the
+    /// tokenizer in its metadata (Tokenizer::from_gguf: llama.cpp's ids; empty when the file
+    /// has none, then pass ids). F32, F16 and BF16
     /// tensors convert to T as they are read, one at a time; GGUF's block formats (Q8_0, Q4_0,
     /// Q4_K, Q5_K, Q6_K) are dequantized to T. Throws io_error for a missing file and
     /// format_error for anything malformed, unsupported, missing or misshapen, naming the
@@ -177,7 +178,7 @@ public:
     const ModelSettings& settings() const { return settings_; }
     /// How the weights are kept (LoadOptions::weights).
     WeightStorage weight_storage() const { return storage_; }
-    /// The directory's tokenizer; empty (size 0) if it has none, then ids must be given.
+    /// The directory's (or GGUF file's) tokenizer; empty (size 0) if it has none, then ids must be given.
     const Tokenizer& tokenizer() const { return tokenizer_; }
     /// The token embedding E, (V × C). argument_error with WeightStorage::stored_16_bit.
     EmbeddingView embedding() const {
@@ -332,11 +333,17 @@ private:
     }
 
     /// A GGUF file: its settings from general.architecture and its keys, its tensors read
-    /// through GgufTensors into the same slots as a Hugging Face checkpoint's. No tokenizer.
+    /// through GgufTensors into the same slots as a Hugging Face checkpoint's; its tokenizer
+    /// from the metadata, read before the weights (a malformed vocabulary costs no reading).
     static Model load_gguf(const std::filesystem::path& path, const LoadOptions& options) {
         GgufTensors files(GgufFile::open(path));
         Model model(settings_from_gguf(files.file()));
         model.storage_ = options.weights;
+        model.tokenizer_ = Tokenizer::from_gguf(files.file());
+        if (model.tokenizer_.size() > model.settings_.vocabulary_size)
+            throw format_error(detail::message(path.string(), ": tokenizer.ggml.tokens has ", model.tokenizer_.size(),
+                                               " tokens, more than the ", model.settings_.vocabulary_size,
+                                               " rows of the token embedding"));
         model.read_weights(files);
         return model;
     }

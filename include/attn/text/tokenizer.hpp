@@ -6,12 +6,17 @@
 //                  pre-tokenizer (GPT-2, SmolLM, Qwen2's and Llama-3's split patterns);
 //   sentencepiece  a tokenizer.json with SentencePiece-style BPE ("▁" for spaces, <0xNN>
 //                  byte fallback: Llama-2, TinyLlama);
-//   none           a model directory without tokenizer files: encode throws.
+//   none           a model directory without tokenizer files, or a GGUF file without a
+//                  tokenizer: encode throws.
+// A GGUF file's tokenizer (from_gguf: tokenizer.ggml.model 'gpt2' is byte_level, 'llama'
+// sentencepiece) is read into the same representation and gives llama.cpp's ids for the file
+// (detail/text/gguf_vocabulary.hpp).
 // from_directory picks by the files present. The Hugging Face kinds are described in
 // detail/text/hf_tokenizer.hpp (encoding) and detail/text/tokenizer_json.hpp (what is read, what is
 // refused). Text that is not valid UTF-8: the byte-level kinds encode its bytes (decode gives
 // them back exactly), the SentencePiece kind encodes each invalid byte as its <0xNN> token,
-// and the store kind refuses it (argument_error). A tokenizer.json whose normalizer is NFC
+// and the store kind refuses it (argument_error); a GGUF file's tokenizer reads it as llama.cpp
+// does (U+FFFD for what llama.cpp's decoder refuses), to give llama.cpp's ids. A tokenizer.json whose normalizer is NFC
 // (Qwen2's) composes the text between added tokens to Unicode NFC (detail/text/nfc.hpp) before
 // pre-tokenization, so "e\u0301" encodes as "\u00e9" does; invalid bytes stay in place.
 //
@@ -63,6 +68,7 @@
 #include <vector>
 
 #include "attn/detail/check.hpp"
+#include "attn/detail/text/gguf_vocabulary.hpp"
 #include "attn/detail/text/hf_tokenizer.hpp"
 #include "attn/detail/text/tokenizer_json.hpp"
 #include "attn/detail/text/utf8.hpp"
@@ -154,6 +160,26 @@ public:
         return from_hf(detail::tokenizer_json::read_gpt2_files(read_file(vocabulary_json), read_file(merges),
                                                                vocabulary_json.string(), merges.string()));
     }
+
+    /// The tokenizer a GGUF file keeps in its metadata (tokenizer.ggml.*): 'gpt2' (byte-level
+    /// BPE with the split pattern tokenizer.ggml.pre names) or 'llama' (SentencePiece with
+    /// byte fallback), read so that encode gives llama.cpp's ids for the file (llama_tokenize
+    /// with parse_special; add_special is EncodeOptions::add_special_tokens). Kind none when
+    /// the file has no tokenizer (no tokenizer.ggml.model, or 'none'). format_error naming the
+    /// file and key for a malformed or unsupported one (detail/text/gguf_vocabulary.hpp lists
+    /// what is read and refused).
+    static Tokenizer from_gguf(const GgufFile& file) {
+        std::optional<detail::HfTokenizer> hf = detail::gguf_vocabulary::read_gguf_vocabulary(file);
+        if (hf) return from_hf(std::move(*hf));
+        Tokenizer none;
+        none.kind_ = Kind::none;
+        none.source_ = file.source();
+        none.gguf_ = true;
+        return none;
+    }
+
+    /// A GGUF file's tokenizer (from_gguf), the file's header read with GgufFile::open.
+    static Tokenizer from_gguf(const std::filesystem::path& path) { return from_gguf(GgufFile::open(path)); }
 
     Kind kind() const { return kind_; }
 
@@ -250,6 +276,10 @@ public:
             hf_->encode(text, ids, options.add_special_tokens);
             return ids;
         }
+        if (kind_ == Kind::none && gguf_)
+            throw argument_error(detail::message("Tokenizer::encode: the GGUF file '", source_,
+                                                 "' has no tokenizer (tokenizer.ggml.model is absent or 'none'); give "
+                                                 "token ids instead of text"));
         if (kind_ == Kind::none)
             throw argument_error(detail::message("Tokenizer::encode: the model directory '", source_,
                                                  "' has no tokenizer (tokenizer.json, vocab.json + merges.txt, "
@@ -516,6 +546,7 @@ private:
     };
 
     Kind kind_ = Kind::none;
+    bool gguf_ = false;  // kind none: a GGUF file without a tokenizer (for encode's message)
     std::string source_;
     std::shared_ptr<const detail::HfTokenizer> hf_;    // the Hugging Face kinds; immutable, shared by copies
     std::vector<std::string> vocabulary_;              // id → token

@@ -9,6 +9,11 @@
 //       -> {"prefill": [{"tokens", "seconds": [...]}], "decode": [{"context", "steps",
 //           "seconds": [...]}], "peak_rss_bytes", ...}
 //
+//   llama_peer --backends DIR --model M.gguf tokenize --texts FILE [--no-add-special]
+//       -> one line of space-separated ids per text: llama_tokenize(vocab, text, add_special,
+//          parse_special = true) on the model's vocabulary alone (vocab_only). FILE holds the
+//          texts as "<byte count>\n<bytes>\n" one after another, so a text may hold any byte.
+//
 // Options before the command: --kv-type f32|f16 (f32: the float32 activations of the other
 // peers), --flash-attn auto|on|off, --verbose (llama.cpp's own log on stderr).
 // Every timing is one llama_decode call (or `steps` of them) followed by llama_synchronize,
@@ -43,6 +48,8 @@ struct Options {
     std::vector<int> decode = {128, 512};
     int steps = 32;
     int reps = 5;
+    std::string texts;
+    bool add_special = true;
 };
 
 std::vector<int> parse_ints(const std::string& option, const std::string& text) {
@@ -100,13 +107,17 @@ Options parse(int argc, char** argv) {
             options.steps = parse_positive(arg, value());
         else if (arg == "--reps")
             options.reps = parse_positive(arg, value());
-        else if (arg == "logits" || arg == "bench")
+        else if (arg == "--texts")
+            options.texts = value();
+        else if (arg == "--no-add-special")
+            options.add_special = false;
+        else if (arg == "logits" || arg == "bench" || arg == "tokenize")
             options.command = arg;
         else
             throw std::invalid_argument("unknown argument '" + arg + "'");
     }
     if (options.backends.empty() || options.model.empty() || options.command.empty()) {
-        throw std::invalid_argument("needs --backends DIR --model FILE and a command (logits or bench)");
+        throw std::invalid_argument("needs --backends DIR --model FILE and a command (logits, bench or tokenize)");
     }
     if (options.kv_type != "f32" && options.kv_type != "f16") {
         throw std::invalid_argument("--kv-type: '" + options.kv_type + "' is neither f32 nor f16");
@@ -116,6 +127,9 @@ Options parse(int argc, char** argv) {
     }
     if (options.command == "logits" && options.tokens.empty()) {
         throw std::invalid_argument("logits needs --tokens");
+    }
+    if (options.command == "tokenize" && options.texts.empty()) {
+        throw std::invalid_argument("tokenize needs --texts");
     }
     return options;
 }
@@ -287,6 +301,49 @@ void run_bench(const Options& options) {
     std::printf("],\n \"peak_rss_bytes\": %lld}\n", peak_rss_bytes());
 }
 
+// The texts of a --texts file: "<byte count>\n<bytes>\n" each.
+std::vector<std::string> read_texts(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot open " + path);
+    std::vector<std::string> texts;
+    for (std::string count; std::getline(in, count);) {
+        const std::vector<int> n = parse_ints("--texts", count);
+        std::string text(static_cast<size_t>(n.at(0)), '\0');
+        in.read(&text[0], static_cast<std::streamsize>(text.size()));
+        if (in.gcount() != static_cast<std::streamsize>(text.size()) || in.get() != '\n') {
+            throw std::runtime_error(path + ": a text is cut short");
+        }
+        texts.push_back(std::move(text));
+    }
+    return texts;
+}
+
+void run_tokenize(const Options& options) {
+    llama_model_params params = llama_model_default_params();
+    params.vocab_only = true;
+    llama_model* model = llama_model_load_from_file(options.model.c_str(), params);
+    if (model == nullptr) throw std::runtime_error("llama.cpp could not load " + options.model);
+    const llama_vocab* vocab = llama_model_get_vocab(model);
+    std::vector<llama_token> ids;
+    for (const std::string& text : read_texts(options.texts)) {
+        ids.resize(text.size() + 8);
+        int32_t n = llama_tokenize(vocab, text.data(), static_cast<int32_t>(text.size()), ids.data(),
+                                   static_cast<int32_t>(ids.size()), options.add_special, true);
+        if (n < 0) {
+            ids.resize(static_cast<size_t>(-n));
+            n = llama_tokenize(vocab, text.data(), static_cast<int32_t>(text.size()), ids.data(),
+                               static_cast<int32_t>(ids.size()), options.add_special, true);
+        }
+        if (n < 0) {
+            llama_model_free(model);
+            throw std::runtime_error("llama_tokenize failed on a text of " + std::to_string(text.size()) + " bytes");
+        }
+        for (int32_t i = 0; i < n; ++i) std::printf("%s%d", i ? " " : "", ids[static_cast<size_t>(i)]);
+        std::printf("\n");
+    }
+    llama_model_free(model);
+}
+
 void quiet_log(ggml_log_level level, const char* text, void*) {
     if (level == GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
 }
@@ -304,6 +361,8 @@ int main(int argc, char** argv) {
         llama_backend_init();
         if (options.command == "logits")
             run_logits(options);
+        else if (options.command == "tokenize")
+            run_tokenize(options);
         else
             run_bench(options);
         llama_backend_free();

@@ -10,11 +10,14 @@
   2. git clone of the bundle; its one commit must be LLAMA_CPP_COMMIT (the bundle carries no tag:
      the release name v0.4.0 is in llama/llama.cpp.info.json and checked too).
   3. g++ -O2 of tools/benchmarks/peers/llama_peer.cpp against that tree's include/llama.h and ggml headers,
-     linked to the prebuilt libraries (rpath to their folder).
+     linked to the prebuilt libraries (rpath to their folder); again whenever llama_peer.cpp's bytes differ
+     from those it was built from (the digest kept in llama_peer.sha256).
 Prints the paths as JSON. Nothing is installed into the repository or the library's build.
 """
 import argparse
+import hashlib
 import json
+import os
 import shutil
 import subprocess
 from dataclasses import asdict, dataclass
@@ -68,12 +71,22 @@ def clone_source(cache, modules):
 
 
 def build_harness(cache, source, backends):
+    """Compiles llama_peer.cpp unless the harness was built from these very bytes (its digest is kept
+    beside it): the cache is shared by worktrees whose llama_peer.cpp may differ, so a file's age says
+    nothing. Built to a scratch name and renamed, so a run never finds half a binary."""
     harness = cache / "llama_peer"
     code = HERE / "llama_peer.cpp"
-    if not harness.is_file() or harness.stat().st_mtime < code.stat().st_mtime:
-        run(["g++", "-O2", "-std=c++17", "-Wall", "-Wextra", f"-I{source / 'include'}",
-             f"-I{source / 'ggml' / 'include'}", str(code), "-o", str(harness), f"-L{backends}",
-             *[f"-l:{name}" for name in LIBRARIES], f"-Wl,-rpath,{backends}"])
+    command = ["g++", "-O2", "-std=c++17", "-Wall", "-Wextra", f"-I{source / 'include'}",
+               f"-I{source / 'ggml' / 'include'}", str(code), "-o", None, f"-L{backends}",
+               *[f"-l:{name}" for name in LIBRARIES], f"-Wl,-rpath,{backends}"]
+    digest = hashlib.sha256(code.read_bytes() + repr(command).encode()).hexdigest()
+    stamp = cache / "llama_peer.sha256"
+    if not (harness.is_file() and stamp.is_file() and stamp.read_text(encoding="ascii").strip() == digest):
+        scratch = cache / f"llama_peer.{os.getpid()}.tmp"
+        command[command.index(None)] = str(scratch)
+        run(command)
+        os.replace(scratch, harness)
+        stamp.write_text(digest + "\n", encoding="ascii")
     return harness
 
 

@@ -21,6 +21,7 @@
 // decode(ids) writes added tokens as their text, byte-level tokens as their bytes, and
 // SentencePiece tokens with "▁" as " " and <0xNN> as the byte, less one leading space.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -40,7 +41,13 @@ namespace attn::detail {
 struct PreTokenizerStep {
     enum class Kind { split_pattern, digits, byte_level_prefix_space } kind = Kind::split_pattern;
     SplitPattern pattern = SplitPattern::gpt2;
+    CaseFold fold = CaseFold::unicode;  // ascii for a GGUF file's tokenizer (llama.cpp's patterns)
 };
+
+/// How added tokens are found in the text: Hugging Face's leftmost-longest scan, or
+/// llama.cpp's partition (each token in turn, longest first, cut out wherever it occurs in
+/// what is left; GGUF files' tokenizers).
+enum class AddedOrder { leftmost_longest, longest_first };
 
 struct AddedToken {
     std::string content;
@@ -80,14 +87,30 @@ struct HfTokenizer {
 
     std::vector<AddedToken> added_tokens;
     std::array<bool, 256> added_first_byte{};
+    AddedOrder added_order = AddedOrder::leftmost_longest;
+    std::vector<std::size_t> added_by_length;  // longest_first: indices of added_tokens, longest first
 
     std::vector<int> prefix_ids, suffix_ids;  // from the post-processor
+
+    /// How text that is not valid UTF-8 is read: byte by byte (Hugging Face's kinds: a byte-level
+    /// tokenizer encodes the bytes, so decode gives them back), or as llama.cpp reads it (a GGUF
+    /// file's tokenizer): byte-level, each sequence its lax decoder refuses becomes U+FFFD and the
+    /// rest is written again from the code points (an overlong form shortened); SentencePiece,
+    /// each character as long as its first byte says, its bytes given as byte tokens when it is
+    /// not a token.
+    enum class InvalidUtf8 { keep_bytes, as_llama_cpp };
+    InvalidUtf8 invalid_utf8 = InvalidUtf8::keep_bytes;
 
     int size() const { return static_cast<int>(display.size()); }
 
     void encode(std::string_view input, std::vector<int>& ids, bool add_special_tokens = true) const {
         if (add_special_tokens) ids.insert(ids.end(), prefix_ids.begin(), prefix_ids.end());
         Work work;
+        if (added_order == AddedOrder::longest_first) {
+            encode_partitioned(input, work, ids);
+            if (add_special_tokens) ids.insert(ids.end(), suffix_ids.begin(), suffix_ids.end());
+            return;
+        }
         // Sections between added tokens, after lstrip / rstrip.
         std::size_t section_start = 0, position = 0;
         int section_index = 0;
@@ -132,7 +155,115 @@ private:
         std::vector<int> symbols;
         std::string buffer;
         std::string normalized;  // a section in NFC, when it was not already
+        std::string recoded;     // a section as llama.cpp reads bytes that are not UTF-8
     };
+
+    /// llama.cpp's unicode_cpts_from_utf8, then unicode_cpt_to_utf8 of each code point: `text`
+    /// itself when it is valid UTF-8 (the round trip is then the identity).
+    static std::string_view as_llama_cpp_reads(std::string_view text, std::string& out) {
+        if (!find_invalid_utf8(text).problem) return text;
+        out.clear();
+        static constexpr char replacement[] = "\xEF\xBF\xBD";
+        for (std::size_t i = 0; i < text.size();) {
+            const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[i + k]); };
+            const unsigned lead = byte(0);
+            if (lead < 0x80) {
+                out += text[i++];
+                continue;
+            }
+            const std::size_t length = !(lead & 0x40)   ? 0
+                                       : !(lead & 0x20) ? 2
+                                       : !(lead & 0x10) ? 3
+                                       : !(lead & 0x08) ? 4
+                                                        : 0;
+            bool valid = length != 0 && i + length <= text.size();
+            for (std::size_t k = 1; valid && k < length; ++k) valid = (byte(k) & 0xC0) == 0x80;
+            std::uint32_t code = 0;
+            if (valid) {
+                code = lead & (0xFFu >> (length + 1));
+                for (std::size_t k = 1; k < length; ++k) code = (code << 6) | (byte(k) & 0x3F);
+            }
+            if (!valid || code > 0x10FFFF) {  // past U+10FFFF llama.cpp throws; U+FFFD here
+                out += replacement;
+                i += valid ? length : 1;
+                continue;
+            }
+            if (code < 0x80) {
+                out += static_cast<char>(code);
+            } else if (code < 0x800) {
+                out += static_cast<char>(0xC0 | (code >> 6));
+                out += static_cast<char>(0x80 | (code & 0x3F));
+            } else if (code < 0x10000) {
+                out += static_cast<char>(0xE0 | (code >> 12));
+                out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+                out += static_cast<char>(0x80 | (code & 0x3F));
+            } else {
+                out += static_cast<char>(0xF0 | (code >> 18));
+                out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
+                out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+                out += static_cast<char>(0x80 | (code & 0x3F));
+            }
+            i += length;
+        }
+        return out;
+    }
+
+    /// llama.cpp's unicode_len_utf8: a character's length from its first byte alone, cut at the end.
+    static std::size_t llama_cpp_char_length(std::string_view text, std::size_t at) {
+        const auto lead = static_cast<unsigned char>(text[at]);
+        const std::size_t length = lead < 0xC0 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+        return std::min(length, text.size() - at);
+    }
+
+    /// A piece of the input: text still to encode (token −1), or an added token's id.
+    struct Fragment {
+        std::size_t begin, length;
+        int token;
+    };
+
+    /// C's isspace in the "C" locale, which llama.cpp's lstrip / rstrip use.
+    static bool is_c_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+    /// llama.cpp's tokenizer_st_partition: for each added token, longest first, every
+    /// occurrence in each text fragment left (leftmost first, not overlapping) is cut out; an
+    /// lstrip / rstrip token takes the ASCII white space before / after it in that fragment.
+    void encode_partitioned(std::string_view input, Work& work, std::vector<int>& ids) const {
+        std::vector<Fragment> fragments, next;
+        if (!input.empty()) fragments.push_back({0, input.size(), -1});
+        for (std::size_t index : added_by_length) {
+            const AddedToken& token = added_tokens[index];
+            next.clear();
+            for (const Fragment& f : fragments) {
+                if (f.token >= 0) {
+                    next.push_back(f);
+                    continue;
+                }
+                std::size_t start = f.begin;
+                const std::size_t end = f.begin + f.length;
+                for (std::size_t match; (match = input.substr(0, end).find(token.content, start)) != npos;) {
+                    std::size_t left_end = match;
+                    if (token.lstrip)
+                        while (left_end > start && is_c_space(input[left_end - 1])) --left_end;
+                    if (left_end > start) next.push_back({start, left_end - start, -1});
+                    next.push_back({match, token.content.size(), token.id});
+                    start = match + token.content.size();
+                    if (token.rstrip)
+                        while (start < end && is_c_space(input[start])) ++start;
+                }
+                if (start < end) next.push_back({start, end - start, -1});
+            }
+            fragments.swap(next);
+        }
+        int section_index = 0;
+        for (const Fragment& f : fragments) {
+            if (f.token >= 0)
+                ids.push_back(f.token);
+            else
+                encode_section(input.substr(f.begin, f.length), section_index, work, ids);
+            ++section_index;
+        }
+    }
+    static constexpr std::size_t npos = std::string_view::npos;
 
     const AddedToken* longest_added(std::string_view input, std::size_t position) const {
         const AddedToken* best = nullptr;
@@ -166,10 +297,12 @@ private:
 
     void encode_section(std::string_view section, int section_index, Work& work, std::vector<int>& ids) const {
         if (nfc) section = to_nfc(section, work.normalized);
-        if (model == Model::byte_level)
+        if (model == Model::byte_level) {
+            if (invalid_utf8 == InvalidUtf8::as_llama_cpp) section = as_llama_cpp_reads(section, work.recoded);
             pre_tokenize(section, 0, work, ids);
-        else
+        } else {
             encode_sentencepiece(section, section_index, work, ids);
+        }
     }
 
     void pre_tokenize(std::string_view piece, std::size_t step, Work& work, std::vector<int>& ids) const {
@@ -178,7 +311,7 @@ private:
         const auto next = [&](std::string_view p) { pre_tokenize(p, step + 1, work, ids); };
         switch (steps[step].kind) {
             case PreTokenizerStep::Kind::split_pattern:
-                return split_pattern(piece, steps[step].pattern, next);
+                return split_pattern(piece, steps[step].pattern, next, steps[step].fold);
             case PreTokenizerStep::Kind::digits:
                 return split_digits(piece, next);
             case PreTokenizerStep::Kind::byte_level_prefix_space:
@@ -200,7 +333,10 @@ private:
         work.symbols.clear();
         for (char byte : piece) work.symbols.push_back(byte_ids[static_cast<unsigned char>(byte)]);
         bpe_merge(work.symbols, merges, work.bpe);
-        ids.insert(ids.end(), work.symbols.begin(), work.symbols.end());
+        // A byte without a token (−1: only in a GGUF vocabulary; a tokenizer.json must have all
+        // 256) is dropped, as llama.cpp drops it.
+        for (int symbol : work.symbols)
+            if (symbol >= 0) ids.push_back(symbol);
     }
 
     void encode_sentencepiece(std::string_view section, int section_index, Work& work, std::vector<int>& ids) const {
@@ -223,9 +359,10 @@ private:
         work.symbols.clear();
         std::string character;
         for (std::size_t i = 0; i < normal.size();) {
-            const TextChar c = text_char(normal, i);
-            character.assign(normal, i, c.length);
-            i += c.length;
+            const std::size_t length = invalid_utf8 == InvalidUtf8::as_llama_cpp ? llama_cpp_char_length(normal, i)
+                                                                                 : text_char(normal, i).length;
+            character.assign(normal, i, length);
+            i += length;
             if (const auto found = piece_ids.find(character); found != piece_ids.end()) {
                 work.symbols.push_back(found->second);
                 continue;

@@ -11,8 +11,10 @@
 //
 // \s is the White_Space property, \p{L} and \p{N} the general categories (unicode_tables.hpp).
 // (?i:...) folds case as Unicode does: 's also matches 'S and 'ſ (U+017F, whose case fold
-// is s). Bytes that are not valid UTF-8 are taken one at a time as characters in none of
-// the classes (like punctuation), so any byte string splits and the pieces still cover it.
+// is s), unless the caller asks for CaseFold::ascii: llama.cpp writes the group as
+// (?:'[sS]|'[tT]|...), so 'ſ is no contraction in a GGUF file's tokenizer. Bytes that are not valid UTF-8 are taken one
+// at a time as characters in none of the classes (like punctuation), so any byte string splits and the pieces still
+// cover it.
 
 #include <cstddef>
 #include <cstdint>
@@ -72,6 +74,10 @@ inline TextChar text_char(std::string_view text, std::size_t position) {
 
 enum class SplitPattern { gpt2, llama3, qwen2 };
 
+/// How llama3's and qwen2's case-insensitive contractions fold case: as Hugging Face's regex
+/// does (Unicode: 'ſ is 's), or as llama.cpp's rewritten pattern does (ASCII letters only).
+enum class CaseFold { unicode, ascii };
+
 namespace pretokenize {
 
 inline bool is_newline(char32_t code) {
@@ -92,7 +98,8 @@ inline std::size_t run_end(std::string_view text, std::size_t position, CharClas
 }
 
 /// End of a contraction ('s 't 're 've 'm 'll 'd) at `position` (text[position] == '\''), or 0.
-inline std::size_t contraction_end(std::string_view text, std::size_t position, bool fold_case) {
+inline std::size_t contraction_end(std::string_view text, std::size_t position, bool fold_case,
+                                   bool fold_long_s = true) {
     const std::string_view rest = text.substr(position + 1);
     const auto lower = [&](std::size_t i) -> char {
         if (i >= rest.size()) return '\0';
@@ -104,7 +111,7 @@ inline std::size_t contraction_end(std::string_view text, std::size_t position, 
     if ((first == 'r' || first == 'v') && lower(1) == 'e') return position + 3;
     if (first == 'l' && lower(1) == 'l') return position + 3;
     // U+017F LATIN SMALL LETTER LONG S folds to s
-    if (fold_case && rest.size() >= 2 && rest[0] == '\xC5' && rest[1] == '\xBF') return position + 3;
+    if (fold_case && fold_long_s && rest.size() >= 2 && rest[0] == '\xC5' && rest[1] == '\xBF') return position + 3;
     return 0;
 }
 
@@ -145,10 +152,11 @@ inline std::size_t gpt2_piece_end(std::string_view text, std::size_t position) {
 
 /// End of the piece starting at `position` under Llama-3's (most_digits 3) or Qwen2's
 /// (most_digits 1) pattern.
-inline std::size_t llama3_piece_end(std::string_view text, std::size_t position, std::size_t most_digits) {
+inline std::size_t llama3_piece_end(std::string_view text, std::size_t position, std::size_t most_digits,
+                                    CaseFold fold = CaseFold::unicode) {
     const TextChar c = text_char(text, position);
     if (c.code == '\'')
-        if (const std::size_t end = contraction_end(text, position, true)) return end;
+        if (const std::size_t end = contraction_end(text, position, true, fold == CaseFold::unicode)) return end;
     if (c.cls == CharClass::letter) return run_end(text, position, CharClass::letter);
     const std::size_t after = position + c.length;
     if (c.cls != CharClass::number && !is_newline(c.code) && after < text.size() &&
@@ -169,7 +177,7 @@ inline std::size_t llama3_piece_end(std::string_view text, std::size_t position,
 
 /// Calls emit(piece) for each piece of `text` under `pattern`.
 template <class Emit>
-void split_pattern(std::string_view text, SplitPattern pattern, Emit&& emit) {
+void split_pattern(std::string_view text, SplitPattern pattern, Emit&& emit, CaseFold fold = CaseFold::unicode) {
     std::size_t position = 0;
     while (position < text.size()) {
         std::size_t end = 0;
@@ -178,10 +186,10 @@ void split_pattern(std::string_view text, SplitPattern pattern, Emit&& emit) {
                 end = pretokenize::gpt2_piece_end(text, position);
                 break;
             case SplitPattern::llama3:
-                end = pretokenize::llama3_piece_end(text, position, 3);
+                end = pretokenize::llama3_piece_end(text, position, 3, fold);
                 break;
             case SplitPattern::qwen2:
-                end = pretokenize::llama3_piece_end(text, position, 1);
+                end = pretokenize::llama3_piece_end(text, position, 1, fold);
                 break;
         }
         emit(text.substr(position, end - position));
