@@ -151,6 +151,25 @@ struct QuantizedMatrix {
         const QuantizedRun& run = run_of(r);
         return bytes.data() + run.offset + std::size_t(r - run.first_row) * run.row_bytes;
     }
+    std::uint8_t* row(Index r) { return const_cast<std::uint8_t*>(static_cast<const QuantizedMatrix&>(*this).row(r)); }
+    /// Whether every block's F16 scales (d, and dmin in Q4_K/Q5_K) of rows first … first +
+    /// count − 1 are finite: then so is every weight, a scale times small integers.
+    bool finite(Index first, Index count) const {
+        const auto finite_half = [](const std::uint8_t* p) { return ((p[1] >> 2) & 0x1F) != 0x1F; };
+        for (Index r = first; r < first + count; ++r) {
+            const QuantizedRun& run = run_of(r);
+            const Index blocks = cols / quant_block_values(run.format), width = quant_block_bytes(run.format);
+            const std::uint8_t* p = row(r);
+            for (Index b = 0; b < blocks; ++b, p += width) {
+                const bool ok = run.format == QuantFormat::q6_k ? finite_half(p + 208)
+                                : run.format == QuantFormat::q4_k || run.format == QuantFormat::q5_k
+                                    ? finite_half(p) && finite_half(p + 2)
+                                    : finite_half(p);
+                if (!ok) return false;
+            }
+        }
+        return true;
+    }
     /// A matrix of `rows` rows of cols values in runs of the given formats and lengths, its
     /// bytes allocated (not written): the loader reads the file's rows into place.
     static QuantizedMatrix sized(Index cols, const std::vector<std::pair<QuantFormat, Index>>& runs) {

@@ -1,0 +1,174 @@
+// WeightStorage::stored_quantized (model/model.hpp): a quantized GGUF file's large matrices kept in
+// their blocks and dequantized in registers inside the products (detail/kernels/quantized_weights.hpp),
+// against the same file loaded as float (WeightStorage::converted, every weight dequantized once).
+//
+// What must hold: a prefill's products (more than kStreamedRows positions) are the float kernel's
+// on the dequantized matrices, so a whole text's logits are the converted model's bit for bit; a
+// decoding step's products (one position) sum each output in another order, each within
+// γ_K Σ|a w| of the exact product (tests/test_quantized_weights.cpp), and the logits of a step
+// stay within 1e-5 of the logits' scale of the converted model's (the float model's own distance
+// from the float64 forward is bounded at 1e-5 in test_gguf_model.cpp). Measured: see the MESSAGEs.
+#include <doctest/doctest.h>
+#include <attn/formats/gguf.hpp>
+#include <attn/formats/safetensors.hpp>
+#include <attn/model/decoder.hpp>
+#include <attn/model/model.hpp>
+#include <attn/threads.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "support.hpp"
+
+using attn::Index;
+
+namespace {
+
+const std::filesystem::path kGgufModels = std::filesystem::path(ATTN_TEST_DATA_DIR) / "gguf" / "models";
+
+/// The quantized files: tiny Llama checkpoints written by tools/references/gguf_models.py, with
+/// the float64 forward of their dequantized weights (.golden.safetensors).
+struct QuantizedFile {
+    const char* name;      ///< <checkpoint>.<type>
+    const char* types[3];  ///< the block formats its large matrices hold
+};
+
+const QuantizedFile kFiles[] = {
+    {"llama3_rope_scaling.Q8_0", {"Q8_0"}},
+    {"llama3_rope_scaling.Q4_0", {"Q4_0"}},
+};
+
+std::filesystem::path path_of(const QuantizedFile& file) {
+    return kGgufModels / (std::string(file.name) + ".gguf");
+}
+
+const attn::Model<float>& loaded(const QuantizedFile& file, attn::WeightStorage storage) {
+    static std::map<std::pair<std::string, attn::WeightStorage>, std::unique_ptr<attn::Model<float>>> models;
+    auto& model = models[{file.name, storage}];
+    if (!model) {
+        attn::LoadOptions options;
+        options.weights = storage;
+        model = std::make_unique<attn::Model<float>>(attn::Model<float>::load(path_of(file), options));
+    }
+    return *model;
+}
+
+/// max |a − b| over max |b|.
+template <class A, class B>
+double relative_error(const A& actual, const B& expected) {
+    REQUIRE(actual.rows() == expected.rows());
+    REQUIRE(actual.cols() == expected.cols());
+    const double scale = std::max(1e-300, double(expected.template cast<double>().cwiseAbs().maxCoeff()));
+    return double((actual.template cast<double>() - expected.template cast<double>()).cwiseAbs().maxCoeff()) / scale;
+}
+
+template <class A, class B>
+bool same_bits(const A& a, const B& b) {
+    return a.rows() == b.rows() && a.cols() == b.cols() && (a.array() == b.array()).all();
+}
+
+std::vector<int> golden_ids(const QuantizedFile& file) {
+    const attn::SafeTensors golden =
+        attn::SafeTensors::open(kGgufModels / (std::string(file.name) + ".golden.safetensors"));
+    std::vector<int> ids;
+    for (const std::int64_t id : golden.integers("ids")) ids.push_back(int(id));
+    return ids;
+}
+
+}  // namespace
+
+TEST_CASE("GGUF stored_quantized: a whole text's logits are the converted model's, bit for bit") {
+    for (const QuantizedFile& file : kFiles) {
+        CAPTURE(std::string(file.name));
+        const auto& quantized = loaded(file, attn::WeightStorage::stored_quantized);
+        const auto& converted = loaded(file, attn::WeightStorage::converted);
+        CHECK(quantized.weight_storage() == attn::WeightStorage::stored_quantized);
+        CHECK(quantized.parameters() == converted.parameters());
+        const std::vector<int> ids = golden_ids(file);
+        const attn::Matrix<double> expected =
+            attn::SafeTensors::open(kGgufModels / (std::string(file.name) + ".golden.safetensors"))
+                .matrix<double>("logits");
+        for (const int threads : {1, 2}) {
+            attn::ForwardOptions options;
+            options.threads = threads;
+            const auto logits = quantized.forward(ids, options).logits;
+            CHECK(same_bits(logits, converted.forward(ids, options).logits));
+            CHECK(relative_error(logits, expected) <= 1e-5);
+        }
+        // a short text (3 positions) is a prefill too; 2 positions stream like a step
+        const std::vector<int> three(ids.begin(), ids.begin() + 3);
+        CHECK(same_bits(quantized.forward(three).logits, converted.forward(three).logits));
+    }
+}
+
+TEST_CASE("GGUF stored_quantized: decoding steps within 1e-5 of the converted model's logits") {
+    for (const QuantizedFile& file : kFiles) {
+        CAPTURE(std::string(file.name));
+        const auto& quantized = loaded(file, attn::WeightStorage::stored_quantized);
+        const auto& converted = loaded(file, attn::WeightStorage::converted);
+        const std::vector<int> ids = golden_ids(file);
+        const std::vector<int> prompt(ids.begin(), ids.begin() + 5);
+        attn::Decoder<float> a(quantized), b(converted);
+        attn::DecodeResult<float> x, y;
+        attn::DecodeOptions all;
+        all.all_logits = true;  // the unembedding of 5 rows is a prefill's product too
+        a.append_into(prompt, all, x);
+        b.append_into(prompt, all, y);
+        CHECK(same_bits(x.logits, y.logits));  // a prefill of 5 positions
+        double worst = 0;
+        for (std::size_t i = prompt.size(); i < prompt.size() + 12; ++i) {
+            a.step_into(ids[i], {}, x);
+            b.step_into(ids[i], {}, y);
+            worst = std::max(worst, relative_error(x.logits, y.logits));
+        }
+        CHECK(worst <= 1e-5);
+        // a step on two kept threads shares the products by columns: the same bits as one
+        attn::Decoder<float> c(quantized);
+        attn::Workers workers(2);
+        attn::DecodeOptions two;
+        two.threads = workers;
+        attn::DecodeResult<float> z;
+        c.append_into(prompt, two, z);
+        attn::Decoder<float> d(quantized);
+        attn::DecodeResult<float> w;
+        d.append_into(prompt, {}, w);
+        for (std::size_t i = prompt.size(); i < prompt.size() + 4; ++i) {
+            c.step_into(ids[i], two, z);
+            d.step_into(ids[i], {}, w);
+            CHECK(same_bits(z.logits, w.logits));
+        }
+        MESSAGE(std::string(file.name), ": decoding steps within ", worst, " of the converted model's logits' scale");
+    }
+}
+
+TEST_CASE("GGUF stored_quantized: the matrices stay in blocks; accessors and other files refuse it by name") {
+    const QuantizedFile& file = kFiles[0];
+    const auto& quantized = loaded(file, attn::WeightStorage::stored_quantized);
+    for (const auto& call :
+         std::vector<std::function<void()>>{[&] { (void)quantized.layer(0); }, [&] { (void)quantized.embedding(); },
+                                            [&] { (void)quantized.unembedding(); }}) {
+        const std::string message = attn::test::thrown_message<attn::argument_error>(call);
+        CHECK(attn::test::contains(message, "stored_quantized"));
+    }
+    attn::LoadOptions options;
+    options.weights = attn::WeightStorage::stored_quantized;
+    CHECK(attn::test::contains(attn::test::thrown_message<attn::argument_error>(
+                                   [&] { (void)attn::Model<double>::load(path_of(file), options); }),
+                               "Model<float>"));
+    CHECK(attn::test::contains(attn::test::thrown_message<attn::argument_error>([&] {
+                                   (void)attn::Model<float>::load(
+                                       std::filesystem::path(ATTN_TEST_DATA_DIR) / "hf" / "llama3_rope_scaling",
+                                       options);
+                               }),
+                               "GGUF"));
+    // an F32 file loads: its matrices are converted, as they would be anyway
+    const auto f32 = attn::Model<float>::load(kGgufModels / "llama3_rope_scaling.F32.gguf", options);
+    const auto reference = attn::Model<float>::load(kGgufModels / "llama3_rope_scaling.F32.gguf");
+    const std::vector<int> ids = golden_ids(file);
+    CHECK(same_bits(f32.forward(ids).logits, reference.forward(ids).logits));
+}
