@@ -31,16 +31,17 @@ namespace {
 
 const std::filesystem::path kGgufModels = std::filesystem::path(ATTN_TEST_DATA_DIR) / "gguf" / "models";
 
-/// The quantized files: tiny Llama checkpoints written by tools/references/gguf_models.py, with
-/// the float64 forward of their dequantized weights (.golden.safetensors).
+/// The quantized files: tiny Llama checkpoints written by tools/references/gguf_models.py (Q8_0,
+/// Q4_0: width 64) and gguf_kquant_models.py (llama.cpp's Q4_K_M, Q5_K_M and Q6_K: width 256; Q4_K_M's
+/// last layer fuses Q4_K queries and keys with Q6_K values), each with the float64 forward of its
+/// dequantized weights (.golden.safetensors).
 struct QuantizedFile {
-    const char* name;      ///< <checkpoint>.<type>
-    const char* types[3];  ///< the block formats its large matrices hold
+    const char* name;  ///< <checkpoint>.<type>
 };
 
 const QuantizedFile kFiles[] = {
-    {"llama3_rope_scaling.Q8_0", {"Q8_0"}},
-    {"llama3_rope_scaling.Q4_0", {"Q4_0"}},
+    {"llama3_rope_scaling.Q8_0"}, {"llama3_rope_scaling.Q4_0"}, {"llama_kquant.Q4_K_M"},
+    {"llama_kquant.Q5_K_M"},      {"llama_kquant.Q6_K"},
 };
 
 std::filesystem::path path_of(const QuantizedFile& file) {
@@ -99,6 +100,9 @@ TEST_CASE("GGUF stored_quantized: a whole text's logits are the converted model'
             const auto logits = quantized.forward(ids, options).logits;
             CHECK(same_bits(logits, converted.forward(ids, options).logits));
             CHECK(relative_error(logits, expected) <= 1e-5);
+            if (threads == 1)
+                MESSAGE(std::string(file.name), ": logits within ", relative_error(logits, expected),
+                        " of the float64 forward's scale");
         }
         // a short text (3 positions) is a prefill too; 2 positions stream like a step
         const std::vector<int> three(ids.begin(), ids.begin() + 3);

@@ -8,6 +8,9 @@
 //       [--decode 128,512] [--steps 32] [--reps 5]
 //       -> {"prefill": [{"tokens", "seconds": [...]}], "decode": [{"context", "steps",
 //           "seconds": [...]}], "peak_rss_bytes", ...}
+//   llama_peer --backends DIR --model F32.gguf quantize --out Q.gguf --type Q4_K_M
+//       -> {"out": ..., "type": ...}: llama_model_quantize (Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K), as
+//          llama-quantize writes the downloads' files (K-quant rows must be whole 256-value blocks)
 //
 // Options before the command: --kv-type f32|f16 (f32: the float32 activations of the other
 // peers), --flash-attn auto|on|off, --verbose (llama.cpp's own log on stderr).
@@ -43,6 +46,8 @@ struct Options {
     std::vector<int> decode = {128, 512};
     int steps = 32;
     int reps = 5;
+    std::string out;
+    std::string type;
 };
 
 std::vector<int> parse_ints(const std::string& option, const std::string& text) {
@@ -100,13 +105,17 @@ Options parse(int argc, char** argv) {
             options.steps = parse_positive(arg, value());
         else if (arg == "--reps")
             options.reps = parse_positive(arg, value());
-        else if (arg == "logits" || arg == "bench")
+        else if (arg == "--out")
+            options.out = value();
+        else if (arg == "--type")
+            options.type = value();
+        else if (arg == "logits" || arg == "bench" || arg == "quantize")
             options.command = arg;
         else
             throw std::invalid_argument("unknown argument '" + arg + "'");
     }
     if (options.backends.empty() || options.model.empty() || options.command.empty()) {
-        throw std::invalid_argument("needs --backends DIR --model FILE and a command (logits or bench)");
+        throw std::invalid_argument("needs --backends DIR --model FILE and a command (logits, bench or quantize)");
     }
     if (options.kv_type != "f32" && options.kv_type != "f16") {
         throw std::invalid_argument("--kv-type: '" + options.kv_type + "' is neither f32 nor f16");
@@ -287,6 +296,31 @@ void run_bench(const Options& options) {
     std::printf("],\n \"peak_rss_bytes\": %lld}\n", peak_rss_bytes());
 }
 
+void run_quantize(const Options& options) {
+    struct Known {
+        const char* name;
+        llama_ftype ftype;
+    };
+    const Known known[] = {{"Q8_0", LLAMA_FTYPE_MOSTLY_Q8_0},
+                           {"Q4_0", LLAMA_FTYPE_MOSTLY_Q4_0},
+                           {"Q4_K_M", LLAMA_FTYPE_MOSTLY_Q4_K_M},
+                           {"Q5_K_M", LLAMA_FTYPE_MOSTLY_Q5_K_M},
+                           {"Q6_K", LLAMA_FTYPE_MOSTLY_Q6_K}};
+    const Known* chosen = nullptr;
+    for (const Known& k : known)
+        if (options.type == k.name) chosen = &k;
+    if (chosen == nullptr)
+        throw std::invalid_argument("quantize: --type '" + options.type +
+                                    "' is not one of Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K");
+    if (options.out.empty()) throw std::invalid_argument("quantize needs --out FILE");
+    llama_model_quantize_params params = llama_model_quantize_default_params();
+    params.nthread = options.threads;
+    params.ftype = chosen->ftype;
+    if (llama_model_quantize(options.model.c_str(), options.out.c_str(), &params) != 0)
+        throw std::runtime_error("llama_model_quantize failed for " + options.model);
+    std::printf("{\"out\": \"%s\", \"type\": \"%s\"}\n", options.out.c_str(), chosen->name);
+}
+
 void quiet_log(ggml_log_level level, const char* text, void*) {
     if (level == GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
 }
@@ -304,6 +338,8 @@ int main(int argc, char** argv) {
         llama_backend_init();
         if (options.command == "logits")
             run_logits(options);
+        else if (options.command == "quantize")
+            run_quantize(options);
         else
             run_bench(options);
         llama_backend_free();
