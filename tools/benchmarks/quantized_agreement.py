@@ -56,7 +56,7 @@ LARGER = {
                             "max_position_embeddings": 64, "rope_theta": 100000.0, "rms_norm_eps": 1e-5,
                             "tie_word_embeddings": True},
 }
-LARGER_TYPES = ["Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K"]
+LARGER_TYPES = ["F32", "Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K"]  # F32: the control
 
 
 def relative(values, reference):
@@ -71,7 +71,8 @@ def run_json(command):
 
 
 def tensor_types(gguf, path):
-    return sorted({t.tensor_type.name for t in gguf.GGUFReader(str(path)).tensors} - {"F32"})
+    types = sorted({t.tensor_type.name for t in gguf.GGUFReader(str(path)).tensors} - {"F32"})
+    return types or ["F32"]
 
 
 def measure(name, path, ids, reference_last, attn, peer, gguf):
@@ -88,6 +89,16 @@ def measure(name, path, ids, reference_last, attn, peer, gguf):
 
 
 def tiny_rows(attn, peer, gguf):
+    # the control: the F32 file the quantized ones were written from, no quantization anywhere
+    golden, _ = safetensors_io.read_safetensors(MODELS / f"{TINY[0]}.golden.safetensors")
+    ids = [int(i) for i in golden["ids"]]
+    f32 = MODELS / "llama3_rope_scaling.F32.gguf"
+    with tempfile.TemporaryDirectory() as scratch:
+        dequantized = Path(scratch) / "f32"
+        gguf_models.dequantized_checkpoint(gguf, f32, ROOT / "tests" / "data" / "hf" / "llama3_rope_scaling",
+                                           dequantized)
+        logits, _, _ = hf_reference.run(hf_reference.load(dequantized), ids)
+    yield measure("llama3_rope_scaling.F32 (control)", f32, ids, np.asarray(logits)[-1], attn, peer, gguf)
     for name in TINY:
         golden, _ = safetensors_io.read_safetensors(MODELS / f"{name}.golden.safetensors")
         ids = [int(i) for i in golden["ids"]]
@@ -105,14 +116,19 @@ def larger_rows(attn, peer, gguf, gguf_py):
             ids = np.random.default_rng([2026, 32]).integers(0, config["vocab_size"], size=16).tolist()
             for type_name in LARGER_TYPES:
                 path = scratch / f"{shape}.{type_name}.gguf"
-                subprocess.run([str(peer.harness), "--backends", str(peer.backends), "--model", str(f32), "--threads",
-                                "2", "quantize", "--out", str(path), "--type", type_name], check=True,
-                               capture_output=True, text=True)
+                if type_name == "F32":
+                    path = f32
+                else:
+                    subprocess.run([str(peer.harness), "--backends", str(peer.backends), "--model", str(f32),
+                                    "--threads", "2", "quantize", "--out", str(path), "--type", type_name],
+                                   check=True, capture_output=True, text=True)
                 dequantized = scratch / "dequantized"
                 gguf_models.dequantized_checkpoint(gguf, path, hf_dir, dequantized)
                 logits, _, _ = hf_reference.run(hf_reference.load(dequantized), ids)
-                yield measure(f"{shape}.{type_name}", path, ids, np.asarray(logits)[-1], attn, peer, gguf)
-                path.unlink()
+                name = f"{shape}.{type_name}" + (" (control)" if type_name == "F32" else "")
+                yield measure(name, path, ids, np.asarray(logits)[-1], attn, peer, gguf)
+                if path != f32:
+                    path.unlink()
 
 
 def cpu_line():

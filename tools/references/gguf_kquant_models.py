@@ -5,7 +5,7 @@ converted to F32 GGUF (tools/benchmarks/peers/hf_to_gguf.py) and quantized by th
 llama_model_quantize (the peer's `quantize` command) to Q4_K_M (Q4_K with Q6_K for attn_v,
 ffn_down and output), Q5_K_M (Q5_K with Q6_K) and Q6_K; with <file>.golden.safetensors, the
 float64 forward of the weights gguf-py dequantizes from each file (gguf_models.write_golden), for
-tests/test_gguf_quantized.cpp.
+tests/test_weights_quantized.cpp.
 
     /usr/bin/python3 tools/references/gguf_kquant_models.py [--gguf-py DIR]
 

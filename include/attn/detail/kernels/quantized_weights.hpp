@@ -42,7 +42,7 @@
 //     product on the dequantized matrix.
 // Both round differently from each other; each is within the bound of float summation over
 // the depth K: |ĉ − c| ≤ γ_K · Σ_t |a_t · w_t|, γ_K = K·u / (1 − K·u), u = 2⁻²⁴
-// (tests/test_quantized_weights.cpp). Threads share a product by its columns (rows of W) or its
+// (tests/test_weights_quantized.cpp). Threads share a product by its columns (rows of W) or its
 // rows, as the callers share every product; each entry's operations are the same in any share.
 
 #include <Eigen/Core>

@@ -1,4 +1,9 @@
-// Quantized weights kept in GGUF's blocks (detail/kernels/quantized_weights.hpp): each format's
+// Quantized weights kept in GGUF's blocks: the kernels (detail/kernels/quantized_weights.hpp) and a
+// model loaded with WeightStorage::stored_quantized (model/model.hpp). One file for both, named to sort
+// after every other test that runs a model, so that the unity build's groups (tests/CMakeLists.txt)
+// stay as they were; its helpers are in their own namespaces for the same reason.
+//
+// The kernels: each format's
 // in-register decoding gives quantized.hpp's reference values bit for bit, and each product,
 // matrix × vector (a decoding step) and matrix × matrix (a prefill), equals dequantize-then-
 // multiply within float summation's bound over the depth K:
@@ -12,23 +17,45 @@
 // depth: K; packet lanes then a horizontal sum: K/L + log₂ L); the standard bound of such sums
 // (Higham, Accuracy and Stability of Numerical Algorithms, §3.1) is γ_K Σ|a_t w_t|. The prefill
 // path is also the float kernel's product on the dequantized matrix, bit for bit.
+//
+// The model: WeightStorage::stored_quantized, a quantized GGUF file's large matrices kept in
+// their blocks and dequantized in registers inside the products (detail/kernels/quantized_weights.hpp),
+// against the same file loaded as float (WeightStorage::converted, every weight dequantized once).
+//
+// What must hold: a prefill's products (more than kStreamedRows positions) are the float kernel's
+// on the dequantized matrices, so a whole text's logits are the converted model's bit for bit; a
+// decoding step's products (one position) sum each output in another order, each within
+// γ_K Σ|a w| of the exact product (the kernels' tests above), and the logits of a step
+// stay within 1e-5 of the logits' scale of the converted model's (the float model's own distance
+// from the float64 forward is bounded at 1e-5 in test_gguf_model.cpp). Measured: see the MESSAGEs.
 #include <doctest/doctest.h>
 #include <attn/detail/kernels/quantized.hpp>
 #include <attn/detail/kernels/quantized_weights.hpp>
 #include <attn/detail/kernels/tiles.hpp>
+#include <attn/formats/gguf.hpp>
+#include <attn/formats/safetensors.hpp>
+#include <attn/model/decoder.hpp>
+#include <attn/model/model.hpp>
+#include <attn/threads.hpp>
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "support.hpp"
+
+namespace quantized_kernels {
+
 using attn::detail::Index;
 using attn::detail::QuantFormat;
 using attn::detail::QuantizedMatrix;
-
-namespace {
 
 constexpr QuantFormat kFormats[] = {QuantFormat::q8_0, QuantFormat::q4_0, QuantFormat::q4_k, QuantFormat::q5_k,
                                     QuantFormat::q6_k};
@@ -167,8 +194,6 @@ void check_product(const QuantizedMatrix& m, const attn::detail::RowMajorMatrix<
     }
 }
 
-}  // namespace
-
 TEST_CASE("quantized weights: in-register decoding gives the reference decoders' values, bit for bit") {
     for (const QuantFormat format : kFormats) {
         INFO(std::string(attn::detail::quant_format_name(format)));
@@ -247,3 +272,157 @@ TEST_CASE("quantized weights: shared by columns or rows, every entry has the sam
         check_product(m, w, n, 0, 25, 0, 512, false, checked);
     }
 }
+
+}  // namespace quantized_kernels
+
+namespace quantized_model {
+
+using attn::Index;
+
+const std::filesystem::path kGgufModels = std::filesystem::path(ATTN_TEST_DATA_DIR) / "gguf" / "models";
+
+/// The quantized files: tiny Llama checkpoints written by tools/references/gguf_models.py (Q8_0,
+/// Q4_0: width 64) and gguf_kquant_models.py (llama.cpp's Q4_K_M, Q5_K_M and Q6_K: width 256; Q4_K_M's
+/// last layer fuses Q4_K queries and keys with Q6_K values), each with the float64 forward of its
+/// dequantized weights (.golden.safetensors).
+struct QuantizedFile {
+    const char* name;  ///< <checkpoint>.<type>
+};
+
+const QuantizedFile kFiles[] = {
+    {"llama3_rope_scaling.Q8_0"}, {"llama3_rope_scaling.Q4_0"}, {"llama_kquant.Q4_K_M"},
+    {"llama_kquant.Q5_K_M"},      {"llama_kquant.Q6_K"},
+};
+
+std::filesystem::path path_of(const QuantizedFile& file) {
+    return kGgufModels / (std::string(file.name) + ".gguf");
+}
+
+const attn::Model<float>& loaded(const QuantizedFile& file, attn::WeightStorage storage) {
+    static std::map<std::pair<std::string, attn::WeightStorage>, std::unique_ptr<attn::Model<float>>> models;
+    auto& model = models[{file.name, storage}];
+    if (!model) {
+        attn::LoadOptions options;
+        options.weights = storage;
+        model = std::make_unique<attn::Model<float>>(attn::Model<float>::load(path_of(file), options));
+    }
+    return *model;
+}
+
+/// max |a − b| over max |b|.
+template <class A, class B>
+double relative_error(const A& actual, const B& expected) {
+    REQUIRE(actual.rows() == expected.rows());
+    REQUIRE(actual.cols() == expected.cols());
+    const double scale = std::max(1e-300, double(expected.template cast<double>().cwiseAbs().maxCoeff()));
+    return double((actual.template cast<double>() - expected.template cast<double>()).cwiseAbs().maxCoeff()) / scale;
+}
+
+template <class A, class B>
+bool same_bits(const A& a, const B& b) {
+    return a.rows() == b.rows() && a.cols() == b.cols() && (a.array() == b.array()).all();
+}
+
+std::vector<int> golden_ids(const QuantizedFile& file) {
+    const attn::SafeTensors golden =
+        attn::SafeTensors::open(kGgufModels / (std::string(file.name) + ".golden.safetensors"));
+    std::vector<int> ids;
+    for (const std::int64_t id : golden.integers("ids")) ids.push_back(int(id));
+    return ids;
+}
+
+TEST_CASE("GGUF stored_quantized: a whole text's logits are the converted model's, bit for bit") {
+    for (const QuantizedFile& file : kFiles) {
+        CAPTURE(std::string(file.name));
+        const auto& quantized = loaded(file, attn::WeightStorage::stored_quantized);
+        const auto& converted = loaded(file, attn::WeightStorage::converted);
+        CHECK(quantized.weight_storage() == attn::WeightStorage::stored_quantized);
+        CHECK(quantized.parameters() == converted.parameters());
+        const std::vector<int> ids = golden_ids(file);
+        const attn::Matrix<double> expected =
+            attn::SafeTensors::open(kGgufModels / (std::string(file.name) + ".golden.safetensors"))
+                .matrix<double>("logits");
+        for (const int threads : {1, 2}) {
+            attn::ForwardOptions options;
+            options.threads = threads;
+            const auto logits = quantized.forward(ids, options).logits;
+            CHECK(same_bits(logits, converted.forward(ids, options).logits));
+            CHECK(relative_error(logits, expected) <= 1e-5);
+            if (threads == 1)
+                MESSAGE(std::string(file.name), ": logits within ", relative_error(logits, expected),
+                        " of the float64 forward's scale");
+        }
+        // a short text (3 positions) is a prefill too; 2 positions stream like a step
+        const std::vector<int> three(ids.begin(), ids.begin() + 3);
+        CHECK(same_bits(quantized.forward(three).logits, converted.forward(three).logits));
+    }
+}
+
+TEST_CASE("GGUF stored_quantized: decoding steps within 1e-5 of the converted model's logits") {
+    for (const QuantizedFile& file : kFiles) {
+        CAPTURE(std::string(file.name));
+        const auto& quantized = loaded(file, attn::WeightStorage::stored_quantized);
+        const auto& converted = loaded(file, attn::WeightStorage::converted);
+        const std::vector<int> ids = golden_ids(file);
+        const std::vector<int> prompt(ids.begin(), ids.begin() + 5);
+        attn::Decoder<float> a(quantized), b(converted);
+        attn::DecodeResult<float> x, y;
+        attn::DecodeOptions all;
+        all.all_logits = true;  // the unembedding of 5 rows is a prefill's product too
+        a.append_into(prompt, all, x);
+        b.append_into(prompt, all, y);
+        CHECK(same_bits(x.logits, y.logits));  // a prefill of 5 positions
+        double worst = 0;
+        for (std::size_t i = prompt.size(); i < prompt.size() + 12; ++i) {
+            a.step_into(ids[i], {}, x);
+            b.step_into(ids[i], {}, y);
+            worst = std::max(worst, relative_error(x.logits, y.logits));
+        }
+        CHECK(worst <= 1e-5);
+        // a step on two kept threads shares the products by columns: the same bits as one
+        attn::Decoder<float> c(quantized);
+        attn::Workers workers(2);
+        attn::DecodeOptions two;
+        two.threads = workers;
+        attn::DecodeResult<float> z;
+        c.append_into(prompt, two, z);
+        attn::Decoder<float> d(quantized);
+        attn::DecodeResult<float> w;
+        d.append_into(prompt, {}, w);
+        for (std::size_t i = prompt.size(); i < prompt.size() + 4; ++i) {
+            c.step_into(ids[i], two, z);
+            d.step_into(ids[i], {}, w);
+            CHECK(same_bits(z.logits, w.logits));
+        }
+        MESSAGE(std::string(file.name), ": decoding steps within ", worst, " of the converted model's logits' scale");
+    }
+}
+
+TEST_CASE("GGUF stored_quantized: the matrices stay in blocks; accessors and other files refuse it by name") {
+    const QuantizedFile& file = kFiles[0];
+    const auto& quantized = loaded(file, attn::WeightStorage::stored_quantized);
+    for (const auto& call :
+         std::vector<std::function<void()>>{[&] { (void)quantized.layer(0); }, [&] { (void)quantized.embedding(); },
+                                            [&] { (void)quantized.unembedding(); }}) {
+        const std::string message = attn::test::thrown_message<attn::argument_error>(call);
+        CHECK(attn::test::contains(message, "stored_quantized"));
+    }
+    attn::LoadOptions options;
+    options.weights = attn::WeightStorage::stored_quantized;
+    CHECK(attn::test::contains(attn::test::thrown_message<attn::argument_error>(
+                                   [&] { (void)attn::Model<double>::load(path_of(file), options); }),
+                               "Model<float>"));
+    CHECK(attn::test::contains(attn::test::thrown_message<attn::argument_error>([&] {
+                                   (void)attn::Model<float>::load(
+                                       std::filesystem::path(ATTN_TEST_DATA_DIR) / "hf" / "llama3_rope_scaling",
+                                       options);
+                               }),
+                               "GGUF"));
+    // an F32 file loads: its matrices are converted, as they would be anyway
+    const auto f32 = attn::Model<float>::load(kGgufModels / "llama3_rope_scaling.F32.gguf", options);
+    const auto reference = attn::Model<float>::load(kGgufModels / "llama3_rope_scaling.F32.gguf");
+    const std::vector<int> ids = golden_ids(file);
+    CHECK(same_bits(f32.forward(ids).logits, reference.forward(ids).logits));
+}
+
+}  // namespace quantized_model
