@@ -194,9 +194,15 @@ struct QuantizedMatrix {
 
 namespace quant {
 
-/// The F16 number at p (little-endian, any alignment).
+/// The F16 number at p (little-endian, any alignment): one instruction with F16C, else
+/// half_float.hpp's exact widening (a decoding step widens one or two per 32 weights).
 inline float half_at(const std::uint8_t* p) {
-    return half_to_float(static_cast<std::uint16_t>(p[0] | (p[1] << 8)));
+    const auto bits = static_cast<std::uint16_t>(p[0] | (p[1] << 8));
+#if defined(ATTN_DETAIL_QUANTIZED_SSE2) && defined(__F16C__)
+    return _cvtsh_ss(bits);
+#else
+    return half_to_float(bits);
+#endif
 }
 
 /// A chunk's scales and offsets: values 16g … 16g + 15 are scale[g] · u + offset[g].
