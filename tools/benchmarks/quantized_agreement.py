@@ -29,6 +29,7 @@ Prints a markdown table (and writes it to --out).
 import argparse
 import json
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -140,7 +141,10 @@ def cpu_line():
 
 
 def cell(value):
-    return f"{value:.2e}" if isinstance(value, float) else value
+    if isinstance(value, float):
+        return f"{value:.2e}"
+    refused = re.search(r"tensor '([^']+)': ggml type (\w+)", value)  # a type attn does not read
+    return f"refused: {refused.group(2)} (`{refused.group(1)}`)" if refused else value
 
 
 def main():
