@@ -34,6 +34,7 @@
 #include <attn/detail/kernels/tiles.hpp>
 #include <attn/formats/gguf.hpp>
 #include <attn/formats/safetensors.hpp>
+#include <attn/hooks/interventions.hpp>
 #include <attn/model/decoder.hpp>
 #include <attn/model/model.hpp>
 #include <attn/threads.hpp>
@@ -423,6 +424,35 @@ TEST_CASE("GGUF stored_quantized: the matrices stay in blocks; accessors and oth
     const auto reference = attn::Model<float>::load(kGgufModels / "llama3_rope_scaling.F32.gguf");
     const std::vector<int> ids = golden_ids(file);
     CHECK(same_bits(f32.forward(ids).logits, reference.forward(ids).logits));
+}
+
+TEST_CASE("GGUF stored_quantized: GPT-2's fused qkv, GPT-NeoX's regrouped heads and Phi-3's [gate; up] in blocks") {
+    // Q8_0 files of the tests' checkpoints (tools/references/gguf_kquant_models.py), F16 or F32 where a
+    // matrix's rows are not whole blocks: a fused tensor's pieces are runs of its rows, kept in blocks;
+    // every hook, each head's output through a window of the output projection's depth included, is the
+    // converted model's bit for bit on a whole text, and a step within 1e-5.
+    for (const char* name : {"gpt2_prefixed_f32.Q8_0", "gpt_neox_parallel.Q8_0", "phi3_fused_partial.Q8_0"}) {
+        CAPTURE(std::string(name));
+        const QuantizedFile file{name};
+        const auto& quantized = loaded(file, attn::WeightStorage::stored_quantized);
+        const auto& converted = loaded(file, attn::WeightStorage::converted);
+        std::vector<int> ids;
+        for (Index i = 0; i < quantized.settings().longest; ++i)
+            ids.push_back(int((i * 37 + 11) % quantized.settings().vocabulary_size));
+        attn::HookOptions<float> options;
+        options.keep = {"*"};
+        const auto a = attn::run_with_hooks(quantized, ids, options), b = attn::run_with_hooks(converted, ids, options);
+        CHECK(same_bits(a.result.logits, b.result.logits));
+        CHECK(a.cache.names() == b.cache.names());
+        for (const std::string& activation : b.cache.names()) {
+            CAPTURE(activation);
+            CHECK(same_bits(a.cache[activation], b.cache[activation]));
+        }
+        attn::Decoder<float> x(quantized), y(converted);
+        x.append(std::vector<int>(ids.begin(), ids.begin() + 4));
+        y.append(std::vector<int>(ids.begin(), ids.begin() + 4));
+        CHECK(relative_error(x.step(ids[4]).logits, y.step(ids[4]).logits) <= 1e-5);
+    }
 }
 
 }  // namespace quantized_model

@@ -5,7 +5,11 @@ converted to F32 GGUF (tools/benchmarks/peers/hf_to_gguf.py) and quantized by th
 llama_model_quantize (the peer's `quantize` command) to Q4_K_M (Q4_K with Q6_K for attn_v,
 ffn_down and output), Q5_K_M (Q5_K with Q6_K) and Q6_K; with <file>.golden.safetensors, the
 float64 forward of the weights gguf-py dequantizes from each file (gguf_models.write_golden), for
-tests/test_weights_quantized.cpp.
+tests/test_weights_quantized.cpp. And, for the same tests' other layouts (GPT-2's fused qkv and learned
+positions, GPT-NeoX's per-head qkv regrouped, Phi-3's fused [gate; up]), <checkpoint>.Q8_0.gguf of
+gpt2_prefixed_f32, gpt_neox_parallel and phi3_fused_partial, quantized from their F32 GGUF files by the
+same llama_model_quantize (it keeps F16 or F32 where rows are not whole 32-value blocks): the tests hold
+them against the same files loaded dequantized, so they need no golden.
 
     /usr/bin/python3 tools/references/gguf_kquant_models.py [--gguf-py DIR]
 
@@ -36,6 +40,7 @@ CONFIG = {"vocab_size": 128, "hidden_size": 256, "intermediate_size": 256, "num_
           "rope_theta": 10000.0, "rms_norm_eps": 1e-5, "tie_word_embeddings": False,
           "bos_token_id": 0, "eos_token_id": 1}
 SEED = 32
+LAYOUTS = ("gpt2_prefixed_f32", "gpt_neox_parallel", "phi3_fused_partial")
 
 
 def quantize(peer, f32_path, out_path, type_name):
@@ -64,6 +69,11 @@ def main():
             golden = args.out / f"{NAME}.{type_name}.golden.safetensors"
             gguf_models.write_golden(gguf, path, hf_dir, golden)
             print(f"{golden.relative_to(ROOT)}")
+    for checkpoint in LAYOUTS:
+        path = args.out / f"{checkpoint}.Q8_0.gguf"
+        quantize(peer, args.out / f"{checkpoint}.F32.gguf", path, "Q8_0")
+        types = sorted({t.tensor_type.name for t in gguf.GGUFReader(str(path)).tensors})
+        print(f"{path.relative_to(ROOT)}: {path.stat().st_size} bytes, {json.dumps(types)}")
 
 
 if __name__ == "__main__":
