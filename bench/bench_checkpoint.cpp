@@ -15,8 +15,8 @@
 //       checkpoint/prefill/threads:T/positions:N   a prompt into a Decoder, the last logits only
 //       checkpoint/decode/threads:T/context:C[/attention]  one step after C positions (and its
 //                                                  attention rows in every layer and head)
-//   --weights converted|stored_16_bit anywhere after DIR: how the model keeps its weights
-//   (attn::LoadOptions; converted, to float, by default)
+//   --weights converted|stored_16_bit|stored_quantized anywhere after DIR: how the model keeps its
+//   weights (attn::LoadOptions; converted, to float, by default; stored_quantized: DIR is a .gguf file)
 #include <attn/model/decoder.hpp>
 #include <attn/model/model.hpp>
 #include <attn/threads.hpp>
@@ -49,6 +49,8 @@ const attn::Model<float>& model() {
 std::size_t weight_bytes(const attn::Model<float>& loaded) {
     const attn::ModelSettings& s = loaded.settings();
     if (loaded.weight_storage() == attn::WeightStorage::converted) return std::size_t(loaded.parameters()) * 4;
+    if (loaded.weight_storage() == attn::WeightStorage::stored_quantized)  // the file's blocks: about its size
+        return std::size_t(std::filesystem::file_size(checkpoint_directory));
     double large = double(s.vocabulary_size) * double(s.dimensions) * (s.tied_embeddings ? 1 : 2);
     for (const attn::LayerDescription& layer : s.layer_descriptions)
         large += double(s.dimensions) *
@@ -66,6 +68,7 @@ std::size_t peak_resident_bytes() {
 }
 
 std::size_t directory_bytes(const std::filesystem::path& directory) {
+    if (std::filesystem::is_regular_file(directory)) return std::size_t(std::filesystem::file_size(directory));
     std::size_t bytes = 0;
     for (const auto& entry : std::filesystem::directory_iterator(directory))
         if (entry.is_regular_file() && entry.path().extension() == ".safetensors") bytes += entry.file_size();
@@ -259,11 +262,13 @@ int main(int argc, char** argv) {
     for (int i = 2; i + 1 < argc; ++i)
         if (std::strcmp(argv[i], "--weights") == 0) {
             const std::string storage = argv[i + 1];
-            if (storage != "converted" && storage != "stored_16_bit") {
-                std::cerr << "attn_bench_checkpoint: --weights " << storage << ": converted or stored_16_bit\n";
+            if (storage != "converted" && storage != "stored_16_bit" && storage != "stored_quantized") {
+                std::cerr << "attn_bench_checkpoint: --weights " << storage
+                          << ": converted, stored_16_bit or stored_quantized\n";
                 return 2;
             }
             if (storage == "stored_16_bit") load_options.weights = attn::WeightStorage::stored_16_bit;
+            if (storage == "stored_quantized") load_options.weights = attn::WeightStorage::stored_quantized;
             for (int j = i; j + 2 <= argc; ++j) argv[j] = argv[j + 2];  // the flag and its value removed
             argc -= 2;
             break;

@@ -38,7 +38,9 @@
 //                                        (rows never 4 KiB apart), bf16, and for rows:1 the ways to
 //                                        stream b (float_one_row, float_four_rows, bf16_prefetch,
 //                                        bf16_no_prefetch, bf16_one_row); counters GFLOP/s and
-//                                        weights_GB/s. Left
+//                                        weights_GB/s; <layout> q8_0, q4_0, q4_k, q5_k, q6_k: GGUF
+//                                        blocks (quantized_weights.hpp), rows:1 and 128, pool_MiB:256,
+//                                        weights_GB/s counting the blocks' bytes. Left
 //                                        out unless the filter names it
 //   model_forward/threads:<t>            the store model's whole forward pass, logits only,
 //                                        16 … 160 positions (ForwardOptions::threads = t)
@@ -62,16 +64,20 @@
 #include <attn/detail/kernels/causal_kernel.hpp>
 #include <attn/detail/kernels/half_weights.hpp>
 #include <attn/detail/kernels/large_arrays.hpp>
+#include <attn/detail/kernels/quantized_weights.hpp>
 #include <attn/model/model.hpp>
 
 #include <sys/resource.h>
 
+#include <cctype>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -656,6 +662,75 @@ void weights_from_memory(benchmark::State& state, RealShape shape, Layout layout
         benchmark::Counter(double(depth * cols * entry_bytes) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+/// GGUF block-format weights (quantized_weights.hpp) from memory: `copies` matrices of the shape,
+/// (cols × depth) as a file stores them, random codes and small finite scales, 256 MiB or more.
+struct QuantizedPool {
+    std::vector<attn::detail::QuantizedMatrix> matrices;
+
+    static const QuantizedPool& get(attn::detail::QuantFormat format, Index depth, Index cols) {
+        static std::map<std::tuple<int, Index, Index>, std::unique_ptr<QuantizedPool>> pools;
+        auto& pool = pools[{int(format), depth, cols}];
+        if (!pool) pool.reset(new QuantizedPool(format, depth, cols));
+        return *pool;
+    }
+
+private:
+    QuantizedPool(attn::detail::QuantFormat format, Index depth, Index cols) {
+        namespace d = attn::detail;
+        const Index width = d::quant_block_bytes(format), values = d::quant_block_values(format);
+        const Index bytes = cols * depth / values * width;
+        const Index copies = std::max<Index>(1, (Index(256) << 20) / bytes);
+        std::uint32_t state = 12345;
+        const auto next = [&state] {
+            state = state * 1664525u + 1013904223u;
+            return state >> 8;
+        };
+        for (Index i = 0; i < copies; ++i) {
+            d::QuantizedMatrix m = d::QuantizedMatrix::sized(depth, {{format, cols}});
+            for (std::uint8_t& b : m.bytes) b = std::uint8_t(next());
+            for (std::size_t at = 0; at < m.bytes.size(); at += std::size_t(width)) {
+                std::uint8_t* block = m.bytes.data() + at;
+                const auto half = [&](std::uint8_t* p) {  // 2^-12 … 2^-9, either sign
+                    const std::uint32_t bits = (next() & 1u) << 15 | (3 + next() % 3) << 10 | (next() & 0x3FFu);
+                    p[0] = std::uint8_t(bits & 0xFF);
+                    p[1] = std::uint8_t(bits >> 8);
+                };
+                if (format == d::QuantFormat::q6_k) {
+                    half(block + 208);
+                } else {
+                    half(block);
+                    if (format == d::QuantFormat::q4_k || format == d::QuantFormat::q5_k) half(block + 2);
+                }
+            }
+            matrices.push_back(std::move(m));
+        }
+    }
+};
+
+/// from_memory/<model>/<product>/<format>: the product on GGUF blocks (multiply_quantized): rows 1
+/// streams each row of W decoded in registers, more decode L1 panels for the float tiles.
+/// weights_GB/s counts the blocks' bytes.
+void quantized_from_memory(benchmark::State& state, RealShape shape, attn::detail::QuantFormat format) {
+    using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    const Index rows = state.range(0), depth = shape.depth, cols = shape.cols;
+    const QuantizedPool& pool = QuantizedPool::get(format, depth, cols);
+    std::srand(7);
+    const RowMajor a = RowMajor::Random(rows, depth);
+    RowMajor c = RowMajor::Zero(rows, cols);
+    std::size_t next = 0;
+    for (auto _ : state) {
+        const attn::detail::QuantizedMatrix& w = pool.matrices[next];
+        next = next + 1 == pool.matrices.size() ? 0 : next + 1;
+        attn::detail::multiply_quantized(rows, depth, a.data(), depth, w, 0, cols, 0, c.data(), cols, true);
+        benchmark::DoNotOptimize(c.data());
+        benchmark::ClobberMemory();
+    }
+    state.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(rows) * double(depth) * double(cols) * 1e-9,
+                                                   benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["weights_GB/s"] = benchmark::Counter(double(pool.matrices.front().bytes.size()) * 1e-9,
+                                                        benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // ---- The store model's full forward, 16 … 160 positions -------------------------------
 // Logits only (the default), on the first `positions` ids of a 160-token product text.
 
@@ -737,6 +812,20 @@ void register_benchmarks() {
                     for (Index rows : {128, 256, 512}) benchmark->Args({rows, pool});
             }
             benchmark->ArgNames({"rows", "pool_MiB"})->Unit(benchmark::kMicrosecond)->UseRealTime();
+        }
+    for (const RealShape& shape : kRealShapes)
+        for (const attn::detail::QuantFormat format :
+             {attn::detail::QuantFormat::q8_0, attn::detail::QuantFormat::q4_0, attn::detail::QuantFormat::q4_k,
+              attn::detail::QuantFormat::q5_k, attn::detail::QuantFormat::q6_k}) {
+            std::string format_name = attn::detail::quant_format_name(format);
+            for (char& ch : format_name) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+            const std::string name = std::string("from_memory/") + shape.name + "/" + format_name;
+            benchmark::RegisterBenchmark(name.c_str(), quantized_from_memory, shape, format)
+                ->Args({1, 256})
+                ->Args({128, 256})
+                ->ArgNames({"rows", "pool_MiB"})
+                ->Unit(benchmark::kMicrosecond)
+                ->UseRealTime();
         }
     for (Path path : {Path::stream, Path::weights, Path::plain})
         for (Index d : {32, 64, 128})

@@ -202,6 +202,12 @@ TEST_CASE("gguf: a valid file's header, metadata and tensors, through open, map 
         file->read_tensor("blk.0.attn_q.weight", into.data(), into.size());
         CHECK(into == filled(136, 7));
         CHECK_THROWS_AS(file->read_tensor("blk.0.attn_q.weight", into.data(), 135), attn::argument_error);
+        std::vector<std::uint8_t> row(68);  // row 1 as stored: its 2 blocks (stored_quantized reads rows so)
+        file->read_rows("blk.0.attn_q.weight", 1, 1, row.data(), row.size());
+        const std::vector<std::uint8_t> both = filled(136, 7);
+        CHECK(row == std::vector<std::uint8_t>(both.begin() + 68, both.end()));
+        CHECK_THROWS_AS(file->read_rows("blk.0.attn_q.weight", 1, 2, into.data(), into.size()), attn::argument_error);
+        CHECK_THROWS_AS(file->read_rows("blk.0.attn_q.weight", 0, 1, row.data(), 67), attn::argument_error);
         CHECK(file->has_tensor("output_norm.weight"));
         CHECK_FALSE(file->has_tensor("output"));
         const std::string missing = attn::test::thrown_format_error([&] { (void)file->tensor("output"); });

@@ -69,6 +69,11 @@ GOLDENS = [
     Golden("gguf_quants", [PYTHON, "tools/references/gguf_quants.py"], ["tests/data/gguf/*.txt"]),
     Golden("gguf_models", [PYTHON, "tools/references/gguf_models.py"],
            ["tests/data/gguf/models/*.gguf", "tests/data/gguf/models/*.safetensors"], floats=True),
+    # after gguf_models: quantizes its F32 files with llama.cpp's llama_model_quantize (the peer)
+    Golden("gguf_kquant_models", [PYTHON, "tools/references/gguf_kquant_models.py"],
+           ["tests/data/gguf/models/llama_kquant.*", "tests/data/gguf/models/gpt2_prefixed_f32.Q8_0.gguf",
+            "tests/data/gguf/models/gpt_neox_parallel.Q8_0.gguf", "tests/data/gguf/models/phi3_fused_partial.Q8_0.gguf"],
+           floats=True),
     Golden("tokenizer_corpus", tokenizer_corpus_command,
            ["tests/tokenizer_reference/corpus.jsonl"]),
     Golden("gguf_tokenizers", [PYTHON, "tools/references/gguf_tokenizers.py"],

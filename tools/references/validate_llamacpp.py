@@ -79,7 +79,7 @@ def installed(cache=llamacpp_setup.DEFAULT_CACHE):
     cache = Path(cache).expanduser()
     source = cache / f"llama.cpp-{llamacpp_setup.LLAMA_CPP_COMMIT[:12]}"
     backends = cache / "npm/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64"
-    harness = cache / "llama_peer"
+    harness = llamacpp_setup.harness_path(cache)
     if not ((source / "gguf-py").is_dir() and harness.is_file()
             and all((backends / name).is_file() for name in llamacpp_setup.LIBRARIES)):
         return None

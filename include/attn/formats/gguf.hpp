@@ -693,6 +693,22 @@ public:
         read_range(t, 0, size, out);
     }
 
+    /// Rows first … first + count − 1 of the tensor as stored (their blocks, row after row; a row
+    /// is dims[0] values) into `out`, which has room for exactly `size` = count × a row's bytes:
+    /// quantized weights kept in their blocks. argument_error for rows outside the tensor or
+    /// another size.
+    void read_rows(std::string_view name, std::uint64_t first, std::uint64_t count, void* out, std::size_t size) const {
+        const GgufTensorInfo& t = tensor(name);
+        if (first > t.rows() || count > t.rows() - first)
+            throw argument_error(detail::message("GgufFile::read_rows: rows [", first, ", ", first, " + ", count,
+                                                 ") of tensor '", t.name, "', which has ", t.rows(), " rows"));
+        const std::uint64_t row_bytes = t.bytes / t.rows();  // whole blocks per row: checked at parse
+        if (size != count * row_bytes)
+            throw argument_error(detail::message("GgufFile::read_rows: ", count, " rows of tensor '", t.name, "' are ",
+                                                 count * row_bytes, " bytes, the destination ", size));
+        read_range(t, first * row_bytes, size, out);
+    }
+
     /// A copy of the tensor's bytes, as stored.
     std::vector<std::uint8_t> tensor_bytes(std::string_view name) const {
         const GgufTensorInfo& t = tensor(name);

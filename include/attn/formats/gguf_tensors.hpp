@@ -107,6 +107,13 @@ public:
         }
     }
 
+    /// Rows first … first + count − 1 of the 2-D tensor [rows, cols] as the file stores them
+    /// (blocks of its type), into `out` (size bytes: GgufFile::read_rows).
+    void read_rows(std::string_view name, Index first, Index count, std::uint8_t* out, std::size_t size) const {
+        expect_rank(name, 2, "matrix");
+        file_.read_rows(name, std::uint64_t(first), std::uint64_t(count), out, size);
+    }
+
     /// A 1-D tensor as a column vector.
     template <class T>
     Vector<T> vector(std::string_view name) const {

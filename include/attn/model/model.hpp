@@ -58,6 +58,16 @@ enum class WeightStorage {
     /// model. Model<float> only; the norms, biases and learned positions are float. Layer
     /// matrices, embedding() and unembedding() are then not there (argument_error).
     stored_16_bit,
+    /// A GGUF file's large matrices (q/k/v, attention output, MLP, embedding and unembedding)
+    /// whose tensors are in a block format (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) kept in it, as the
+    /// file's bytes, and dequantized in registers inside the products, accumulating in float
+    /// (detail/kernels/quantized_weights.hpp): a Q4_K matrix takes 4.5 bits a weight, and a
+    /// decoding step reads that many. The products equal the converted model's to float
+    /// rounding (within γ_K Σ|a w| over a product's depth K); an embedding row is dequantized
+    /// when a token is looked up. Matrices in F32, F16 or BF16 are converted to float, as are
+    /// the norms, biases and learned positions. Model<float> and GGUF files only; layer
+    /// matrices, embedding() and unembedding() are then not there (argument_error).
+    stored_quantized,
 };
 
 /// How Model::load reads a model.
@@ -161,13 +171,19 @@ public:
     /// file, key or tensor. With options.weights = WeightStorage::stored_16_bit (Model<float>
     /// only, else argument_error) the large matrices stay 16-bit: format_error naming the
     /// tensor if one of them is not BF16, or not F16, like the first (a quantized one included).
+    /// With WeightStorage::stored_quantized (Model<float> and a .gguf path only, else
+    /// argument_error) the large matrices in a block format stay in it.
     static Model load(const std::filesystem::path& path, const LoadOptions& options = {}) {
-        if (options.weights == WeightStorage::stored_16_bit && !std::is_same_v<T, float>)
-            throw argument_error(detail::message("Model::load: WeightStorage::stored_16_bit is for Model<float>; ",
-                                                 path.string(), " was asked for with ", sizeof(T) * 8, "-bit numbers"));
+        if (options.weights != WeightStorage::converted && !std::is_same_v<T, float>)
+            throw argument_error(detail::message("Model::load: WeightStorage::", storage_name(options.weights),
+                                                 " is for Model<float>; ", path.string(), " was asked for with ",
+                                                 sizeof(T) * 8, "-bit numbers"));
         std::error_code failed;
         if (path.extension() == ".gguf" && !std::filesystem::is_directory(path, failed))
             return load_gguf(path, options);
+        if (options.weights == WeightStorage::stored_quantized)
+            throw argument_error(detail::message("Model::load: WeightStorage::stored_quantized is for GGUF files; ",
+                                                 path.string(), " is not a .gguf file"));
         if (std::filesystem::exists(path / "manifest.json")) return load_store_model(path, options);
         if (std::filesystem::exists(path / "config.json")) return load_hugging_face(path, options);
         throw io_error(detail::message(path.string(),
@@ -180,24 +196,20 @@ public:
     WeightStorage weight_storage() const { return storage_; }
     /// The directory's (or GGUF file's) tokenizer; empty (size 0) if it has none, then ids must be given.
     const Tokenizer& tokenizer() const { return tokenizer_; }
-    /// The token embedding E, (V × C). argument_error with WeightStorage::stored_16_bit.
+    /// The token embedding E, (V × C). argument_error with WeightStorage::stored_16_bit or stored_quantized.
     EmbeddingView embedding() const {
         require_converted("Model::embedding");
-        if (settings_.tied_embeddings)  // E(v, c) = U(c, v)
-            return EmbeddingView(unembedding_.data(), settings_.vocabulary_size, settings_.dimensions,
-                                 Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(1, settings_.vocabulary_size));
-        return EmbeddingView(embedding_.data(), settings_.vocabulary_size, settings_.dimensions,
-                             Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(settings_.dimensions, 1));
+        return embedding_view();
     }
     /// The unembedding U, (C × V): logits = norm(x) · U; Eᵀ in a tied model. argument_error with
-    /// WeightStorage::stored_16_bit.
+    /// WeightStorage::stored_16_bit or stored_quantized.
     const Matrix<T>& unembedding() const {
         require_converted("Model::unembedding");
         return unembedding_;
     }
     /// Learned positions, (longest × C); empty with rotary positions.
     const Matrix<T>& position_embedding() const { return position_embedding_; }
-    /// Layer l's weights, 0 ≤ l < layers. argument_error with WeightStorage::stored_16_bit.
+    /// Layer l's weights, 0 ≤ l < layers. argument_error with WeightStorage::stored_16_bit or stored_quantized.
     const Layer& layer(Index l) const {
         detail::check_index("Model::layer", "layer", l, settings_.layers);
         require_converted("Model::layer");
@@ -229,6 +241,10 @@ public:
                                                          : layer.vector(LayerSlot(slot)).size();
         }
         count += half_embedding_.size() + half_unembedding_.size();
+        count += quantized_embedding_.size() + quantized_unembedding_.size();
+        for (const QuantizedLayer& layer : quantized_layers_)
+            count += layer.query_key_value.size() + layer.output.size() + layer.up.size() + layer.gate.size() +
+                     layer.down.size();
         for (const HalfLayer& layer : half_layers_)
             count += layer.query_key_value.size() + layer.output.size() + layer.up.size() + layer.gate.size() +
                      layer.down.size();
@@ -415,20 +431,55 @@ private:
             values = Matrix<T>();
         };
 
+        // With quantized storage, a matrix whose tensors are all in a block format is read from
+        // the file into its blocks, rows in place (pieces of a tensor are runs of its rows), and
+        // never made float: loading takes the memory the blocks take.
+        const auto quantized_format = [&](const LayerTensor* tensor, const std::string& name) {
+            std::optional<detail::QuantFormat> format;
+            if constexpr (std::is_same_v<Files, GgufTensors>)
+                if (storage_ == WeightStorage::stored_quantized && (!tensor || tensor->out_in))
+                    format = block_format(files.type_name(name));
+            return format;
+        };
+        const auto read_quantized_rows = [&](const std::string& name, Index from, Index count,
+                                             detail::QuantizedMatrix& into, Index to) {
+            if constexpr (std::is_same_v<Files, GgufTensors>) {
+                const std::size_t row_bytes = into.run_of(to).row_bytes;
+                files.read_rows(name, from, count, into.row(to), std::size_t(count) * row_bytes);
+                if (!into.finite(to, count))
+                    throw format_error(detail::message(files.source(name), ": tensor '", name,
+                                                       "' holds NaN or infinity (a block's F16 scale)"));
+            }
+        };
+        // A whole tensor (V × C: the token embedding, or the unembedding as stored) kept in its blocks.
+        const auto keep_quantized = [&](const std::string& name, detail::QuantizedMatrix& into) {
+            const std::optional<detail::QuantFormat> format = quantized_format(nullptr, name);
+            if (!format) return false;
+            into = detail::QuantizedMatrix::sized(c, {{*format, s.vocabulary_size}});
+            read_quantized_rows(name, 0, s.vocabulary_size, into, 0);
+            return true;
+        };
+
         if (s.tied_embeddings) {  // U = Eᵀ, the only copy kept
-            sized(unembedding_, c, s.vocabulary_size);
-            files.template read_matrix_into<T>(names.embedding, unembedding_, true);
-            finite(names.embedding, unembedding_);
-            keep_16_bit({names.embedding}, unembedding_, half_unembedding_);
+            if (!keep_quantized(names.embedding, quantized_unembedding_)) {
+                sized(unembedding_, c, s.vocabulary_size);
+                files.template read_matrix_into<T>(names.embedding, unembedding_, true);
+                finite(names.embedding, unembedding_);
+                keep_16_bit({names.embedding}, unembedding_, half_unembedding_);
+            }
         } else {
-            sized(embedding_, s.vocabulary_size, c);
-            files.template read_matrix_into<T>(names.embedding, embedding_, false);
-            finite(names.embedding, embedding_);
-            keep_16_bit({names.embedding}, embedding_, half_embedding_);
-            sized(unembedding_, c, s.vocabulary_size);
-            files.template read_matrix_into<T>(names.unembedding, unembedding_, true);
-            finite(names.unembedding, unembedding_);
-            keep_16_bit({names.unembedding}, unembedding_, half_unembedding_);
+            if (!keep_quantized(names.embedding, quantized_embedding_)) {
+                sized(embedding_, s.vocabulary_size, c);
+                files.template read_matrix_into<T>(names.embedding, embedding_, false);
+                finite(names.embedding, embedding_);
+                keep_16_bit({names.embedding}, embedding_, half_embedding_);
+            }
+            if (!keep_quantized(names.unembedding, quantized_unembedding_)) {
+                sized(unembedding_, c, s.vocabulary_size);
+                files.template read_matrix_into<T>(names.unembedding, unembedding_, true);
+                finite(names.unembedding, unembedding_);
+                keep_16_bit({names.unembedding}, unembedding_, half_unembedding_);
+            }
         }
         if (!names.position_embedding.empty()) {
             position_embedding_.resize(s.longest, c);
@@ -449,18 +500,51 @@ private:
             for (const LayerTensor& tensor : description.tensors)
                 for (const TensorPiece& piece : tensor.pieces) {
                     std::vector<std::string>& into = sources[int(piece.slot)];
-                    if (!into.empty() && into.back() == tensor.name) continue;
-                    if (into.empty()) {
-                        const auto [rows, cols] = slot_shape(piece.slot, s, description);
-                        if (is_matrix_slot(piece.slot))
-                            sized(layer.matrix(piece.slot), rows, cols);
-                        else
-                            layer.vector(piece.slot).resize(cols);
-                    }
-                    into.push_back(tensor.name);
+                    if (into.empty() || into.back() != tensor.name) into.push_back(tensor.name);
                 }
+            // With quantized storage, a matrix slot all of whose tensors are in block formats is
+            // kept in them: its rows (outputs) in runs of one format, in the order of the slot's.
+            QuantizedLayer quantized;
+            bool kept_quantized[kLayerSlots] = {};
+            for (int slot = 0; slot < kLayerSlots; ++slot) {
+                if (!is_matrix_slot(LayerSlot(slot)) || sources[slot].empty()) continue;
+                std::vector<std::pair<Index, std::pair<detail::QuantFormat, Index>>> rows;  // (to, (format, count))
+                bool all = true;
+                for (const LayerTensor& tensor : description.tensors)
+                    for (const TensorPiece& piece : tensor.pieces) {
+                        if (int(piece.slot) != slot) continue;
+                        const std::optional<detail::QuantFormat> format = quantized_format(&tensor, tensor.name);
+                        all = all && format.has_value();
+                        if (format) rows.push_back({piece.to, {*format, piece.count}});
+                    }
+                if (!all) continue;
+                std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+                std::vector<std::pair<detail::QuantFormat, Index>> runs;
+                for (const auto& row : rows) runs.push_back(row.second);
+                const auto [in, out] = slot_shape(LayerSlot(slot), s, description);
+                (void)out;
+                quantized.matrix(LayerSlot(slot)) = detail::QuantizedMatrix::sized(in, runs);
+                kept_quantized[slot] = true;
+            }
+            for (int slot = 0; slot < kLayerSlots; ++slot) {
+                if (sources[slot].empty() || kept_quantized[slot]) continue;
+                const auto [rows, cols] = slot_shape(LayerSlot(slot), s, description);
+                if (is_matrix_slot(LayerSlot(slot)))
+                    sized(layer.matrix(LayerSlot(slot)), rows, cols);
+                else
+                    layer.vector(LayerSlot(slot)).resize(cols);
+            }
             for (const LayerTensor& tensor : description.tensors) {
                 const bool matrix = is_matrix_slot(tensor.pieces.front().slot);
+                bool any_float = false;  // a piece of this tensor goes into a float slot
+                for (const TensorPiece& piece : tensor.pieces) {
+                    if (matrix && kept_quantized[int(piece.slot)])
+                        read_quantized_rows(tensor.name, piece.from, piece.count, quantized.matrix(piece.slot),
+                                            piece.to);
+                    else
+                        any_float = true;
+                }
+                if (!any_float) continue;
                 if (!matrix) {
                     const Vector<T> values = vector(tensor.name);
                     for (const TensorPiece& piece : tensor.pieces)
@@ -476,8 +560,9 @@ private:
                                                           : files.template matrix<T>(tensor.name);  // (in × out)
                     finite(tensor.name, whole);
                     for (const TensorPiece& piece : tensor.pieces)
-                        layer.matrix(piece.slot).middleCols(piece.to, piece.count) =
-                            whole.middleCols(piece.from, piece.count);
+                        if (!kept_quantized[int(piece.slot)])
+                            layer.matrix(piece.slot).middleCols(piece.to, piece.count) =
+                                whole.middleCols(piece.from, piece.count);
                 }
             }
             HalfLayer half;
@@ -488,6 +573,7 @@ private:
             keep_16_bit(sources[int(LayerSlot::down)], layer.down, half.down);
             layers_.push_back(std::move(layer));
             if (storage_ == WeightStorage::stored_16_bit) half_layers_.push_back(std::move(half));
+            if (storage_ == WeightStorage::stored_quantized) quantized_layers_.push_back(std::move(quantized));
         }
         tabulate_first_layer();
     }
@@ -549,6 +635,15 @@ private:
     };
     LayerWeights weights_of(std::size_t l) const {
         using Rows = detail::WeightRows<T>;
+        if (storage_ == WeightStorage::stored_quantized) {  // each matrix in its blocks, or float
+            const Layer& layer = layers_[l];
+            const QuantizedLayer& quantized = quantized_layers_[l];
+            const auto pick = [](const detail::QuantizedMatrix& q, const Matrix<T>& m) {
+                return q.empty() ? Rows::of(m) : Rows::of(q);
+            };
+            return {pick(quantized.query_key_value, layer.query_key_value), pick(quantized.output, layer.output),
+                    pick(quantized.up, layer.up), pick(quantized.gate, layer.gate), pick(quantized.down, layer.down)};
+        }
         if (storage_ == WeightStorage::stored_16_bit) {
             const HalfLayer& layer = half_layers_[l];
             return {Rows::of(layer.query_key_value), Rows::of(layer.output), Rows::of(layer.up), Rows::of(layer.gate),
@@ -560,14 +655,28 @@ private:
     }
     /// U (C × V) as the products read it.
     detail::WeightRows<T> unembedding_rows() const {
+        if (!quantized_unembedding_.empty()) return detail::WeightRows<T>::of(quantized_unembedding_);
         return storage_ == WeightStorage::stored_16_bit ? detail::WeightRows<T>::of(half_unembedding_)
                                                         : detail::WeightRows<T>::of(unembedding_);
+    }
+    /// E (V × C) as a view of what is kept, without the check of embedding().
+    EmbeddingView embedding_view() const {
+        if (settings_.tied_embeddings)  // E(v, c) = U(c, v)
+            return EmbeddingView(unembedding_.data(), settings_.vocabulary_size, settings_.dimensions,
+                                 Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(1, settings_.vocabulary_size));
+        return EmbeddingView(embedding_.data(), settings_.vocabulary_size, settings_.dimensions,
+                             Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(settings_.dimensions, 1));
     }
     /// row (1 × C) = E[id] · embedding_scale, token id's embedding as the residual stream starts.
     template <class Row>
     void embed_into(int id, Row&& row) const {
-        if (storage_ != WeightStorage::stored_16_bit) {
-            row = embedding().row(id);
+        const detail::QuantizedMatrix& quantized =
+            settings_.tied_embeddings ? quantized_unembedding_ : quantized_embedding_;
+        if (!quantized.empty()) {  // stored_quantized, Model<float>: the row dequantized
+            if constexpr (std::is_same_v<T, float>)
+                detail::dequantize_row(quantized, Index(id), 0, settings_.dimensions, row.data());
+        } else if (storage_ != WeightStorage::stored_16_bit) {
+            row = embedding_view().row(id);
         } else if (settings_.tied_embeddings) {  // E(id, c) = U(c, id)
             for (Index c = 0; c < settings_.dimensions; ++c) row(c) = T(half_unembedding_(c, id));
         } else {
@@ -576,13 +685,41 @@ private:
         if (settings_.embedding_scale != 1.0) row *= T(settings_.embedding_scale);
     }
 
-    /// argument_error for a public accessor of float matrices when the model keeps them in 16 bits.
+    /// argument_error for a public accessor of float matrices when the model keeps them in 16 bits
+    /// or in GGUF blocks.
     void require_converted(const char* function) const {
         if (storage_ == WeightStorage::stored_16_bit)
             throw argument_error(detail::message(
                 function, ": the model was loaded with WeightStorage::stored_16_bit, which keeps its matrices in ",
                 detail::half_format_name(half_format_), "; load it with WeightStorage::converted (the default) for ",
                 sizeof(T) * 8, "-bit matrices"));
+        if (storage_ == WeightStorage::stored_quantized)
+            throw argument_error(detail::message(
+                function,
+                ": the model was loaded with WeightStorage::stored_quantized, which keeps its matrices in the "
+                "file's block formats; load it with WeightStorage::converted (the default) for ",
+                sizeof(T) * 8, "-bit matrices"));
+    }
+
+    static const char* storage_name(WeightStorage storage) {
+        switch (storage) {
+            case WeightStorage::converted:
+                return "converted";
+            case WeightStorage::stored_16_bit:
+                return "stored_16_bit";
+            case WeightStorage::stored_quantized:
+                return "stored_quantized";
+        }
+        return "?";
+    }
+
+    /// The block format of a GGUF type name, or none (F32, F16, BF16).
+    static std::optional<detail::QuantFormat> block_format(const std::string& type) {
+        using detail::QuantFormat;
+        for (const QuantFormat format :
+             {QuantFormat::q8_0, QuantFormat::q4_0, QuantFormat::q4_k, QuantFormat::q5_k, QuantFormat::q6_k})
+            if (type == detail::quant_format_name(format)) return format;
+        return std::nullopt;
     }
 
     static std::string join(const std::vector<std::string>& parts) {
@@ -611,6 +748,29 @@ private:
     std::vector<HalfLayer> half_layers_;
     detail::HalfMatrix half_embedding_;    // (V × C), untied only
     detail::HalfMatrix half_unembedding_;  // (C × V)
+
+    // WeightStorage::stored_quantized: the large matrices in GGUF blocks, each (out × in) as the
+    // file stores it, or empty where the float one above is kept (a matrix in F32, F16 or BF16)
+    struct QuantizedLayer {
+        detail::QuantizedMatrix query_key_value, output, up, gate, down;
+        detail::QuantizedMatrix& matrix(LayerSlot slot) {
+            switch (slot) {
+                case LayerSlot::query_key_value:
+                    return query_key_value;
+                case LayerSlot::output:
+                    return output;
+                case LayerSlot::gate:
+                    return gate;
+                case LayerSlot::up:
+                    return up;
+                default:
+                    return down;
+            }
+        }
+    };
+    std::vector<QuantizedLayer> quantized_layers_;
+    detail::QuantizedMatrix quantized_embedding_;    // (V × C), untied only
+    detail::QuantizedMatrix quantized_unembedding_;  // (V × C): Uᵀ as stored, E too if tied
 };
 
 }  // namespace attn

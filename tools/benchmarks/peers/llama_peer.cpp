@@ -8,6 +8,9 @@
 //       [--decode 128,512] [--steps 32] [--reps 5]
 //       -> {"prefill": [{"tokens", "seconds": [...]}], "decode": [{"context", "steps",
 //           "seconds": [...]}], "peak_rss_bytes", ...}
+//   llama_peer --backends DIR --model F32.gguf quantize --out Q.gguf --type Q4_K_M
+//       -> {"out": ..., "type": ...}: llama_model_quantize (Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K), as
+//          llama-quantize writes the downloads' files (K-quant rows must be whole 256-value blocks)
 //
 //   llama_peer --backends DIR --model M.gguf tokenize --texts FILE [--no-add-special]
 //       -> one line of space-separated ids per text: llama_tokenize(vocab, text, add_special,
@@ -50,6 +53,8 @@ struct Options {
     int reps = 5;
     std::string texts;
     bool add_special = true;
+    std::string out;
+    std::string type;
 };
 
 std::vector<int> parse_ints(const std::string& option, const std::string& text) {
@@ -111,13 +116,18 @@ Options parse(int argc, char** argv) {
             options.texts = value();
         else if (arg == "--no-add-special")
             options.add_special = false;
-        else if (arg == "logits" || arg == "bench" || arg == "tokenize")
+        else if (arg == "--out")
+            options.out = value();
+        else if (arg == "--type")
+            options.type = value();
+        else if (arg == "logits" || arg == "bench" || arg == "tokenize" || arg == "quantize")
             options.command = arg;
         else
             throw std::invalid_argument("unknown argument '" + arg + "'");
     }
     if (options.backends.empty() || options.model.empty() || options.command.empty()) {
-        throw std::invalid_argument("needs --backends DIR --model FILE and a command (logits, bench or tokenize)");
+        throw std::invalid_argument(
+            "needs --backends DIR --model FILE and a command (logits, bench, tokenize or quantize)");
     }
     if (options.kv_type != "f32" && options.kv_type != "f16") {
         throw std::invalid_argument("--kv-type: '" + options.kv_type + "' is neither f32 nor f16");
@@ -344,6 +354,31 @@ void run_tokenize(const Options& options) {
     llama_model_free(model);
 }
 
+void run_quantize(const Options& options) {
+    struct Known {
+        const char* name;
+        llama_ftype ftype;
+    };
+    const Known known[] = {{"Q8_0", LLAMA_FTYPE_MOSTLY_Q8_0},
+                           {"Q4_0", LLAMA_FTYPE_MOSTLY_Q4_0},
+                           {"Q4_K_M", LLAMA_FTYPE_MOSTLY_Q4_K_M},
+                           {"Q5_K_M", LLAMA_FTYPE_MOSTLY_Q5_K_M},
+                           {"Q6_K", LLAMA_FTYPE_MOSTLY_Q6_K}};
+    const Known* chosen = nullptr;
+    for (const Known& k : known)
+        if (options.type == k.name) chosen = &k;
+    if (chosen == nullptr)
+        throw std::invalid_argument("quantize: --type '" + options.type +
+                                    "' is not one of Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K");
+    if (options.out.empty()) throw std::invalid_argument("quantize needs --out FILE");
+    llama_model_quantize_params params = llama_model_quantize_default_params();
+    params.nthread = options.threads;
+    params.ftype = chosen->ftype;
+    if (llama_model_quantize(options.model.c_str(), options.out.c_str(), &params) != 0)
+        throw std::runtime_error("llama_model_quantize failed for " + options.model);
+    std::printf("{\"out\": \"%s\", \"type\": \"%s\"}\n", options.out.c_str(), chosen->name);
+}
+
 void quiet_log(ggml_log_level level, const char* text, void*) {
     if (level == GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
 }
@@ -363,6 +398,8 @@ int main(int argc, char** argv) {
             run_logits(options);
         else if (options.command == "tokenize")
             run_tokenize(options);
+        else if (options.command == "quantize")
+            run_quantize(options);
         else
             run_bench(options);
         llama_backend_free();

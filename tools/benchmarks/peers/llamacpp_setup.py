@@ -10,8 +10,7 @@
   2. git clone of the bundle; its one commit must be LLAMA_CPP_COMMIT (the bundle carries no tag:
      the release name v0.4.0 is in llama/llama.cpp.info.json and checked too).
   3. g++ -O2 of tools/benchmarks/peers/llama_peer.cpp against that tree's include/llama.h and ggml headers,
-     linked to the prebuilt libraries (rpath to their folder); again whenever llama_peer.cpp's bytes differ
-     from those it was built from (the digest kept in llama_peer.sha256).
+     linked to the prebuilt libraries (rpath to their folder), as llama_peer-<sha256 of the source, 12 hex>.
 Prints the paths as JSON. Nothing is installed into the repository or the library's build.
 """
 import argparse
@@ -70,23 +69,23 @@ def clone_source(cache, modules):
     return source, commit
 
 
+def harness_path(cache):
+    """Where the harness of this checkout's llama_peer.cpp is built: named for the source's contents, so
+    that checkouts sharing the cache (worktrees of several branches) each run the harness their own
+    source describes, and none rebuilds another's in place."""
+    digest = hashlib.sha256((HERE / "llama_peer.cpp").read_bytes()).hexdigest()[:12]
+    return Path(cache) / f"llama_peer-{digest}"
+
+
 def build_harness(cache, source, backends):
-    """Compiles llama_peer.cpp unless the harness was built from these very bytes (its digest is kept
-    beside it): the cache is shared by worktrees whose llama_peer.cpp may differ, so a file's age says
-    nothing. Built to a scratch name and renamed, so a run never finds half a binary."""
-    harness = cache / "llama_peer"
     code = HERE / "llama_peer.cpp"
-    command = ["g++", "-O2", "-std=c++17", "-Wall", "-Wextra", f"-I{source / 'include'}",
-               f"-I{source / 'ggml' / 'include'}", str(code), "-o", None, f"-L{backends}",
-               *[f"-l:{name}" for name in LIBRARIES], f"-Wl,-rpath,{backends}"]
-    digest = hashlib.sha256(code.read_bytes() + repr(command).encode()).hexdigest()
-    stamp = cache / "llama_peer.sha256"
-    if not (harness.is_file() and stamp.is_file() and stamp.read_text(encoding="ascii").strip() == digest):
-        scratch = cache / f"llama_peer.{os.getpid()}.tmp"
-        command[command.index(None)] = str(scratch)
-        run(command)
-        os.replace(scratch, harness)
-        stamp.write_text(digest + "\n", encoding="ascii")
+    harness = harness_path(cache)
+    if not harness.is_file():
+        scratch = harness.with_name(f"{harness.name}.{os.getpid()}.tmp")
+        run(["g++", "-O2", "-std=c++17", "-Wall", "-Wextra", f"-I{source / 'include'}",
+             f"-I{source / 'ggml' / 'include'}", str(code), "-o", str(scratch), f"-L{backends}",
+             *[f"-l:{name}" for name in LIBRARIES], f"-Wl,-rpath,{backends}"])
+        scratch.replace(harness)  # atomic: a concurrent run sees the whole binary or none
     return harness
 
 

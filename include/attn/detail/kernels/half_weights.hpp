@@ -19,6 +19,7 @@
 #include "attn/detail/check.hpp"
 #include "attn/detail/kernels/half_float.hpp"
 #include "attn/detail/kernels/large_arrays.hpp"
+#include "attn/detail/kernels/quantized_weights.hpp"
 #include "attn/detail/kernels/tiles.hpp"
 
 #if defined(EIGEN_VECTORIZE_SSE2) || defined(EIGEN_VECTORIZE_AVX) || defined(EIGEN_VECTORIZE_AVX512)
@@ -147,24 +148,37 @@ struct HalfMatrix {
 };
 
 /// A weight matrix or a block of one as a product reads it: (rows × cols), row stride
-/// `stride`, float (or T) numbers or 16-bit ones of `format`.
+/// `stride`, float (or T) numbers, 16-bit ones of `format`, or GGUF blocks (quantized_weights.hpp),
+/// whose matrix holds the transpose: this block is its rows quantized_row … + cols − 1 and its
+/// columns quantized_from … + rows − 1.
 template <class T>
 struct WeightRows {
     const T* values = nullptr;              ///< the numbers, if they are T
     const std::uint16_t* halves = nullptr;  ///< else the 16-bit numbers
     HalfFormat format = HalfFormat::bfloat16;
     Index rows = 0, cols = 0, stride = 0;
+    const QuantizedMatrix* quantized = nullptr;  ///< else the blocks (out × in)
+    Index quantized_row = 0, quantized_from = 0;
 
     static WeightRows of(const RowMajorMatrix<T>& m) {
         return {m.data(), nullptr, HalfFormat::bfloat16, m.rows(), m.cols(), m.cols()};
     }
     static WeightRows of(const HalfMatrix& m) { return {nullptr, m.bits.data(), m.format, m.rows, m.cols, m.cols}; }
+    /// The (in × out) weight whose transpose m holds.
+    static WeightRows of(const QuantizedMatrix& m) {
+        WeightRows out;
+        out.rows = m.cols;
+        out.cols = m.rows;
+        out.quantized = &m;
+        return out;
+    }
 
     /// Columns first … first + count − 1, (rows × count).
     WeightRows middleCols(Index first, Index count) const {
         WeightRows out = *this;
         if (values) out.values += first;
         if (halves) out.halves += first;
+        out.quantized_row += first;
         out.cols = count;
         return out;
     }
@@ -173,6 +187,7 @@ struct WeightRows {
         WeightRows out = *this;
         if (values) out.values += first * stride;
         if (halves) out.halves += first * stride;
+        out.quantized_from += first;
         out.rows = count;
         return out;
     }
@@ -180,7 +195,7 @@ struct WeightRows {
 
 /// c (+)= a · w as multiply_rows (tiles.hpp) computes it: a (rows × depth), w (depth × cols),
 /// c (rows × cols), row-major with unit inner stride. 16-bit weights give the bits of the
-/// float product on the same weights widened (float only).
+/// float product on the same weights widened; quantized ones are multiply_quantized's (float only).
 template <class DA, class DC, class T>
 void multiply_rows(const Eigen::MatrixBase<DA>& a, const WeightRows<T>& w, const Eigen::MatrixBase<DC>& c,
                    bool accumulate) {
@@ -194,7 +209,10 @@ void multiply_rows(const Eigen::MatrixBase<DA>& a, const WeightRows<T>& w, const
         multiply_rows(a.rows(), a.cols(), w.cols, a_data, a.outerStride(), w.values, w.stride, c_data,
                       out.outerStride(), accumulate);
     } else if constexpr (std::is_same_v<T, float>) {
-        if (w.format == HalfFormat::bfloat16)
+        if (w.quantized)
+            multiply_quantized(a.rows(), a.cols(), a_data, a.outerStride(), *w.quantized, w.quantized_row, w.cols,
+                               w.quantized_from, c_data, out.outerStride(), accumulate);
+        else if (w.format == HalfFormat::bfloat16)
             multiply_rows_from(a.rows(), a.cols(), w.cols, a_data, a.outerStride(),
                                HalfRows<HalfFormat::bfloat16>{w.halves, w.stride}, c_data, out.outerStride(),
                                accumulate);
@@ -203,7 +221,7 @@ void multiply_rows(const Eigen::MatrixBase<DA>& a, const WeightRows<T>& w, const
                                HalfRows<HalfFormat::float16>{w.halves, w.stride}, c_data, out.outerStride(),
                                accumulate);
     } else {
-        eigen_assert(false && "16-bit weights are read into float products only");
+        eigen_assert(false && "16-bit and quantized weights are read into float products only");
     }
 }
 

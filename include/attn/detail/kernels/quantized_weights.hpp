@@ -1,0 +1,586 @@
+#pragma once
+// Weight matrices kept in GGUF's block formats (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) and the products
+// that read them, dequantizing in registers: a decoding step reads every weight once and is
+// bound by memory, and a Q4_K weight is 4.5 bits where a float is 32.
+//
+// Layout. A QuantizedMatrix is (rows × cols) as the file stores a Linear weight: row j is output
+// j, its cols inputs quantized along the row in blocks of 32 or 256 values (quantized.hpp has
+// the bit layouts). The blocks are kept byte for byte as the file has them, row after row: they
+// are read straight from the file into place (no float copy, no repacking pass: peak memory at
+// load is the file's matrices), a row permutation (Llama's q/k rows) is a permutation of whole
+// rows' bytes, and the reference decoders of quantized.hpp read the same bytes. A repacked
+// layout (several rows' blocks interleaved, as llama.cpp's Q4_0x8) would suit an int8 product
+// of quantized activations, which attn does not do: activations stay float. One matrix may hold
+// runs of rows in different formats (a Q4_K_M file's attn_q in Q4_K and attn_v in Q6_K fused
+// into one [Wq Wk Wv]).
+//
+// Decoding. Every format decodes in chunks of 32 consecutive values of a row (a Q8_0 or Q4_0
+// block; a sub-block of 32 of Q4_K, Q5_K; a quarter of a Q6_K half) into 32 unsigned byte codes
+// u and a scale and offset per 16 values, w = scale · u + offset:
+//   Q8_0  u = q + 128,  scale d,        offset −128 d
+//   Q4_0  u = q,        scale d,        offset −8 d
+//   Q4_K  u = q,        scale d·sc,     offset −dmin·m      (Q5_K: q with its fifth bit)
+//   Q6_K  u = q,        scale d·sc,     offset −32 d·sc
+// Every scale·u is exact in float (at most 11 + 8 + 8 significant bits), and so is the whole of
+// w but for Q4_K/Q5_K's one subtraction, which a fused multiply-add and a multiply then an add
+// both round once: the values are those of quantized.hpp's decoders, bit for bit, whatever the
+// instruction set. The codes are cut out of the bytes with 16-byte integer operations (SSE2,
+// every x86-64), widened to float a packet at a time (AVX-512: 16 lanes from 16 bytes, AVX2:
+// 8, AVX: 4 and 4 with SSE4.1, SSE2: 4), and go into float fused multiply-adds; elsewhere a
+// chunk is decoded into 32 floats in memory first.
+//
+// Products, c (n × count) (+)= a (n × depth) · Wᵀ for rows first … first + count − 1 of W and
+// its columns from … from + depth − 1 (multiply_quantized):
+//   - up to kStreamedRows rows of a (a decoding step): each row of W is streamed once, each
+//     chunk decoded in registers and multiplied into one float packet accumulator per (row of
+//     a, row of W), four rows of W at a time; the accumulator's lanes are summed at the end.
+//   - more rows (a prefill): a block of W's rows (a tile's columns of c) by a block of the depth
+//     is decoded into a float panel in L1 (32 KiB), laid out as the float kernel's packed
+//     panels, and the register-tiled kernel (tiles.hpp) runs every row tile of a over it: each
+//     weight is decoded once for all rows, and each entry of c is the float kernel's fused
+//     multiply-add chain over the depth in order, so a prefill has the bits of the float
+//     product on the dequantized matrix.
+// Both round differently from each other; each is within the bound of float summation over
+// the depth K: |ĉ − c| ≤ γ_K · Σ_t |a_t · w_t|, γ_K = K·u / (1 − K·u), u = 2⁻²⁴
+// (tests/test_weights_quantized.cpp). Threads share a product by its columns (rows of W) or its
+// rows, as the callers share every product; each entry's operations are the same in any share.
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "attn/detail/check.hpp"
+#include "attn/detail/kernels/half_float.hpp"
+#include "attn/detail/kernels/large_arrays.hpp"
+#include "attn/detail/kernels/quantized.hpp"
+#include "attn/detail/kernels/tiles.hpp"
+
+#if defined(EIGEN_VECTORIZE_SSE2) || defined(EIGEN_VECTORIZE_AVX) || defined(EIGEN_VECTORIZE_AVX512)
+#include <immintrin.h>
+#define ATTN_DETAIL_QUANTIZED_SSE2 1
+#endif
+
+// gcc 12's AVX-512 intrinsics initialise a dummy operand from itself (GCC bug 105593, fixed
+// in gcc 13), which -Wall reports wherever they are inlined with -march=native.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define ATTN_DETAIL_QUANTIZED_WEIGHTS_PRAGMAS_PUSHED
+#endif
+
+namespace attn::detail {
+
+/// The block formats a QuantizedMatrix holds.
+enum class QuantFormat { q8_0, q4_0, q4_k, q5_k, q6_k };
+
+inline const char* quant_format_name(QuantFormat format) {
+    switch (format) {
+        case QuantFormat::q8_0:
+            return "Q8_0";
+        case QuantFormat::q4_0:
+            return "Q4_0";
+        case QuantFormat::q4_k:
+            return "Q4_K";
+        case QuantFormat::q5_k:
+            return "Q5_K";
+        case QuantFormat::q6_k:
+            return "Q6_K";
+    }
+    return "?";
+}
+
+/// Values per block: 32 (Q8_0, Q4_0) or 256 (the K formats).
+inline Index quant_block_values(QuantFormat format) {
+    return format == QuantFormat::q8_0 || format == QuantFormat::q4_0 ? Index(q8_0_block_values)
+                                                                      : Index(k_block_values);
+}
+
+/// Bytes per block.
+inline Index quant_block_bytes(QuantFormat format) {
+    switch (format) {
+        case QuantFormat::q8_0:
+            return Index(q8_0_block_bytes);
+        case QuantFormat::q4_0:
+            return Index(q4_0_block_bytes);
+        case QuantFormat::q4_k:
+            return Index(q4_k_block_bytes);
+        case QuantFormat::q5_k:
+            return Index(q5_k_block_bytes);
+        case QuantFormat::q6_k:
+            return Index(q6_k_block_bytes);
+    }
+    return 0;
+}
+
+/// Values per chunk: every format decodes 32 consecutive values of a row at a time.
+inline constexpr Index kQuantChunk = 32;
+
+/// Rows first_row … first_row + rows − 1 of a QuantizedMatrix, all of one format, at `offset`
+/// in its bytes, row_bytes apart.
+struct QuantizedRun {
+    QuantFormat format = QuantFormat::q8_0;
+    Index first_row = 0, rows = 0;
+    std::size_t offset = 0, row_bytes = 0;
+};
+
+/// A weight matrix (rows × cols) kept as GGUF blocks: row j (an output) is cols values
+/// quantized along the row, in the file's bytes; runs of rows may differ in format. cols is a
+/// multiple of the formats' block sizes.
+struct QuantizedMatrix {
+    Index rows = 0, cols = 0;
+    std::vector<QuantizedRun> runs;  ///< in order, covering rows 0 … rows − 1
+    std::vector<std::uint8_t, HugePagesInside<std::uint8_t>> bytes;
+
+    Index size() const { return rows * cols; }
+    bool empty() const { return rows == 0; }
+    /// The run that holds row r.
+    const QuantizedRun& run_of(Index r) const {
+        std::size_t i = 0;
+        while (i + 1 < runs.size() && runs[i + 1].first_row <= r) ++i;
+        return runs[i];
+    }
+    /// Row r's bytes.
+    const std::uint8_t* row(Index r) const {
+        const QuantizedRun& run = run_of(r);
+        return bytes.data() + run.offset + std::size_t(r - run.first_row) * run.row_bytes;
+    }
+    std::uint8_t* row(Index r) { return const_cast<std::uint8_t*>(static_cast<const QuantizedMatrix&>(*this).row(r)); }
+    /// Whether every block's F16 scales (d, and dmin in Q4_K/Q5_K) of rows first … first +
+    /// count − 1 are finite: then so is every weight, a scale times small integers.
+    bool finite(Index first, Index count) const {
+        const auto finite_half = [](const std::uint8_t* p) { return ((p[1] >> 2) & 0x1F) != 0x1F; };
+        for (Index r = first; r < first + count; ++r) {
+            const QuantizedRun& run = run_of(r);
+            const Index blocks = cols / quant_block_values(run.format), width = quant_block_bytes(run.format);
+            const std::uint8_t* p = row(r);
+            for (Index b = 0; b < blocks; ++b, p += width) {
+                const bool ok = run.format == QuantFormat::q6_k ? finite_half(p + 208)
+                                : run.format == QuantFormat::q4_k || run.format == QuantFormat::q5_k
+                                    ? finite_half(p) && finite_half(p + 2)
+                                    : finite_half(p);
+                if (!ok) return false;
+            }
+        }
+        return true;
+    }
+    /// A matrix of `rows` rows of cols values in runs of the given formats and lengths, its
+    /// bytes allocated (not written): the loader reads the file's rows into place.
+    static QuantizedMatrix sized(Index cols, const std::vector<std::pair<QuantFormat, Index>>& runs) {
+        QuantizedMatrix m;
+        m.cols = cols;
+        std::size_t offset = 0;
+        for (const auto& [format, rows] : runs) {
+            if (rows == 0) continue;
+            const auto row_bytes = std::size_t(cols / quant_block_values(format) * quant_block_bytes(format));
+            if (!m.runs.empty() && m.runs.back().format == format) {
+                m.runs.back().rows += rows;
+            } else {
+                m.runs.push_back({format, m.rows, rows, offset, row_bytes});
+            }
+            m.rows += rows;
+            offset += std::size_t(rows) * row_bytes;
+        }
+        m.bytes.resize(offset);
+        return m;
+    }
+};
+
+namespace quant {
+
+/// The F16 number at p (little-endian, any alignment): one instruction with F16C, else
+/// half_float.hpp's exact widening (a decoding step widens one or two per 32 weights).
+inline float half_at(const std::uint8_t* p) {
+    const auto bits = static_cast<std::uint16_t>(p[0] | (p[1] << 8));
+#if defined(ATTN_DETAIL_QUANTIZED_SSE2) && defined(__F16C__)
+    return _cvtsh_ss(bits);
+#else
+    return half_to_float(bits);
+#endif
+}
+
+/// A chunk's scales and offsets: values 16g … 16g + 15 are scale[g] · u + offset[g].
+struct ChunkScales {
+    float scale[2];
+    float offset[2];
+};
+
+/// Chunk c (values 32c … 32c + 31) of a row of `format` at `row`: where its block is, and its
+/// scales. `sub` is the chunk's place in a K block (0 … 7).
+template <QuantFormat Format>
+EIGEN_ALWAYS_INLINE ChunkScales chunk_scales(const std::uint8_t* block, Index sub) {
+    if constexpr (Format == QuantFormat::q8_0 || Format == QuantFormat::q4_0) {
+        const float d = half_at(block);
+        const float offset = (Format == QuantFormat::q8_0 ? -128.0f : -8.0f) * d;  // exact: a power of 2
+        return {{d, d}, {offset, offset}};
+    } else if constexpr (Format == QuantFormat::q6_k) {
+        const float d = half_at(block + 208);
+        const auto* scales = reinterpret_cast<const std::int8_t*>(block + 192);
+        const Index h = sub / 4, k = sub % 4;
+        const float s0 = d * float(scales[8 * h + 2 * k]), s1 = d * float(scales[8 * h + 2 * k + 1]);
+        return {{s0, s1}, {-32.0f * s0, -32.0f * s1}};
+    } else {
+        const float d = half_at(block), dmin = half_at(block + 2);
+        const ScaleAndMin sm = k_scale_and_min(block + 4, std::size_t(sub));
+        const float scale = d * float(sm.scale), offset = -(dmin * float(sm.min));
+        return {{scale, scale}, {offset, offset}};
+    }
+}
+
+/// The block holding chunk c of a row, and the chunk's place in it.
+template <QuantFormat Format>
+EIGEN_ALWAYS_INLINE const std::uint8_t* chunk_block(const std::uint8_t* row, Index c, Index& sub) {
+    if constexpr (Format == QuantFormat::q8_0) {
+        sub = 0;
+        return row + c * Index(q8_0_block_bytes);
+    } else if constexpr (Format == QuantFormat::q4_0) {
+        sub = 0;
+        return row + c * Index(q4_0_block_bytes);
+    } else {
+        sub = c % 8;
+        constexpr Index bytes = Format == QuantFormat::q4_k   ? Index(q4_k_block_bytes)
+                                : Format == QuantFormat::q5_k ? Index(q5_k_block_bytes)
+                                                              : Index(q6_k_block_bytes);
+        return row + (c / 8) * bytes;
+    }
+}
+
+/// The 32 codes u of chunk `sub` of `block`, written out one byte each (the portable path).
+template <QuantFormat Format>
+inline void chunk_codes(const std::uint8_t* block, Index sub, std::uint8_t* u) {
+    if constexpr (Format == QuantFormat::q8_0) {
+        for (int i = 0; i < 32; ++i) u[i] = std::uint8_t(block[2 + i] ^ 0x80);
+    } else if constexpr (Format == QuantFormat::q4_0) {
+        for (int i = 0; i < 16; ++i) {
+            u[i] = std::uint8_t(block[2 + i] & 0x0F);
+            u[i + 16] = std::uint8_t(block[2 + i] >> 4);
+        }
+    } else if constexpr (Format == QuantFormat::q6_k) {
+        const Index h = sub / 4, k = sub % 4;
+        const std::uint8_t* low = block + 64 * h + 32 * (k % 2);
+        const std::uint8_t* high = block + 128 + 32 * h;
+        for (int l = 0; l < 32; ++l) {
+            const int nibble = k < 2 ? (low[l] & 0x0F) : (low[l] >> 4);
+            u[l] = std::uint8_t(nibble | (((high[l] >> (2 * k)) & 3) << 4));
+        }
+    } else {
+        const std::uint8_t* run = block + (Format == QuantFormat::q5_k ? 48 : 16) + 32 * (sub / 2);
+        const int shift = sub % 2 ? 4 : 0;
+        for (int l = 0; l < 32; ++l) {
+            int q = (run[l] >> shift) & 0x0F;
+            if constexpr (Format == QuantFormat::q5_k) q |= ((block[16 + l] >> sub) & 1) << 4;
+            u[l] = std::uint8_t(q);
+        }
+    }
+}
+
+using Packet = typename RegisterTile<float>::Packet;
+inline constexpr int kLanes = RegisterTile<float>::kLanes;
+/// Packets of a chunk of 32 values.
+inline constexpr int kChunkPackets = 32 / kLanes;
+static_assert(32 % kLanes == 0, "quantized weights: whole packets per chunk");
+
+#if defined(ATTN_DETAIL_QUANTIZED_SSE2)
+/// The 32 codes of a chunk as two 16-byte vectors (values 0 … 15, 16 … 31), cut with SSE2.
+template <QuantFormat Format>
+EIGEN_ALWAYS_INLINE void chunk_codes(const std::uint8_t* block, Index sub, __m128i& c0, __m128i& c1) {
+    const auto load = [](const std::uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); };
+    const __m128i low4 = _mm_set1_epi8(0x0F);
+    if constexpr (Format == QuantFormat::q8_0) {
+        const __m128i flip = _mm_set1_epi8(char(0x80));
+        c0 = _mm_xor_si128(load(block + 2), flip);
+        c1 = _mm_xor_si128(load(block + 18), flip);
+    } else if constexpr (Format == QuantFormat::q4_0) {
+        const __m128i q = load(block + 2);
+        c0 = _mm_and_si128(q, low4);
+        c1 = _mm_and_si128(_mm_srli_epi16(q, 4), low4);
+    } else if constexpr (Format == QuantFormat::q6_k) {
+        const Index h = sub / 4, k = sub % 4;
+        const std::uint8_t* low = block + 64 * h + 32 * (k % 2);
+        const std::uint8_t* high = block + 128 + 32 * h;
+        const __m128i nibble_shift = _mm_cvtsi32_si128(k < 2 ? 0 : 4);
+        const __m128i high_shift = _mm_cvtsi32_si128(int(2 * k));
+        const __m128i two = _mm_set1_epi8(0x03);
+        const auto codes = [&](int half) {
+            const __m128i n = _mm_and_si128(_mm_srl_epi16(load(low + 16 * half), nibble_shift), low4);
+            const __m128i t = _mm_and_si128(_mm_srl_epi16(load(high + 16 * half), high_shift), two);
+            return _mm_or_si128(n, _mm_slli_epi16(t, 4));  // t ≤ 3: stays in its byte
+        };
+        c0 = codes(0);
+        c1 = codes(1);
+    } else {
+        const std::uint8_t* run = block + (Format == QuantFormat::q5_k ? 48 : 16) + 32 * (sub / 2);
+        const __m128i shift = _mm_cvtsi32_si128(sub % 2 ? 4 : 0);
+        c0 = _mm_and_si128(_mm_srl_epi16(load(run), shift), low4);
+        c1 = _mm_and_si128(_mm_srl_epi16(load(run + 16), shift), low4);
+        if constexpr (Format == QuantFormat::q5_k) {
+            const __m128i bit_shift = _mm_cvtsi32_si128(int(sub));
+            const __m128i one = _mm_set1_epi8(0x01);
+            const auto fifth = [&](const std::uint8_t* p) {
+                return _mm_slli_epi16(_mm_and_si128(_mm_srl_epi16(load(p), bit_shift), one), 4);
+            };
+            c0 = _mm_or_si128(c0, fifth(block + 16));
+            c1 = _mm_or_si128(c1, fifth(block + 32));
+        }
+    }
+}
+
+/// Packet p (of 16 / kLanes) of the 16 codes in c, as float.
+template <int P>
+EIGEN_ALWAYS_INLINE Packet widen_codes(__m128i c) {
+#if defined(EIGEN_VECTORIZE_AVX512)
+    static_assert(kLanes == 16, "AVX-512: float packets of 16 lanes");
+    static_assert(P == 0, "one packet of 16 codes");
+    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(c));
+#elif defined(EIGEN_VECTORIZE_AVX2)
+    static_assert(kLanes == 8, "AVX2: float packets of 8 lanes");
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(P == 0 ? c : _mm_srli_si128(c, 8)));
+#elif defined(EIGEN_VECTORIZE_AVX)
+    static_assert(kLanes == 8, "AVX: float packets of 8 lanes");
+    const __m128i eight = P == 0 ? c : _mm_srli_si128(c, 8);
+    const __m128i lo = _mm_cvtepu8_epi32(eight), hi = _mm_cvtepu8_epi32(_mm_srli_si128(eight, 4));
+    return _mm256_cvtepi32_ps(_mm256_insertf128_si256(_mm256_castsi128_si256(lo), hi, 1));
+#else
+    static_assert(kLanes == 4, "SSE2: float packets of 4 lanes");
+    const __m128i zero = _mm_setzero_si128();
+    const __m128i words = P < 2 ? _mm_unpacklo_epi8(c, zero) : _mm_unpackhi_epi8(c, zero);
+    return _mm_cvtepi32_ps(P % 2 == 0 ? _mm_unpacklo_epi16(words, zero) : _mm_unpackhi_epi16(words, zero));
+#endif
+}
+
+template <int... P>
+EIGEN_ALWAYS_INLINE void widen_group(__m128i c, float scale, float offset, Packet* out,
+                                     std::integer_sequence<int, P...>) {
+    const Packet s = Eigen::internal::pset1<Packet>(scale), o = Eigen::internal::pset1<Packet>(offset);
+    ((out[P] = Eigen::internal::pmadd(s, widen_codes<P>(c), o)), ...);
+}
+#endif
+
+/// Chunk c of a row of `Format` (values 32c … 32c + 31) as kChunkPackets float packets: the
+/// values of quantized.hpp's decoders, bit for bit.
+template <QuantFormat Format>
+EIGEN_ALWAYS_INLINE void chunk_packets(const std::uint8_t* row, Index c, Packet* out) {
+    Index sub = 0;
+    const std::uint8_t* block = chunk_block<Format>(row, c, sub);
+    const ChunkScales s = chunk_scales<Format>(block, sub);
+#if defined(ATTN_DETAIL_QUANTIZED_SSE2)
+    __m128i c0, c1;
+    chunk_codes<Format>(block, sub, c0, c1);
+    constexpr int half = kChunkPackets / 2;
+    widen_group(c0, s.scale[0], s.offset[0], out, std::make_integer_sequence<int, half>());
+    widen_group(c1, s.scale[1], s.offset[1], out + half, std::make_integer_sequence<int, half>());
+#else
+    alignas(64) std::uint8_t u[32];
+    alignas(64) float values[32];
+    chunk_codes<Format>(block, sub, u);
+    for (int i = 0; i < 32; ++i) values[i] = s.scale[i / 16] * float(u[i]) + s.offset[i / 16];
+    for (int p = 0; p < kChunkPackets; ++p) out[p] = Eigen::internal::pload<Packet>(values + p * kLanes);
+#endif
+}
+
+/// Chunk c of a row as 32 floats at out.
+template <QuantFormat Format>
+inline void chunk_values(const std::uint8_t* row, Index c, float* out) {
+    Packet p[kChunkPackets];
+    chunk_packets<Format>(row, c, p);
+    for (int i = 0; i < kChunkPackets; ++i) Eigen::internal::pstoreu(out + i * kLanes, p[i]);
+}
+
+/// Values from … from + count − 1 of a row, into out[i · stride].
+template <QuantFormat Format>
+inline void span_values(const std::uint8_t* row, Index from, Index count, float* out, Index stride) {
+    alignas(64) float chunk[32];
+    Index t = 0;
+    while (t < count) {
+        const Index c = (from + t) / kQuantChunk, inside = (from + t) % kQuantChunk;
+        const Index take = std::min(kQuantChunk - inside, count - t);
+        if (stride == 1 && inside == 0 && take == kQuantChunk) {
+            chunk_values<Format>(row, c, out + t);
+        } else {
+            chunk_values<Format>(row, c, chunk);
+            for (Index i = 0; i < take; ++i) out[(t + i) * stride] = chunk[inside + i];
+        }
+        t += take;
+    }
+}
+
+/// The format as a type: std::integral_constant<QuantFormat, F>.
+template <QuantFormat F>
+using FormatTag = std::integral_constant<QuantFormat, F>;
+
+/// Calls f(FormatTag<format>()): code written once, compiled for each format.
+template <class F>
+void with_format(QuantFormat format, F&& f) {
+    switch (format) {
+        case QuantFormat::q8_0:
+            return f(FormatTag<QuantFormat::q8_0>());
+        case QuantFormat::q4_0:
+            return f(FormatTag<QuantFormat::q4_0>());
+        case QuantFormat::q4_k:
+            return f(FormatTag<QuantFormat::q4_k>());
+        case QuantFormat::q5_k:
+            return f(FormatTag<QuantFormat::q5_k>());
+        case QuantFormat::q6_k:
+            return f(FormatTag<QuantFormat::q6_k>());
+    }
+}
+
+/// Σ a[i] · w[inside + i] over i < count: values inside … inside + count − 1 of chunk c, which
+/// the depth covers only in part.
+template <QuantFormat Format>
+inline float partial_chunk(const std::uint8_t* w, Index c, Index inside, Index count, const float* a) {
+    alignas(64) float chunk[32];
+    chunk_values<Format>(w, c, chunk);
+    float sum = 0;
+    for (Index i = 0; i < count; ++i) sum += a[i] * chunk[inside + i];
+    return sum;
+}
+
+/// c(r, j) (+)= Σ_t a(r, t) · W(j, from + t), for Rows rows of a and Outs rows of W (ws), over
+/// the depth: whole chunks in registers, one packet accumulator per (r, j); a chunk the depth
+/// covers only in part in scalar code.
+template <QuantFormat Format, int Rows, int Outs>
+EIGEN_ALWAYS_INLINE void dot_rows(const std::uint8_t* const* ws, Index from, Index depth, const float* a, Index a_row,
+                                  float* c, Index c_row, bool accumulate) {
+    namespace ei = Eigen::internal;
+    const Index end = from + depth;
+    const Index first_chunk = (from + kQuantChunk - 1) / kQuantChunk, last_chunk = end / kQuantChunk;
+    Packet acc[Rows][Outs];
+    for (int r = 0; r < Rows; ++r)
+        for (int j = 0; j < Outs; ++j) acc[r][j] = ei::pset1<Packet>(0.0f);
+    for (Index ch = first_chunk; ch < last_chunk; ++ch) {
+        const float* x = a + (ch * kQuantChunk - from);
+        for (int j = 0; j < Outs; ++j) {
+            Packet w[kChunkPackets];
+            chunk_packets<Format>(ws[j], ch, w);
+            for (int r = 0; r < Rows; ++r)
+                for (int p = 0; p < kChunkPackets; ++p)
+                    acc[r][j] = ei::pmadd(w[p], ei::ploadu<Packet>(x + r * a_row + p * kLanes), acc[r][j]);
+        }
+    }
+    for (int r = 0; r < Rows; ++r)
+        for (int j = 0; j < Outs; ++j) {
+            float sum = ei::predux(acc[r][j]);
+            if (first_chunk > last_chunk) {  // the depth lies inside one chunk
+                sum += partial_chunk<Format>(ws[j], from / kQuantChunk, from % kQuantChunk, depth, a + r * a_row);
+            } else {
+                if (from % kQuantChunk != 0)
+                    sum += partial_chunk<Format>(ws[j], from / kQuantChunk, from % kQuantChunk,
+                                                 first_chunk * kQuantChunk - from, a + r * a_row);
+                if (end % kQuantChunk != 0)
+                    sum += partial_chunk<Format>(ws[j], last_chunk, 0, end % kQuantChunk,
+                                                 a + r * a_row + (last_chunk * kQuantChunk - from));
+            }
+            float& out = c[r * c_row + j];
+            out = accumulate ? out + sum : sum;
+        }
+}
+
+/// The few-rows product on rows of one format: four rows of W at a time, then one.
+template <QuantFormat Format>
+void few_rows(const QuantizedMatrix& m, Index first_row, Index count, Index from, Index depth, Index n, const float* a,
+              Index a_row, float* c, Index c_row, bool accumulate) {
+    constexpr int kOuts = 4;
+    const std::uint8_t* ws[kOuts];
+    Index j = 0;
+    const auto rows_of_a = [&](auto outs) {
+        constexpr int Outs = decltype(outs)::value;
+        for (int k = 0; k < Outs; ++k) ws[k] = m.row(first_row + j + k);
+        Index r = 0;
+        for (; r + 2 <= n; r += 2)
+            dot_rows<Format, 2, Outs>(ws, from, depth, a + r * a_row, a_row, c + r * c_row + j, c_row, accumulate);
+        for (; r < n; ++r)
+            dot_rows<Format, 1, Outs>(ws, from, depth, a + r * a_row, a_row, c + r * c_row + j, c_row, accumulate);
+    };
+    for (; j + kOuts <= count; j += kOuts) rows_of_a(std::integral_constant<int, kOuts>());
+    for (; j < count; ++j) rows_of_a(std::integral_constant<int, 1>());
+}
+
+/// The many-rows product on rows of one format: W's rows a tile's columns at a time, the depth
+/// a panel at a time, each panel decoded once into L1 and run over by every row tile of a.
+template <QuantFormat Format>
+void many_rows(const QuantizedMatrix& m, Index first_row, Index count, Index from, Index depth, Index n, const float* a,
+               Index a_row, float* c, Index c_row, bool accumulate) {
+    using Tile = RegisterTile<float>;
+    using Run = kernel::Tiles<float, Tile::kRows, Tile::kPackets>;
+    // As multiply_rows_from's panels: 32 KiB, (depth block × a tile's columns), a whole number of
+    // chunks deep
+    constexpr Index kPanelBytes = 32 * 1024;
+    constexpr Index kBlockDepth = kPanelBytes / (Tile::kColumns * Index(sizeof(float)));
+    static_assert(kBlockDepth % kQuantChunk == 0, "quantized panels: whole chunks deep");
+    alignas(64) float panel[kBlockDepth * Tile::kColumns];
+    const Index whole = count / Tile::kLanes * Tile::kLanes;
+    for (Index col = 0; col < whole; col += Tile::kColumns) {
+        const Index width = std::min(Tile::kColumns, whole - col);
+        const int packets = int(width / Tile::kLanes);
+        for (Index first = 0; first == 0 || first < depth; first += kBlockDepth) {
+            const Index rows = std::min(kBlockDepth, depth - first);
+            // panel(t, j) = W(first_row + col + j, from + first + t)
+            for (Index j = 0; j < width; ++j)
+                span_values<Format>(m.row(first_row + col + j), from + first, rows, panel + j, Tile::kColumns);
+            for (Index r = 0; r < n; r += Tile::kRows)
+                Run::run(int(std::min<Index>(Tile::kRows, n - r)), packets, a + r * a_row + first, a_row, 1, panel,
+                         Tile::kColumns, rows, c + r * c_row + col, c_row, accumulate || first > 0);
+        }
+    }
+    // W's rows past the last whole packet of c's columns: a chain over the depth in order, as
+    // the float kernel's scalar columns, a panel's depth at a time
+    for (Index j = whole; j < count; ++j) {
+        const std::uint8_t* w = m.row(first_row + j);
+        for (Index first = 0; first == 0 || first < depth; first += kBlockDepth) {
+            const Index rows = std::min(kBlockDepth, depth - first);
+            span_values<Format>(w, from + first, rows, panel, 1);
+            for (Index r = 0; r < n; ++r) {
+                float sum = accumulate || first > 0 ? c[r * c_row + j] : 0.0f;
+                for (Index t = 0; t < rows; ++t) sum += a[r * a_row + first + t] * panel[t];
+                c[r * c_row + j] = sum;
+            }
+        }
+    }
+}
+
+}  // namespace quant
+
+/// Row r of m, values from … from + count − 1, as floats into out (the values of quantized.hpp's
+/// decoders): an embedding row looked up, or a test's reference.
+inline void dequantize_row(const QuantizedMatrix& m, Index r, Index from, Index count, float* out) {
+    quant::with_format(m.run_of(r).format, [&](auto format) {
+        quant::span_values<decltype(format)::value>(m.row(r), from, count, out, 1);
+    });
+}
+
+/// c (n × count) (+)= a (n × depth) · W(first_row …, from …)ᵀ: rows first_row … first_row +
+/// count − 1 of m and its columns from … from + depth − 1; a row stride a_row, c row stride
+/// c_row. With `accumulate` the product is added to c, else c is overwritten. Up to
+/// kStreamedRows rows of a stream W once, decoded in registers; more decode panels of W for
+/// the float tiles (see the header comment).
+inline void multiply_quantized(Index n, Index depth, const float* a, Index a_row, const QuantizedMatrix& m,
+                               Index first_row, Index count, Index from, float* c, Index c_row, bool accumulate) {
+    if (n == 0 || count == 0) return;
+    eigen_assert(first_row >= 0 && first_row + count <= m.rows && from >= 0 && from + depth <= m.cols);
+    for (const QuantizedRun& run : m.runs) {
+        const Index lo = std::max(first_row, run.first_row), hi = std::min(first_row + count, run.first_row + run.rows);
+        if (lo >= hi) continue;
+        float* out = c + (lo - first_row);
+        quant::with_format(run.format, [&](auto format) {
+            constexpr QuantFormat F = decltype(format)::value;
+            if (n <= kStreamedRows)
+                quant::few_rows<F>(m, lo, hi - lo, from, depth, n, a, a_row, out, c_row, accumulate);
+            else
+                quant::many_rows<F>(m, lo, hi - lo, from, depth, n, a, a_row, out, c_row, accumulate);
+        });
+    }
+}
+
+}  // namespace attn::detail
+
+#ifdef ATTN_DETAIL_QUANTIZED_WEIGHTS_PRAGMAS_PUSHED
+#pragma GCC diagnostic pop
+#undef ATTN_DETAIL_QUANTIZED_WEIGHTS_PRAGMAS_PUSHED
+#endif
