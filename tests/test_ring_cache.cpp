@@ -11,7 +11,9 @@
 #include <attn/core/attention.hpp>
 #include <attn/core/kv_cache.hpp>
 #include <attn/hooks/interventions.hpp>
+#include <attn/model/attention_rows.hpp>
 #include <attn/model/decoder.hpp>
+#include <attn/model/generate.hpp>
 #include <attn/model/model.hpp>
 
 #include <nlohmann/json.hpp>
@@ -285,4 +287,43 @@ TEST_CASE_TEMPLATE("Ring cache: attend_cache over a window's cache equals attent
     CHECK_THROWS_AS(cache.truncate(p0 - 3), attn::argument_error);
     cache.truncate(p0 - 1);
     CHECK(cache.size() == p0 - 1);
+}
+
+TEST_CASE_TEMPLATE("Ring cache: rows on demand and generation say which positions each row could see", T, float,
+                   double) {
+    const attn::Model<T>& model = ring::long_mistral<T>();
+    const std::vector<int> ids = ring::random_ids(13);
+    attn::ForwardOptions options;
+    options.keep_log_sum_exp = true;
+    options.keep_attention = true;
+    const attn::ForwardResult<T> result = model.forward(ids, options);
+    const attn::WeightRowsResult<T> rows = attn::attention_rows(model.settings(), result, 1, {0, 3}, {0, 2, 40, 95});
+    REQUIRE(rows.visible.size() == 4);
+    const Index positions[] = {0, 2, 40, 95};
+    for (std::size_t b = 0; b < 4; ++b) {
+        const Index p = positions[b];
+        CHECK(rows.visible[b].first == std::max<Index>(0, p - ring::kWindow + 1));
+        CHECK(rows.visible[b].last == p + 1);
+        for (Index a = 0; a < 2; ++a) {
+            const auto row = rows.weights.head(a).row(Index(b));
+            CHECK(row.head(rows.visible[b].first).isZero(0));
+            CHECK(double(row.segment(rows.visible[b].first, rows.visible[b].last - rows.visible[b].first).sum()) ==
+                  doctest::Approx(1.0).epsilon(1e-5));
+        }
+    }
+
+    attn::GenerationOptions generation;
+    generation.keep_attention = true;
+    generation.max_tokens = 30;
+    generation.stop_at_end = false;
+    const attn::GenerationResult<T> written = attn::generate(model, {ids.begin(), ids.begin() + 12}, generation);
+    REQUIRE(written.visible.size() == written.attention.size());
+    for (std::size_t k = 0; k < written.visible.size(); ++k) {
+        const Index p = 12 + Index(k) - 1;  // the row that chose token k
+        for (std::size_t l = 0; l < written.visible[k].size(); ++l) {
+            CHECK(written.visible[k][l].first == p - ring::kWindow + 1);
+            CHECK(written.visible[k][l].last == p + 1);
+            CHECK(written.attention[k][l].head(0).leftCols(p - ring::kWindow + 1).isZero(0));
+        }
+    }
 }
