@@ -135,20 +135,20 @@ void check_decoding(const std::vector<int>& ids, const std::vector<Index>& sizes
             CHECK(decoder.cache(l).held() <= kWindow + n - 1);
             CHECK(decoder.cache(l).held() >= std::min(kWindow, p0 + n));
         }
-        CHECK(decoder.cache_bytes() == bytes);  // flat: min(context, 2·window) rows per layer
+        CHECK(decoder.cache_bytes() == bytes);  // flat: min(context, window + window/4) rows per layer
     }
     CHECK(worst <= tolerance<T>());
 }
 
 }  // namespace ring
 
-TEST_CASE_TEMPLATE("Ring cache: a sliding layer's cache keeps 2·window rows whatever the text's length", T, float,
-                   double) {
+TEST_CASE_TEMPLATE("Ring cache: a sliding layer's cache keeps window + window/4 rows whatever the text's length", T,
+                   float, double) {
     const attn::Model<T>& model = ring::long_mistral<T>();
     const attn::ModelSettings& s = model.settings();
     attn::Decoder<T> decoder(model);
-    // 2 layers × (keys + values) × 2 key/value heads × 2·5 rows × 16 numbers
-    const std::size_t per_layer = 2 * std::size_t(s.key_value_heads) * 2 * ring::kWindow * std::size_t(s.head_size);
+    // (keys + values) × 2 key/value heads × (5 + 1) rows × 16 numbers, per layer
+    const std::size_t per_layer = 2 * std::size_t(s.key_value_heads) * (ring::kWindow + 1) * std::size_t(s.head_size);
     CHECK(decoder.cache_bytes(0) == per_layer * sizeof(T));
     CHECK(decoder.cache_bytes() == 2 * per_layer * sizeof(T));
     const std::vector<int> ids = ring::random_ids(7);
@@ -240,7 +240,7 @@ TEST_CASE_TEMPLATE("Ring cache: attend_cache over a window's cache equals attent
     // the same keys appended in pieces of 1 … 90 positions, each piece's queries against the cache
     attn::KeyValueCache<T> cache(kv_heads, positions, d, 0, window);
     const std::size_t bytes = cache.bytes();
-    CHECK(bytes == 2 * std::size_t(kv_heads * 2 * window * d) * sizeof(T));
+    CHECK(bytes == 2 * std::size_t(kv_heads * (window + window / 4) * d) * sizeof(T));
     const auto rows = [](const HeadStack<T>& stack, Index first, Index count) {
         HeadStack<T> out(stack.heads(), count, stack.cols());
         for (Index h = 0; h < stack.heads(); ++h) out.head(h) = stack.head(h).middleRows(first, count);

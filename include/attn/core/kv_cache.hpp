@@ -13,10 +13,10 @@
 //
 // With a sliding window w (Mistral's and Gemma's local layers: a query at p sees only keys
 // p − w < j ≤ p) it keeps only the positions a later query can see — the last w — so its
-// memory is O(w), not O(positions): steady storage of min(capacity, 2w) rows used as a ring
-// that is never wrapped. Positions are written after the ones held; when the storage is full,
-// the last w are moved to its start (w row copies every w + 1 steps: about one row copy a
-// step, as many as the append itself). The fused kernel reads a head's keys as one strided
+// memory is O(w), not O(positions): steady storage of min(capacity, w + s) rows, s = max(1, w/4),
+// used as a ring that is never wrapped. Positions are written after the ones held; when the
+// storage is full, the last w are moved to its start (w row copies every s + 1 steps: about 4
+// row copies a step, while the step's attention reads w rows). The fused kernel reads a head's keys as one strided
 // matrix; a wrapped ring would cut them in two at the seam, and every key loop of the kernel
 // would have to know it. An append of more than w positions at once (a long prefill) grows
 // the storage to w + n rows for that append — its queries need every one of those keys — and
@@ -81,8 +81,8 @@ public:
     Index room() const { return capacity_ - size_; }  ///< positions that can still be appended
     bool empty() const { return size_ == 0; }
     /// Bytes of key and value storage it holds now: heads × storage rows × (head size + value
-    /// size) numbers. Without a window, fixed at capacity rows; with one, min(capacity, 2·window)
-    /// rows between appends (more only inside a long append, until settle()).
+    /// size) numbers. Without a window, fixed at capacity rows; with one, min(capacity, window +
+    /// max(1, window / 4)) rows between appends (more only inside a long append, until settle()).
     std::size_t bytes() const { return (keys_.size() + values_.size()) * sizeof(T); }
 
     /// Head h's held keys, (held × head size), row i at position first() + i.
@@ -198,7 +198,7 @@ public:
         advance(n);
     }
     /// With a window: gives back storage a long append grew, keeping the last `window`
-    /// positions in min(capacity, 2·window) rows; after it the queries of the latest append
+    /// positions in the steady rows (bytes()); after it the queries of the latest append
     /// may no longer find their keys (a Decoder settles once its pass is done). Without a
     /// window, or with the storage at its steady size, nothing.
     void settle() {
@@ -209,8 +209,11 @@ public:
 
 private:
     /// Storage rows between appends: every position without a window; with one, room for the
-    /// window and as many again, so that steps move the window back once every window + 1.
-    Index steady_rows() const { return window_ > 0 ? std::min(capacity_, 2 * window_) : capacity_; }
+    /// window and a quarter more, so that steps move the window back once every window / 4 + 1
+    /// (a step's attention reads the window's rows anyway; the copies add about 4 a step).
+    Index steady_rows() const {
+        return window_ > 0 ? std::min(capacity_, window_ + std::max<Index>(1, window_ / 4)) : capacity_;
+    }
 
     void allocate(Index rows) {
         keys_ = HeadStack<T>(heads_, rows, head_size_);

@@ -15,8 +15,8 @@
 //
 // Memory (cache_bytes): a layer without a window keeps every position, capacity × 2 H_kv·d
 // numbers, the capacity being the model's context unless the decoder is given less; a sliding
-// layer (LayerDescription::window = w) keeps only the last w positions, in min(capacity, 2w)
-// rows × 2 H_kv·d numbers whatever the text's length (core/kv_cache.hpp). Rotary positions
+// layer (LayerDescription::window = w) keeps only the last w positions, in min(capacity, w +
+// max(1, w/4)) rows × 2 H_kv·d numbers whatever the text's length (core/kv_cache.hpp). Rotary positions
 // stay absolute: a key is rotated at its own position when stored and never moved in angle.
 
 #include <Eigen/Core>
