@@ -88,6 +88,7 @@ void window_cache_benchmark(benchmark::State& state, CacheShape shape, Index win
         block_values.head(h).setRandom();
     }
     for (Index p = 0; p < positions; p += window) cache.append(block_keys, block_values);
+    cache.settle();  // as a Decoder does after each append: back to window + window/4 rows
     attn::HeadStack<float> queries(shape.heads, 1, shape.d);
     for (Index h = 0; h < shape.heads; ++h) queries.head(h).setRandom();
     attn::AttentionOptions<float> options;

@@ -411,6 +411,9 @@ def test_sliding_window_keys_are_unreachable_not_zero(driver):
 
     # model view: the sliding head's thumbnail shows the unreachable corner in its colour
     driver.execute_script("attnViewer.show('model')")
+    assert "unreachable" in driver.find_element(By.CSS_SELECTOR, "#view-model .hint").text
+    assert "sliding window of 8" in driver.find_element(
+        By.CSS_SELECTOR, '#grid figure[data-layer="0"][data-head="1"]').get_attribute("title")
     corner = driver.execute_script("""
         const canvas = document.querySelector('#grid figure[data-layer="0"][data-head="1"] canvas');
         return Array.from(canvas.getContext('2d').getImageData(2, canvas.height - 3, 1, 1).data.slice(0, 3));""")

@@ -333,11 +333,15 @@ function el(tag, attributes, text) {
 const figures = [];
 function buildModelView() {
   const grid = $('grid');
+  if (windows.some((w) => w > 0))
+    document.querySelector('#view-model .hint').textContent +=
+      ' Apricot: keys before a sliding layer\'s window, unreachable (not zero attention).';
   const size = Math.max(64, Math.min(140, Math.floor(880 / heads) - 14));
   grid.style.gridTemplateColumns = 'repeat(' + heads + ', ' + (size + 8) + 'px)';
   for (let l = 0; l < layers; ++l)
     for (let h = 0; h < heads; ++h) {
-      const figure = el('figure', { 'data-layer': l, 'data-head': h, title: 'layer ' + (l + 1) + ', head ' + (h + 1) });
+      const figure = el('figure', { 'data-layer': l, 'data-head': h, title: 'layer ' + (l + 1) + ', head ' + (h + 1) +
+        (windows[l] > 0 ? ', sliding window of ' + windows[l] + ' keys' : '') });
       figure.appendChild(el('figcaption', {}, label(l, h)));
       const canvas = el('canvas', { width: size, height: size });
       const context = canvas.getContext('2d');
