@@ -10,6 +10,11 @@
 //                                              threads: AttentionOptions::threads, started per call
 //   cache/.../workers:<t>                      the same on an attn::Workers of t kept across calls,
 //                                              as a decoder keeps them
+//   cache_window/heads:4/kv:4/d:64/w:<w>       a decoding step over a sliding window's cache (core/
+//                                              kv_cache.hpp) after N positions (4,096 … 65,536):
+//                                              one position appended, then attend_cache_into with
+//                                              options.window = w; cache_MiB is the cache's bytes():
+//                                              time and memory flat in N (the window's, not N's)
 //   memory/copy/threads:<t>                    memcpy of a 256 MiB buffer into another, split over
 //                                              t threads: the bytes read per second
 //   memory/read/threads:<t>                    summing a 256 MiB buffer: a read-only reference
@@ -68,6 +73,39 @@ void cache_benchmark(benchmark::State& state, CacheShape shape, int threads, boo
     state.counters["cache_MiB"] = bytes / (1024.0 * 1024.0);
 }
 
+/// A decoding step on a sliding window's cache at N positions: append one position, attend.
+void window_cache_benchmark(benchmark::State& state, CacheShape shape, Index window) {
+    const Index positions = state.range(0);
+    // The capacity only bounds positions: a window's cache holds window + window/4 rows whatever it is.
+    attn::KeyValueCache<float> cache(shape.kv_heads, Index(1) << 40, shape.d, 0, window);
+    std::srand(1);
+    attn::HeadStack<float> keys(shape.kv_heads, 1, shape.d), values(shape.kv_heads, 1, shape.d);
+    attn::HeadStack<float> block_keys(shape.kv_heads, window, shape.d), block_values(shape.kv_heads, window, shape.d);
+    for (Index h = 0; h < shape.kv_heads; ++h) {
+        keys.head(h).setRandom();
+        values.head(h).setRandom();
+        block_keys.head(h).setRandom();
+        block_values.head(h).setRandom();
+    }
+    for (Index p = 0; p < positions; p += window) cache.append(block_keys, block_values);
+    cache.settle();  // as a Decoder does after each append: back to window + window/4 rows
+    attn::HeadStack<float> queries(shape.heads, 1, shape.d);
+    for (Index h = 0; h < shape.heads; ++h) queries.head(h).setRandom();
+    attn::AttentionOptions<float> options;
+    options.threads = 1;
+    options.window = window;
+    attn::HeadsResult<float> result;
+    attn::attend_cache_into(queries, cache, options, result);  // sizes the result and its working memory
+    for (auto _ : state) {
+        cache.append(keys, values);
+        attn::attend_cache_into(queries, cache, options, result);
+        benchmark::DoNotOptimize(result.outputs.data());
+        benchmark::ClobberMemory();
+    }
+    state.counters["cache_MiB"] = double(cache.bytes()) / (1024.0 * 1024.0);
+    state.counters["positions_at_end"] = double(cache.size());
+}
+
 constexpr std::size_t kBuffer = std::size_t(256) << 20;  // far beyond any last-level cache
 
 /// Runs part(t) for t = 0 … threads − 1, part 0 on the caller.
@@ -122,6 +160,14 @@ void register_benchmarks() {
                     ->Unit(benchmark::kMicrosecond)
                     ->UseRealTime();
             }
+    for (Index window : {256, 4096})
+        benchmark::RegisterBenchmark(("cache_window/heads:4/kv:4/d:64/w:" + std::to_string(window)).c_str(),
+                                     window_cache_benchmark, CacheShape{4, 4, 64}, window)
+            ->RangeMultiplier(4)
+            ->Range(4096, 65536)
+            ->ArgName("positions")
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
     for (int threads : {1, 2}) {
         benchmark::RegisterBenchmark(("memory/copy/threads:" + std::to_string(threads)).c_str(), copy_benchmark,
                                      threads)

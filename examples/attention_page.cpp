@@ -5,7 +5,10 @@
 // layer with the layer's own random projections, and the weights of every head become the
 // page: tests/browser/test_viewer.py opens pages of real models' shapes made this way.
 //
-//   attention_page [--positions N] [--layers L] [--heads H] [--seed S] --output FILE.html
+// With --window W, layers 1, 3, … attend over a sliding window of W keys (Gemma 2's alternation),
+// and the page shows the keys before each row's window as unreachable.
+//
+//   attention_page [--positions N] [--layers L] [--heads H] [--window W] [--seed S] --output FILE.html
 #include <attn/attn.hpp>
 #include <attn/view/attention_page.hpp>
 
@@ -16,7 +19,8 @@
 #include <vector>
 
 namespace {
-constexpr const char* usage = R"(usage: attention_page [--positions N] [--layers L] [--heads H] [--seed S] --output FILE
+constexpr const char* usage =
+    R"(usage: attention_page [--positions N] [--layers L] [--heads H] [--window W] [--seed S] --output FILE
 
 Writes the interactive attention page (attn/view/attention_page.hpp) for causal
 multi-head attention over N random tokens (default 2048 positions, 1 layer of 4 heads of 32).
@@ -25,6 +29,7 @@ options:
   --positions N  positions, 1 to 16384 (default 2048)
   --layers L     layers, each with its own random projections, 1 to 64 (default 1)
   --heads H      heads per layer, 1 to 64 (default 4)
+  --window W     a sliding window of W keys in layers 1, 3, … (default 0: none)
   --seed S       random seed (default 2026)
   --output FILE  where to write the page
   --help         show this help and exit
@@ -48,7 +53,7 @@ long integer(const std::string& flag, const std::string& text, long low, long hi
 }  // namespace
 
 int main(int argc, char** argv) {
-    long positions = 2048, layers = 1, heads = 4, seed = 2026;
+    long positions = 2048, layers = 1, heads = 4, window = 0, seed = 2026;
     std::optional<std::string> output;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
@@ -57,8 +62,8 @@ int main(int argc, char** argv) {
             return 0;
         }
         if (i + 1 >= argc)
-            fail_usage(arg == "--positions" || arg == "--layers" || arg == "--heads" || arg == "--seed" ||
-                               arg == "--output"
+            fail_usage(arg == "--positions" || arg == "--layers" || arg == "--heads" || arg == "--window" ||
+                               arg == "--seed" || arg == "--output"
                            ? arg + " needs a value"
                            : "unknown argument '" + arg + "'");
         const std::string value = argv[++i];
@@ -68,6 +73,8 @@ int main(int argc, char** argv) {
             layers = integer(arg, value, 1, 64);
         else if (arg == "--heads")
             heads = integer(arg, value, 1, 64);
+        else if (arg == "--window")
+            window = integer(arg, value, 0, 16384);
         else if (arg == "--seed")
             seed = integer(arg, value, 0, 1L << 30);
         else if (arg == "--output")
@@ -102,12 +109,14 @@ int main(int argc, char** argv) {
     return [&] {
         try {
             std::vector<attn::AttentionWeights<float>> weights;
+            attn::PageOptions page;
             for (long layer = 0; layer < layers; ++layer) {
                 const attn::Matrix<float> wq = random(width, width, scale), wk = random(width, width, scale),
                                           wv = random(width, width, scale), wo = random(width, width, scale);
+                options.window = layer % 2 == 0 ? window : 0;
+                page.windows.push_back(options.window);
                 weights.push_back(attn::multi_head_attention(x, {wq, wk, wv, wo}, heads, options).weights);
             }
-            attn::PageOptions page;
             page.title = "multi_head_attention: " + std::to_string(positions) + " random tokens";
             attn::write_attention_page(*output, tokens, weights, page);
             std::cout << "wrote " << *output << ": " << (layers > 1 ? std::to_string(layers) + " layers × " : "")

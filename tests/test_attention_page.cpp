@@ -454,3 +454,29 @@ TEST_CASE_TEMPLATE("top_next_tokens gives the k most probable tokens, ties to th
     CHECK_THROWS_WITH_AS(attn::top_next_tokens(logits, vocabulary, 3), doctest::Contains("row 1 of logits"),
                          attn::numeric_error);
 }
+
+TEST_CASE("attention_page embeds each layer's sliding window and refuses weight before it") {
+    const attn::Index n = 6, window = 2;
+    attn::AttentionWeights<float> sliding(2, n, n);  // row i spread evenly over keys i − 1 and i
+    for (attn::Index h = 0; h < 2; ++h)
+        for (attn::Index i = 0; i < n; ++i)
+            for (attn::Index j = std::max<attn::Index>(0, i - window + 1); j <= i; ++j)
+                sliding(h, i, j) = 1.0f / float(std::min(i + 1, window));
+    const std::vector<attn::AttentionWeights<float>> layers{sliding, causal_weights<float>(2, n, 3)};
+    const std::vector<std::string> tokens(std::size_t(n), "t");
+    attn::PageOptions options;
+    options.windows = {window, 0};
+    const std::string data = embedded_data(attn::attention_page(tokens, layers, options));
+    CHECK(data.find("\"windows\":[2,0]") != std::string::npos);
+    CHECK(embedded_data(attn::attention_page(tokens, layers)).find("\"windows\":[0,0]") != std::string::npos);
+    options.windows = {window};
+    CHECK_THROWS_WITH_AS((void)attn::attention_page(tokens, layers, options),
+                         doctest::Contains("options.windows has 1 entries, expected 2"), attn::shape_error);
+    options.windows = {window, -1};
+    CHECK_THROWS_WITH_AS((void)attn::attention_page(tokens, layers, options), doctest::Contains("options.windows[1]"),
+                         attn::argument_error);
+    // the causal layer's row 4 gives key 0 weight: a window of 2 there is refused, naming the weight
+    options.windows = {window, window};
+    CHECK_THROWS_WITH_AS((void)attn::attention_page(tokens, layers, options),
+                         doctest::Contains("lies before the layer's window of 2 keys"), attn::argument_error);
+}

@@ -354,3 +354,69 @@ def test_real_model_shapes_open_within_3_seconds(driver, layers, heads, position
     assert load < BUDGET_LARGE_OPEN_MS, TIMINGS[name]
     assert first_head < BUDGET_FIRST_HEAD_MS, TIMINGS[name]
     assert max(updates.values()) < BUDGET_UPDATE_MS, TIMINGS[name]
+
+
+def canvas_pixel(driver, canvas_id, x, y):
+    """The RGB of a canvas's pixel at (x, y) in its own pixels."""
+    return driver.execute_script(
+        f"return Array.from(document.getElementById('{canvas_id}').getContext('2d').getImageData({x}, {y}, 1, 1).data.slice(0, 3))")
+
+
+def test_sliding_window_keys_are_unreachable_not_zero(driver):
+    """A sliding layer (layer 1, window 8) beside a full one: the keys before a row's window are drawn
+    in their own colour, named unreachable by the readout, the legend and the head view, and the even
+    spread counts the visible keys only. Zero attention in a full layer stays dark purple."""
+    window, positions = 8, 48
+    page = os.path.join(OUT, "window.html")
+    run(PAGE_EXAMPLE, "--positions", str(positions), "--layers", "2", "--heads", "2", "--window", str(window),
+        "--output", page)
+    open_page(driver, page)
+    assert driver.execute_script("return attnViewer.data.windows") == [window, 0]
+    row = driver.execute_script("return attnViewer.row(0, 1, 40)")
+    assert all(w == 0 for w in row[:40 - window + 1]) and sum(row[33:41]) == pytest.approx(1, abs=1e-5)
+    assert driver.execute_script("return [attnViewer.outside(0, 40, 32), attnViewer.outside(0, 40, 33), "
+                                 "attnViewer.outside(1, 40, 0)]") == [True, False, False]
+
+    driver.execute_script("attnViewer.openHead(0, 1); attnViewer.select(40); attnViewer.show('matrix')")
+    x, y = driver.execute_script("return attnViewer.matrixCell(40, 2)")
+    outside = canvas_pixel(driver, "matrix", int(x), int(y))
+    assert outside == [251, 230, 200], outside  # OUTSIDE, not viridis's 0 (68, 1, 84) nor masked grey
+    ActionChains(driver).move_to_element_with_offset(
+        driver.find_element(By.ID, "matrix"), int(x) - driver.find_element(By.ID, "matrix").size["width"] // 2,
+        int(y) - driver.find_element(By.ID, "matrix").size["height"] // 2).perform()
+    assert "unreachable" in driver.find_element(By.ID, "readout").text
+    assert "sliding window of 8" in driver.find_element(By.ID, "legend").text
+    # a reachable cell's even spread is 1/8, not 1/41
+    x, y = driver.execute_script("return attnViewer.matrixCell(40, 38)")
+    ActionChains(driver).move_to_element_with_offset(
+        driver.find_element(By.ID, "matrix"), int(x) - driver.find_element(By.ID, "matrix").size["width"] // 2,
+        int(y) - driver.find_element(By.ID, "matrix").size["height"] // 2).perform()
+    assert "even spread 1/8 " in driver.find_element(By.ID, "readout").text
+
+    # the full layer: its small weights are viridis, never the unreachable colour
+    driver.execute_script("attnViewer.openHead(1, 1)")
+    x, y = driver.execute_script("return attnViewer.matrixCell(40, 2)")
+    assert canvas_pixel(driver, "matrix", int(x), int(y)) != [251, 230, 200]
+    assert "sliding window" not in driver.find_element(By.ID, "legend").text
+
+    # head view: the keys before the window are marked, with a tooltip saying why
+    driver.execute_script("attnViewer.openHead(0, 1); attnViewer.show('head')")
+    marked = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#keys div[data-outside]')).map((d) => +d.dataset.index)")
+    assert marked == list(range(0, 40 - window + 1))
+    assert "sliding window of 8" in driver.find_element(By.ID, "window-note").text
+    key = driver.find_element(By.CSS_SELECTOR, '#keys div[data-index="3"]')
+    ActionChains(driver).move_to_element(key).perform()
+    assert "unreachable" in key.get_attribute("title")
+
+    # model view: the sliding head's thumbnail shows the unreachable corner in its colour
+    driver.execute_script("attnViewer.show('model')")
+    assert "unreachable" in driver.find_element(By.CSS_SELECTOR, "#view-model .hint").text
+    assert "sliding window of 8" in driver.find_element(
+        By.CSS_SELECTOR, '#grid figure[data-layer="0"][data-head="1"]').get_attribute("title")
+    corner = driver.execute_script("""
+        const canvas = document.querySelector('#grid figure[data-layer="0"][data-head="1"] canvas');
+        return Array.from(canvas.getContext('2d').getImageData(2, canvas.height - 3, 1, 1).data.slice(0, 3));""")
+    assert corner == [251, 230, 200], corner
+    driver.save_screenshot(os.path.join(OUT, "window_model.png"))
+    check_console(driver)

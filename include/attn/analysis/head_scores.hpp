@@ -5,6 +5,12 @@
 // of the current one, ...), next to what an even spread would put there. An even spread
 // gives each of the i + 1 positions that position i can see a weight of 1 / (i + 1).
 //
+// In a sliding layer (window w) position i sees only keys i − w + 1 … i: the pattern's keys
+// before them are unreachable, not unattended, so they count neither in the head's weight nor
+// in its even spread, which is 1 / (keys it sees) on each of the pattern's keys it sees
+// (ScoreResult::even_by_layer). A query whose pattern keys are all out of reach adds 0 to
+// both, as a query with no pattern key does: the head is compared with what it could do.
+//
 // Averages over many texts accumulate in HeadAverage, which keeps layers × heads sums,
 // never the attention tensors.
 
@@ -24,33 +30,52 @@ namespace attn {
 /// One text's measurement: sums over the measured queries.
 struct ScoreResult {
     HeadTable weight;   ///< (layers × heads): Σ over queries of the weight on the pattern's keys
-    double even = 0.0;  ///< Σ over queries of |keys| / (query + 1)
+    double even = 0.0;  ///< Σ over queries of |keys| / (query + 1): a full layer's (on statistics: layer 0's)
     Index queries = 0;  ///< how many queries were measured (those with no keys count too)
+    /// Per layer: Σ over queries of the even spread over the keys the layer's queries see —
+    /// |pattern keys in the window| / |window| in a sliding layer, `even` in a full one.
+    std::vector<double> even_by_layer;
 
     /// Per-query averages: weight / queries, (layers × heads).
     HeadTable average() const { return queries ? HeadTable(weight / double(queries)) : weight; }
     double even_average() const { return queries ? even / double(queries) : 0.0; }
+    /// Layer l's even spread per query (its window's, if it has one).
+    double even_average(Index layer) const {
+        detail::check_index("ScoreResult::even_average", "layer", layer, Index(even_by_layer.size()));
+        return queries ? even_by_layer[std::size_t(layer)] / double(queries) : 0.0;
+    }
 };
 
 /// Scores every head on `queries` (0-based positions) of one forward pass's attention
 /// (layers × heads × positions × positions). A pattern with ids has one per position.
+/// windows: empty, or each layer's sliding window (0: none; layer_windows(settings)), whose
+/// unreachable keys then count in neither the weight nor the even spread.
 template <class T>
 ScoreResult score_heads(const ModelAttention<T>& attention, const std::vector<Index>& queries,
-                        const KeyPattern& pattern) {
+                        const KeyPattern& pattern, const std::vector<Index>& windows = {}) {
     if (attention.empty()) throw argument_error("score_heads: attention is empty (forward with keep_attention)");
     detail::check_pattern_covers("score_heads", pattern, attention.positions());
-    ScoreResult scores{HeadTable::Zero(attention.layers(), attention.heads()), 0.0, static_cast<Index>(queries.size())};
+    if (!windows.empty() && Index(windows.size()) != attention.layers())
+        throw shape_error(detail::message("score_heads: windows has ", windows.size(), " entries; the attention has ",
+                                          attention.layers(), " layers"));
+    ScoreResult scores{HeadTable::Zero(attention.layers(), attention.heads()), 0.0, static_cast<Index>(queries.size()),
+                       std::vector<double>(std::size_t(attention.layers()), 0.0)};
     for (Index query : queries) {
         detail::check_index("score_heads", "query", query, attention.positions());
         const std::vector<Index> keys = pattern.keys(query);
         scores.even += double(keys.size()) / double(query + 1);
-        for (Index l = 0; l < attention.layers(); ++l)
+        for (Index l = 0; l < attention.layers(); ++l) {
+            const Index window = windows.empty() ? 0 : windows[std::size_t(l)];
+            const Index lo = window > 0 ? std::max<Index>(0, query - window + 1) : 0;  // the first key it sees
+            const auto reachable = std::lower_bound(keys.begin(), keys.end(), lo);     // keys are sorted
+            scores.even_by_layer[std::size_t(l)] += double(keys.end() - reachable) / double(query + 1 - lo);
             for (Index h = 0; h < attention.heads(); ++h) {
                 const auto weights = attention.head(l, h);
                 double sum = 0.0;
-                for (Index key : keys) sum += double(weights(query, key));
+                for (auto key = reachable; key != keys.end(); ++key) sum += double(weights(query, *key));
                 scores.weight(l, h) += sum;
             }
+        }
     }
     return scores;
 }
@@ -106,7 +131,8 @@ inline double statistic_value(const HeadStatisticsSummary::Values& values, Stati
 /// (ForwardOptions::statistics; one HeadStatistics per layer, heads × queries each), with no
 /// attention weights kept. `pattern` must be one the statistics measured (see
 /// detail::statistic_plane: previous_token, current_token, first_token, and positions and
-/// at_least_back as the request set them); the even spread is that statistic's.
+/// at_least_back as the request set them); the even spread is that statistic's, per layer over
+/// the keys its window lets each query see (the kernel measures nothing outside it).
 template <class T>
 ScoreResult score_heads(const std::vector<HeadStatistics<T>>& layers, const std::vector<Index>& queries,
                         const KeyPattern& pattern) {
@@ -121,11 +147,14 @@ ScoreResult score_heads(const std::vector<HeadStatistics<T>>& layers, const std:
         detail::statistic_plane("score_heads", pattern, layers[l].request);
     }
     const Index heads = front.heads();
-    ScoreResult scores{HeadTable::Zero(Index(layers.size()), heads), 0.0, static_cast<Index>(queries.size())};
+    ScoreResult scores{HeadTable::Zero(Index(layers.size()), heads), 0.0, static_cast<Index>(queries.size()),
+                       std::vector<double>(layers.size(), 0.0)};
     for (Index query : queries) {
         detail::check_index("score_heads", "query", query, front.queries());
         scores.even += detail::statistic_value(front.even_spread(query), plane);
         for (std::size_t l = 0; l < layers.size(); ++l) {
+            // each layer's own even spread: a sliding layer's counts the keys in its window only
+            scores.even_by_layer[l] += detail::statistic_value(layers[l].even_spread(query), plane);
             const Matrix<T>& statistic = *layers[l].planes()[std::size_t(plane)];
             for (Index h = 0; h < heads; ++h) scores.weight(Index(l), h) += double(statistic(h, query));
         }
@@ -155,6 +184,12 @@ public:
             throw shape_error(detail::message("HeadAverage::add: scores are ", scores.weight.rows(), " × ",
                                               scores.weight.cols(), " but earlier ones were ", sum_.rows(), " × ",
                                               sum_.cols()));
+        if (texts_ == 0) even_by_layer_.assign(scores.even_by_layer.size(), 0.0);
+        if (scores.even_by_layer.size() != even_by_layer_.size())
+            throw shape_error(detail::message("HeadAverage::add: scores have ", scores.even_by_layer.size(),
+                                              " layers' even spreads but earlier ones had ", even_by_layer_.size()));
+        const double per = weighting_ == Weighting::per_text ? double(scores.queries) : 1.0;
+        for (std::size_t l = 0; l < even_by_layer_.size(); ++l) even_by_layer_[l] += scores.even_by_layer[l] / per;
         if (weighting_ == Weighting::per_text) {
             sum_ += scores.average();
             even_ += scores.even_average();
@@ -172,6 +207,11 @@ public:
     HeadTable mean() const { return sum_ / divisor(); }
     /// What an even spread would give, averaged the same way.
     double even() const { return even_ / divisor(); }
+    /// Layer l's even spread (over its window's keys in a sliding layer), averaged the same way.
+    double even(Index layer) const {
+        detail::check_index("HeadAverage::even", "layer", layer, Index(even_by_layer_.size()));
+        return even_by_layer_[std::size_t(layer)] / divisor();
+    }
 
 private:
     double divisor() const {
@@ -183,6 +223,7 @@ private:
     Weighting weighting_;
     HeadTable sum_;
     double even_ = 0.0;
+    std::vector<double> even_by_layer_;
     Index texts_ = 0;
     Index queries_ = 0;
 };

@@ -509,9 +509,17 @@ void check_cache_inputs(const HeadStack<T>& queries, const KeyValueCache<T>& cac
     if (queries.cols() != cache.head_size())
         throw shape_error(message("attend_cache: queries are ", queries.cols(), " wide; the cache's keys are ",
                                   cache.head_size(), " (head size)"));
-    if (queries.rows() > cache.size())
+    if (queries.rows() > cache.held())
         throw argument_error(message("attend_cache: ", queries.rows(), " query positions but the cache holds only ",
-                                     cache.size(), " (the queries' positions must be appended first)"));
+                                     cache.held(), " (the queries' positions must be appended first)"));
+    const Index first_needed = cache.size() - queries.rows() - options.window + 1;  // the earliest query's window
+    if (cache.first() > 0 && (options.window <= 0 || first_needed < cache.first()))
+        throw argument_error(message("attend_cache: the cache keeps positions ", cache.first(), " … ", cache.size() - 1,
+                                     " only (its window of ", cache.window(), "); options.window = ", options.window,
+                                     " sees further back"));
+    if (options.statistics && cache.first() > 0)
+        throw argument_error(message("attend_cache: statistics count keys from position 0; the cache's window ",
+                                     "has dropped positions 0 … ", cache.first() - 1));
     if (options.first_position != 0)
         throw argument_error(message("attend_cache: first_position = ", options.first_position,
                                      " must be 0: the queries are the cache's newest positions"));
@@ -531,9 +539,9 @@ void attend_cache_folded(const HeadStack<T>& queries, const KeyValueCache<T>& ca
     const Index kv_heads = cache.heads(), group = queries.heads() / kv_heads;
     check_fused_inputs("attend_cache", queries.head(0), cache.keys(0), cache.values(0), options);
     FusedProblem<T> problem =
-        fused_problem(kv_heads, group, cache.size(), cache.head_size(), cache.value_size(), options);
+        fused_problem(kv_heads, group, cache.held(), cache.head_size(), cache.value_size(), options);
     problem.causal = false;
-    problem.first_position = cache.size() - 1;  // every row's: the new position (a window counts back from it)
+    problem.first_position = cache.held() - 1;  // every row's: the new position (a window counts back from it)
     problem.few_queries = true;
     problem.folded_heads = group;
     problem.outputs = result.outputs.data();
@@ -557,13 +565,16 @@ void attend_cache_folded(const HeadStack<T>& queries, const KeyValueCache<T>& ca
 /// cache.size() − n … cache.size() − 1, already appended to the cache; query heads must be a
 /// multiple of cache.heads() (query head h reads key/value head h / (query heads / cache
 /// heads)). → outputs: query heads × (n × value size); weights (if keep_weights): query heads ×
-/// (n × cache.size()); log_sum_exp (query heads × n) and statistics as attend_heads gives them.
+/// (n × cache.held()), column j at position cache.first() + j (first() = 0 unless the cache
+/// has a window); log_sum_exp (query heads × n) and statistics as attend_heads gives them
+/// (statistics need first() = 0: argument_error otherwise).
 ///
 /// options.rope, if set, rotates a copy of the queries at their positions; the cached keys were
 /// rotated when appended and are read in place, never copied or rotated again.
 /// options.first_position must be 0 (the cache decides the positions). Causal within the new
-/// block, every earlier position visible; causal = false lets every query see the whole
-/// cache. The plain path runs when fused = false or a mask (n × cache.size()) is given.
+/// block, every earlier position visible (with options.window, the last window ones: a
+/// cache with a window holds them); causal = false lets every query see the whole cache. The
+/// plain path runs when fused = false or a mask (n × cache.held()) is given.
 template <class T>
 void attend_cache_into(const HeadStack<T>& queries, const KeyValueCache<T>& cache, const AttentionOptions<T>& options,
                        HeadsResult<T>& result) {
@@ -571,24 +582,26 @@ void attend_cache_into(const HeadStack<T>& queries, const KeyValueCache<T>& cach
     const Index n = queries.rows(), group = queries.heads() / cache.heads();
     AttentionOptions<T> at_cache = options;
     at_cache.rope = nullptr;
-    at_cache.first_position = cache.size() - n;
+    // Keys are numbered from the first one held, and the queries' positions with them: the
+    // masks depend on differences of positions only.
+    at_cache.first_position = cache.held() - n;
     const HeadStack<T>* rotated = &queries;
     if (options.rope) {
         HeadStack<T>& copy = result.workspace.rotated_queries;
         if (copy.heads() != queries.heads() || copy.rows() != n || copy.cols() != queries.cols()) copy = queries;
         for (Index h = 0; h < queries.heads(); ++h) {
             copy.head(h) = queries.head(h);
-            options.rope->apply(copy.head(h), at_cache.first_position);
+            options.rope->apply(copy.head(h), cache.size() - n);  // absolute positions
         }
         rotated = &copy;
     }
     if (n == 1 && group > 1 && detail::fused_applies(options) && !options.statistics) {
-        detail::size_result("attend_cache", options, queries.heads(), n, cache.size(), cache.value_size(), result);
+        detail::size_result("attend_cache", options, queries.heads(), n, cache.held(), cache.value_size(), result);
         detail::attend_cache_folded(*rotated, cache, at_cache, result);
         return;
     }
     detail::attend_grouped(
-        "attend_cache", *rotated, cache.heads(), cache.size(), cache.value_size(),
+        "attend_cache", *rotated, cache.heads(), cache.held(), cache.value_size(),
         [&](Index g) { return cache.keys(g); }, [&](Index g) { return cache.values(g); }, at_cache, result, true);
 }
 

@@ -39,6 +39,11 @@ struct KeyRange {
 template <class T>
 struct WeightRowsResult {
     HeadStack<T> weights;
+    /// Per chosen row b, the keys its query could see, visible[b].first … .last − 1 (up to its
+    /// own position if causal; from position − window + 1 with a sliding window), in the keys'
+    /// numbering. A weight outside is 0 because the key was unreachable, not unattended (a
+    /// mask may hide keys inside too).
+    std::vector<KeyRange> visible;
     AttentionWorkspace<T> workspace;
 };
 
@@ -174,6 +179,16 @@ void demand_head(const char* function, const DemandShape<T>& shape, const Demand
     }
 }
 
+/// Each chosen row's visible keys (WeightRowsResult::visible), reusing visible's storage.
+template <class T>
+void visible_keys(const DemandShape<T>& shape, const std::vector<Index>& rows, std::vector<KeyRange>& visible) {
+    visible.resize(rows.size());
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        const Index i = rows[r], last = shape.visible(i);
+        visible[r] = {std::min(shape.first_visible(i), last), last};
+    }
+}
+
 template <class T>
 DemandShape<T> demand_shape(const char* function, Index queries, Index keys, Index depth, KeyRange range,
                             const AttentionOptions<T>& options) {
@@ -207,7 +222,8 @@ DemandShape<T> demand_shape(const char* function, Index queries, Index keys, Ind
 /// queries: heads × (queries × d), keys: heads × (keys × d), log_sum_exp: (heads × queries)
 /// as a pass with keep_log_sum_exp returned it with the same options (causal, scale, rope,
 /// first_position, window, score_cap, mask) → weights: heads.size() × (rows.size() × range width); weights(a, b,
-/// c) is the weight of query rows[b] of head heads[a] on key range.first + c. Empty heads or
+/// c) is the weight of query rows[b] of head heads[a] on key range.first + c, and visible[b] the
+/// keys that row could see (0 outside: unreachable, not unattended). Empty heads or
 /// rows mean all of them. result.weights must be empty (then it is allocated) or of that shape;
 /// a repeated call of the same shape into the same result allocates nothing.
 template <class T>
@@ -233,6 +249,7 @@ void attention_weights_rows_into(const HeadStack<T>& queries, const HeadStack<T>
         detail::demand_shape(function, queries.rows(), keys.rows(), queries.cols(), range, options);
     HeadStack<T>& out = result.weights;
     detail::reuse_storage(function, "weights", out, Index(heads.size()), Index(rows.size()), range.last - range.first);
+    detail::visible_keys(shape, rows, result.visible);
     AttentionWorkspace<T>& memory = result.workspace;
     for (std::size_t a = 0; a < heads.size(); ++a) {
         const Index h = heads[a];

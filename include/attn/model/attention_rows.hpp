@@ -14,7 +14,9 @@
 namespace attn {
 
 /// Layer `layer`'s weights of query positions `rows` in heads `heads` (empty: all of them)
-/// over keys `range` → out.weights: heads.size() × (rows.size() × range width), from a
+/// over keys `range` → out.weights: heads.size() × (rows.size() × range width), and
+/// out.visible: per row, the positions it could see (p − window + 1 … p in a sliding layer, 0 …
+/// p in a full one; weights outside them are 0 as unreachable), from a
 /// ForwardResult of a model with these settings kept with keep_log_sum_exp. out.weights must be
 /// empty or of that shape (shape_error); a repeated call into the same `out` allocates nothing.
 /// Throws argument_error if the log-sum-exps were not kept or an index is out of range.
@@ -48,6 +50,7 @@ void attention_rows_into(const ModelSettings& settings, const ForwardResult<T>& 
     const detail::DemandShape<T> shape = detail::demand_shape(function, n, n, d, range, options);
     detail::reuse_storage(function, "weights", out.weights, Index(chosen.size()), Index(rows.size()),
                           range.last - range.first);
+    detail::visible_keys(shape, rows, out.visible);
     for (std::size_t a = 0; a < chosen.size(); ++a) {
         const Index h = chosen[a];
         const detail::DemandHead<T> head{{queries_keys.data() + h * d, width},

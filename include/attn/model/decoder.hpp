@@ -11,15 +11,23 @@
 // Each call runs the fast forward (model/forward.hpp) on its new positions only, reading the
 // earlier ones' keys and values from the caches; the rows it returns are Model::forward's rows
 // for the whole text to rounding (tests/test_decoder.cpp). A Decoder is one text's state; the Model stays immutable, so
-// any number of Decoders can run on one Model at once, from different threads. Memory: layers × capacity × 2 H_kv·d
-// numbers, the capacity being the model's context unless the decoder is given less.
+// any number of Decoders can run on one Model at once, from different threads.
+//
+// Memory (cache_bytes): a layer without a window keeps every position, capacity × 2 H_kv·d
+// numbers, the capacity being the model's context unless the decoder is given less; a sliding
+// layer (LayerDescription::window = w) keeps only the last w positions, in min(capacity, w +
+// max(1, w/4)) rows × 2 H_kv·d numbers whatever the text's length (core/kv_cache.hpp). Rotary positions
+// stay absolute: a key is rotated at its own position when stored and never moved in angle.
 
 #include <Eigen/Core>
 
+#include <algorithm>
+#include <cstddef>
 #include <vector>
 
 #include "attn/core/kv_cache.hpp"
 #include "attn/core/types.hpp"
+#include "attn/core/weights_on_demand.hpp"
 #include "attn/detail/check.hpp"
 #include "attn/model/model.hpp"
 #include "attn/model/types.hpp"
@@ -47,8 +55,14 @@ struct DecodeResult {
     /// (n × V), or (1 × V) the last new position's unless all_logits: scores of the token after each
     Matrix<T> logits;
     /// Per layer, heads × (n × positions): row i is what new position i attends to among all
-    /// positions so far (zero beyond itself), if keep_attention.
+    /// positions so far, column j at position j, if keep_attention. Columns outside
+    /// visible[layer][i] are 0 because the position could not be seen there (after itself, or
+    /// before a sliding layer's window), not because it was given no weight.
     std::vector<AttentionWeights<T>> attention;
+    /// Per layer, per new position i, if keep_attention: the positions its row could see,
+    /// visible[layer][i].first … .last − 1: 0 … p without a window, p − w + 1 … p (from 0)
+    /// in a layer with window w, p being the position.
+    std::vector<std::vector<KeyRange>> visible;
     /// append_into's working memory for the next call (append and step return it empty).
     ForwardWorkspace<T> workspace;
 };
@@ -69,8 +83,9 @@ public:
             throw argument_error(detail::message("Decoder: capacity ", capacity, " is not in 0 … ", s.longest,
                                                  " (the model's context)"));
         caches_.reserve(std::size_t(s.layers));
-        for (Index l = 0; l < s.layers; ++l)
-            caches_.emplace_back(s.key_value_heads, capacity == 0 ? s.longest : capacity, s.head_size);
+        for (Index l = 0; l < s.layers; ++l)  // a sliding layer's cache keeps its window only
+            caches_.emplace_back(s.key_value_heads, capacity == 0 ? s.longest : capacity, s.head_size, 0,
+                                 s.layer(l).window);
     }
 
     /// The decoder keeps a pointer to its model: a temporary one would be gone after this line.
@@ -81,10 +96,20 @@ public:
     Index positions() const { return caches_.front().size(); }
     /// Positions that can still be appended before the context is full.
     Index room() const { return caches_.front().room(); }
-    /// Layer l's cache: its keys (rotated) and values, key/value heads × (positions × head size).
+    /// Layer l's cache: its keys (rotated) and values, key/value heads × (held × head size),
+    /// positions cache(l).first() … positions() − 1 (from 0 unless the layer has a window).
     const KeyValueCache<T>& cache(Index l) const {
         detail::check_index("Decoder::cache", "layer", l, Index(caches_.size()));
         return caches_[std::size_t(l)];
+    }
+    /// Bytes of layer l's key/value cache: flat in the text's length for a sliding layer
+    /// (KeyValueCache::bytes).
+    std::size_t cache_bytes(Index l) const { return cache(l).bytes(); }
+    /// Bytes of every layer's key/value cache together.
+    std::size_t cache_bytes() const {
+        std::size_t total = 0;
+        for (const KeyValueCache<T>& cache : caches_) total += cache.bytes();
+        return total;
     }
 
     /// Appends ids at positions positions() … positions() + n − 1 (a prompt, or any number of
@@ -122,6 +147,9 @@ public:
             std::swap(pass_result.workspace, result.workspace);
             std::swap(pass_result.attention.layers_, result.attention);
         };
+        const Index n = static_cast<Index>(ids.size());
+        // A sliding layer's storage: the window before these positions, then room for them.
+        for (KeyValueCache<T>& cache : caches_) cache.make_room(n);
         lend();
         try {
             detail::FastForward<T>(*model_, ids, forward_, pass_result, setup).run(options.threads.kept(), available);
@@ -130,7 +158,11 @@ public:
             throw;
         }
         lend();
-        for (KeyValueCache<T>& cache : caches_) cache.extend(static_cast<Index>(ids.size()));
+        for (KeyValueCache<T>& cache : caches_) {
+            cache.extend(n);
+            cache.settle();  // back to O(window) after a long append
+        }
+        visible_rows(n, options.keep_attention, result.visible);
     }
 
     /// Appends one token: its logits (1 × V), the scores of the token after it, and if asked
@@ -143,13 +175,35 @@ public:
         append_into(one_id_, options, result);
     }
 
-    /// Forgets positions `positions` … (to continue the same prefix differently).
+    /// Forgets positions `positions` … (to continue the same prefix differently). With a sliding
+    /// layer, only back to where its cache still holds the window the next position sees (about
+    /// one position back after a step): argument_error otherwise, with nothing changed.
     void truncate(Index positions) {
+        for (const KeyValueCache<T>& cache : caches_)
+            if (positions > 0 && positions <= cache.size() && cache.window() > 0 &&
+                std::max<Index>(0, positions - cache.window() + 1) < cache.first())
+                throw argument_error(detail::message("Decoder::truncate: positions = ", positions,
+                                                     " needs the keys from position ", positions - cache.window() + 1,
+                                                     " on; a sliding layer's cache (window ", cache.window(),
+                                                     ") holds ", cache.first(), " … ", cache.size() - 1));
         for (KeyValueCache<T>& cache : caches_) cache.truncate(positions);
     }
     void reset() { truncate(0); }
 
 private:
+    /// visible: per layer, the positions each of the n newest rows could see (DecodeResult::visible),
+    /// or nothing without kept attention.
+    void visible_rows(Index n, bool keep, std::vector<std::vector<KeyRange>>& visible) const {
+        visible.resize(keep ? caches_.size() : 0);
+        for (std::size_t l = 0; l < visible.size(); ++l) {
+            const Index window = model_->settings().layer(Index(l)).window, first = positions() - n;
+            visible[l].resize(std::size_t(n));
+            for (Index i = 0; i < n; ++i)
+                visible[l][std::size_t(i)] = {window > 0 ? std::max<Index>(0, first + i - window + 1) : 0,
+                                              first + i + 1};
+        }
+    }
+
     const Model<T>* model_;
     ForwardOptions forward_;                // its ablation, set once
     std::vector<KeyValueCache<T>> caches_;  // per layer

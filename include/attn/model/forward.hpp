@@ -638,9 +638,10 @@ private:
         KeyValueCache<T>& cache = (*caches_)[l];
         const auto keys = keys_of(qkv, rows);
         const auto values = values_of(qkv, rows);
+        const Index row = p0_ + rows.first - cache.origin();  // a sliding layer's storage starts past 0
         for (Index g = first_group; g < last_group; ++g) {
-            cache.key_rows(g).middleRows(p0_ + rows.first, rows.count()) = keys.middleCols(g * d, d);
-            cache.value_rows(g).middleRows(p0_ + rows.first, rows.count()) = values.middleCols(g * d, d);
+            cache.key_rows(g).middleRows(row, rows.count()) = keys.middleCols(g * d, d);
+            cache.value_rows(g).middleRows(row, rows.count()) = values.middleCols(g * d, d);
         }
     }
 
@@ -666,10 +667,13 @@ private:
         options.scale = T(settings_.score_scale(Index(l)));
         options.window = settings_.layer(Index(l)).window;
         options.score_cap = T(settings_.layer(Index(l)).score_cap);
+        // A sliding layer's cache holds positions from its origin on: the kernel numbers keys from
+        // there, and the query positions with them (its masks depend on their differences only).
+        const Index origin = caches_ ? (*caches_)[l].origin() : 0;
         const Index keys = p0_ + rows.last;  // what the last of these rows sees
-        FusedProblem<T> problem = fused_problem(last_head - first_head, rows.count(), keys, d, d, options);
+        FusedProblem<T> problem = fused_problem(last_head - first_head, rows.count(), keys - origin, d, d, options);
         problem.key_value_heads = (last_head - first_head) / group;
-        problem.first_position = p0_ + rows.first;
+        problem.first_position = p0_ + rows.first - origin;
         problem.first_row = p0_ + rows.first;  // errors name the position and head, whichever thread finds them
         problem.first_head = first_head;
         problem.memory = &memory;
@@ -697,15 +701,17 @@ private:
         problem.output_head_stride = d;
         if (!kept_.empty()) {
             const Index columns = p0_ + n_;
-            problem.weights = kept_[l].head(first_head).data() + rows.first * columns;
+            problem.weights = kept_[l].head(first_head).data() + rows.first * columns + origin;
             problem.weights_row_stride = columns;
             problem.weights_head_stride = n_ * columns;
             problem.weights_zeroed = weights_zeroed_;
-            // The kernel writes these rows up to the keys they see; reused storage past them
-            // may hold anything (the caller's), and causal attention puts exact zeros there.
-            if (!weights_zeroed_ && keys < columns)
-                for (Index h = first_head; h < last_head; ++h)
+            // The kernel writes these rows from the cache's origin up to the keys they see; reused
+            // storage outside may hold anything (the caller's), and masked weights are exact zeros.
+            if (!weights_zeroed_)
+                for (Index h = first_head; h < last_head; ++h) {
                     kept_[l].head(h).block(rows.first, keys, rows.count(), columns - keys).setZero();
+                    kept_[l].head(h).block(rows.first, 0, rows.count(), origin).setZero();
+                }
         }
         if (!log_sum_exp_.empty()) {  // this share's rows, for attention_rows afterwards
             eigen_assert(first_head == 0 && last_head == settings_.heads);

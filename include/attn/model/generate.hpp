@@ -61,6 +61,9 @@ struct GenerationResult {
     /// Per written token k, per layer, heads × (1 × (prompt + k)): the attention row of the
     /// position whose logits chose it (the prompt's last for the first token), if kept.
     std::vector<std::vector<AttentionWeights<T>>> attention;
+    /// Per written token k, per layer, if attention is kept: the positions that row could see,
+    /// first … last − 1 (a sliding layer's window; outside it the row's 0s mean unreachable).
+    std::vector<std::vector<KeyRange>> visible;
     StopReason stop = StopReason::end;
     double prefill_milliseconds = 0.0;  ///< the prompt's forward pass, wall-clock time
     /// The mean wall-clock time of the steps after it (a step per written token but the last),
@@ -125,7 +128,12 @@ GenerationResult<T> generate(const Model<T>& model, const std::vector<int>& prom
         const int id = sampler.next(logits);
         out.ids.push_back(id);
         out.probabilities.push_back(token_probability(logits, id));
-        if (options.keep_attention) out.attention.push_back(detail::last_attention_row(next.attention));
+        if (options.keep_attention) {
+            out.attention.push_back(detail::last_attention_row(next.attention));
+            std::vector<KeyRange> seen;  // each layer's range for the last row
+            for (const std::vector<KeyRange>& layer : next.visible) seen.push_back(layer.back());
+            out.visible.push_back(std::move(seen));
+        }
         if (options.stop_at_end && id == s.end_token) {
             out.stop = StopReason::end;
             break;

@@ -429,4 +429,12 @@ inline std::vector<std::vector<bool>> silenced_heads(const char* function, const
 
 }  // namespace detail
 
+/// Each layer's sliding window (LayerDescription::window; 0 for a full layer), one per layer:
+/// what the views and the head scores take to tell unreachable keys from unattended ones.
+inline std::vector<Index> layer_windows(const ModelSettings& settings) {
+    std::vector<Index> windows;
+    for (Index l = 0; l < settings.layers; ++l) windows.push_back(settings.layer(l).window);
+    return windows;
+}
+
 }  // namespace attn

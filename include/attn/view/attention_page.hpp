@@ -9,6 +9,9 @@
 //   - matrix view: one head with tokens on both axes, values on hover, and the even spread
 //     (1/(i+1) on each of the i + 1 visible keys) as a baseline to compare against;
 //   - beside them, the next-token probabilities at the selected position, if given.
+// With PageOptions::windows, a sliding layer's keys before a row's window are drawn as
+// unreachable (a pale apricot, its own legend entry and readout), not as zero attention (dark
+// purple): the query could not see them. The even spread there is 1/(visible keys).
 // Arrow keys move the selected position. Heatmaps are drawn on canvases (one pixel block per
 // cell, max-pooled when there are more positions than pixels), so thousands of positions
 // stay usable. Colours: viridis for weights, blue–white–vermillion for differences.
@@ -85,6 +88,11 @@ struct PageOptions {
     HeadId open_head{};                               ///< head the head and matrix views open with (0-based)
     PageView view = PageView::model;                  ///< view shown when the page opens
     WeightEncoding encoding = WeightEncoding::automatic;
+    /// Empty, or one per layer: the layer's sliding window (LayerDescription::window; 0: none;
+    /// layer_windows(settings) gives a model's).
+    /// Row i of a layer with window w sees keys i − w + 1 … i; the page shows the keys before
+    /// as unreachable, and their weights must be 0 (argument_error otherwise).
+    std::vector<Index> windows;
 };
 
 namespace detail {
@@ -166,9 +174,15 @@ bool check_page_inputs(const std::vector<std::string>& tokens, const std::vector
     if (n == 0) throw shape_error(message(function, ": tokens is empty; a page needs at least one position"));
     if (layers.empty()) throw shape_error(message(function, ": layers is empty; a page needs at least one layer"));
     const Index heads = layers.front().heads();
+    if (!options.windows.empty() && options.windows.size() != layers.size())
+        throw shape_error(message(function, ": options.windows has ", options.windows.size(), " entries, expected ",
+                                  layers.size(), " (one per layer) or none"));
     bool lower = true;
     for (std::size_t l = 0; l < layers.size(); ++l) {
         const AttentionWeights<T>& layer = layers[l];
+        const Index window = options.windows.empty() ? 0 : options.windows[l];
+        if (window < 0)
+            throw argument_error(message(function, ": options.windows[", l, "] = ", window, " (0: none, or > 0)"));
         if (layer.heads() == 0 || layer.heads() != heads)
             throw shape_error(message(function, ": layer ", l, " has ", layer.heads(), " heads, expected ", heads,
                                       " (as layer 0), at least 1"));
@@ -184,6 +198,10 @@ bool check_page_inputs(const std::vector<std::string>& tokens, const std::vector
                         throw numeric_error(message(function, ": weight (layer ", l, ", head ", h, ", row ", i,
                                                     ", column ", j, ") = ", w, " is not in [0, 1]"));
                     if (j > i && w != 0) lower = false;
+                    if (window > 0 && j <= i - window && w != 0)
+                        throw argument_error(message(function, ": weight (layer ", l, ", head ", h, ", row ", i,
+                                                     ", column ", j, ") = ", w, " lies before the layer's window of ",
+                                                     window, " keys (options.windows)"));
                 }
     }
     if (!options.styles.empty() && static_cast<Index>(options.styles.size()) != n)
@@ -589,6 +607,12 @@ std::string attention_page(const std::vector<std::string>& tokens, const std::ve
         }
         data += ']';
     }
+    data += ",\"windows\":[";  // each layer's sliding window, 0: none
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+        if (l) data += ',';
+        data += std::to_string(options.windows.empty() ? 0 : options.windows[l]);
+    }
+    data += ']';
     const detail::EncodedWeights encoded = detail::encode_weights(layers, lower, encoding);
     const auto offsets = [&](const std::vector<std::size_t>& list) {
         data += '[';

@@ -39,6 +39,7 @@ figure canvas { display: block; image-rendering: pixelated; }
 .tokens .emphasis { color: #0072b2; }
 .tokens .marker { color: #555; font-style: italic; background: #eee; }
 .tokens .future { color: #bbb; background: none; }
+.tokens .outside { color: #a0896a; background: #fbe6c8; font-style: italic; }
 .tokens .selected { background: var(--select); font-weight: 700; }
 .tokens .top { outline: 2px solid var(--head-colour, #d55e00); outline-offset: -2px; font-weight: 700; }
 .tokens .predicted { text-decoration: underline dashed #cc79a7; text-underline-offset: 3px; }
@@ -70,7 +71,7 @@ inline constexpr const char* page_body = R"HTML(<header>
 <div id="head-area"><div id="queries" class="tokens"></div><canvas id="lines"></canvas><div id="keys" class="tokens"></div></div>
 </section>
 <section id="view-matrix" class="view">
-<div class="controls"><label>head <select id="head-select"></select></label><label><input type="checkbox" id="baseline"> compare with the even spread (weight − 1/(i+1))</label></div>
+<div class="controls"><label>head <select id="head-select"></select></label><label><input type="checkbox" id="baseline"> compare with the even spread (weight − 1/(keys visible to the row))</label></div>
 <div id="readout">&nbsp;</div>
 <canvas id="matrix"></canvas>
 <div class="legend-text" id="legend"></div>
@@ -90,6 +91,12 @@ const $ = (id) => document.getElementById(id);
 const data = JSON.parse($('attn-data').textContent);
 const n = data.positions, layers = data.layers, heads = data.heads, lower = data.storage === 'lower';
 const perHead = lower ? n * (n + 1) / 2 : n * n;
+// A sliding layer's row i sees keys i − w + 1 … i only: the keys before are unreachable, shown
+// in their own colour, never as zero attention.
+const windows = data.windows || new Array(layers).fill(0);
+const firstVisible = (l, i) => (windows[l] > 0 ? Math.max(0, i - windows[l] + 1) : 0);
+const outside = (l, i, j) => j < firstVisible(l, i);
+const visibleCount = (l, i) => visible(i) - firstVisible(l, i);
 const TOP = 5, WINDOW = 256, ROW = 18;
 const OKABE_ITO = ['#0072b2', '#d55e00', '#009e73', '#cc79a7', '#e69f00', '#56b4e9', '#f0e442', '#000000'];
 const headColour = (h) => OKABE_ITO[h % OKABE_ITO.length];
@@ -223,19 +230,24 @@ function ramp(stops) {
 const VIRIDIS = ramp(['#440154', '#482878', '#3e4989', '#31688e', '#26828e', '#1f9e89', '#35b779', '#6ece58', '#fde725']);
 const DIVERGING = ramp(['#0072b2', '#ffffff', '#d55e00']);
 const MASKED = [238, 238, 238];
+const OUTSIDE = [251, 230, 200];  // before a sliding window: unreachable, apart from 0 (dark purple) and masked (grey)
 
-// Max-pools head (l, h) into g × g cells (g ≤ n); NaN marks cells with no visible key.
-// With the baseline, each cell keeps the difference from the even spread largest in size.
+// Max-pools head (l, h) into g × g cells (g ≤ n); NaN marks cells with no key at or before
+// the query, −∞ cells whose every key is before a sliding window (unreachable). With the
+// baseline, each cell keeps the difference from the even spread largest in size.
 function pool(l, h, g, baseline) {
   const out = new Float32Array(g * g).fill(NaN);
   const { values, scale } = headData(l, h);
   for (let i = 0; i < n; ++i) {
-    const start = rowStart(i), m = visible(i), even = 1 / m, outRow = Math.floor((i * g) / n) * g;
-    for (let j = 0; j < m; ++j) {
+    const start = rowStart(i), m = visible(i), first = firstVisible(l, i), even = 1 / (m - first);
+    const outRow = Math.floor((i * g) / n) * g;
+    for (let c = outRow, last = first > 0 ? outRow + Math.floor(((first - 1) * g) / n) : outRow - 1; c <= last; ++c)
+      if (out[c] !== out[c]) out[c] = -Infinity;
+    for (let j = first; j < m; ++j) {
       let v = values[start + j] * scale;
       if (baseline) v -= even;
       const c = outRow + Math.floor((j * g) / n), old = out[c];
-      if (old !== old || (baseline ? Math.abs(v) > Math.abs(old) : v > old)) out[c] = v;
+      if (old !== old || old === -Infinity || (baseline ? Math.abs(v) > Math.abs(old) : v > old)) out[c] = v;
     }
   }
   return out;
@@ -248,6 +260,8 @@ for (let p = 0; p < n; ++p) {
   bucketLast[b] = Math.max(bucketLast[b], p);
 }
 const maskedCell = (r, c) => lower && bucketFirst[c] > bucketLast[r];
+// Whether every key of the cell is before the window of every query in it (layer l).
+const outsideCell = (l, r, c) => bucketLast[c] < firstVisible(l, bucketFirst[r]);
 // The model view's G × G canvas of head (l, h) from its thumbnail: no weights decoded.
 function thumbnailImage(l, h) {
   const codes = thumbnails[l * heads + h];
@@ -258,8 +272,9 @@ function thumbnailImage(l, h) {
   const px = image.data;
   for (let r = 0, c = 0; r < G; ++r)
     for (let col = 0; col < G; ++col, ++c) {
-      const masked = maskedCell(r, col), k = codes[c];
-      for (let ch = 0; ch < 3; ++ch) px[4 * c + ch] = masked ? MASKED[ch] : VIRIDIS[3 * k + ch];
+      const masked = maskedCell(r, col), unreachable = outsideCell(l, r, col), k = codes[c];
+      for (let ch = 0; ch < 3; ++ch)
+        px[4 * c + ch] = masked ? MASKED[ch] : unreachable ? OUTSIDE[ch] : VIRIDIS[3 * k + ch];
       px[4 * c + 3] = 255;
     }
   context.putImageData(image, 0, 0);
@@ -267,7 +282,7 @@ function thumbnailImage(l, h) {
 }
 function largestMagnitude(cells) {
   let most = 0;
-  for (const v of cells) if (v === v) most = Math.max(most, Math.abs(v));
+  for (const v of cells) if (v === v && v !== -Infinity) most = Math.max(most, Math.abs(v));
   return most || 1;
 }
 const imageCache = new Map();
@@ -285,8 +300,8 @@ function headImage(l, h, g, baseline) {
   const px = image.data;
   for (let c = 0; c < cells.length; ++c) {
     const v = cells[c];
-    let rgb = MASKED, table = null, k = 0;
-    if (v === v) {
+    let rgb = v === -Infinity ? OUTSIDE : MASKED, table = null, k = 0;
+    if (v === v && v !== -Infinity) {
       table = baseline ? DIVERGING : VIRIDIS;
       const t = baseline ? 0.5 + (0.5 * v) / most : v;
       k = Math.max(0, Math.min(255, Math.round(t * 255)));
@@ -318,11 +333,15 @@ function el(tag, attributes, text) {
 const figures = [];
 function buildModelView() {
   const grid = $('grid');
+  if (windows.some((w) => w > 0))
+    document.querySelector('#view-model .hint').textContent +=
+      ' Apricot: keys before a sliding layer\'s window, unreachable (not zero attention).';
   const size = Math.max(64, Math.min(140, Math.floor(880 / heads) - 14));
   grid.style.gridTemplateColumns = 'repeat(' + heads + ', ' + (size + 8) + 'px)';
   for (let l = 0; l < layers; ++l)
     for (let h = 0; h < heads; ++h) {
-      const figure = el('figure', { 'data-layer': l, 'data-head': h, title: 'layer ' + (l + 1) + ', head ' + (h + 1) });
+      const figure = el('figure', { 'data-layer': l, 'data-head': h, title: 'layer ' + (l + 1) + ', head ' + (h + 1) +
+        (windows[l] > 0 ? ', sliding window of ' + windows[l] + ' keys' : '') });
       figure.appendChild(el('figcaption', {}, label(l, h)));
       const canvas = el('canvas', { width: size, height: size });
       const context = canvas.getContext('2d');
@@ -373,7 +392,9 @@ function renderHeadView() {
   if (state.selected < state.windowStart || state.selected >= state.windowStart + WINDOW)
     state.windowStart = Math.max(0, Math.min(n - WINDOW, state.selected - WINDOW / 2));
   const start = state.windowStart, end = Math.min(n, start + WINDOW);
-  $('window-note').textContent = n > WINDOW ? 'positions ' + start + '–' + (end - 1) + ' of ' + n : '';
+  $('window-note').textContent = (n > WINDOW ? 'positions ' + start + '–' + (end - 1) + ' of ' + n : '') +
+    (windows[state.layer] > 0 ? (n > WINDOW ? ' · ' : '') + 'sliding window of ' + windows[state.layer] +
+      ' keys: the shaded keys are unreachable' : '');
   const queries = $('queries'), keys = $('keys');
   const top = new Set(state.highlighted), predicted = predictedTokens();
   const queryRows = [], keyRows = [];
@@ -384,9 +405,18 @@ function renderHeadView() {
     queryRows.push(q);
     const k = el('div', { 'data-index': i, class: tokenClass(i) }, data.tokens[i]);
     if (lower && i > state.selected) k.classList.add('future');
+    if (outside(state.layer, state.selected, i)) {
+      k.classList.add('outside');
+      k.dataset.outside = 'true';
+    }
     if (top.has(i)) k.classList.add('top');
     if (predicted.has(data.tokens[i])) k.classList.add('predicted');
     k.addEventListener('mouseenter', () => {
+      if (outside(state.layer, state.selected, i)) {
+        k.title = 'unreachable: before layer ' + (state.layer + 1) + "'s window of " + windows[state.layer] +
+          ' keys (not zero attention)';
+        return;
+      }
       k.title = state.shown.map((on, h) => (on ? label(state.layer, h) + ' ' + weight(state.layer, h, state.selected, i).toFixed(4) : null)).filter((s) => s).join('\n');
     });
     keyRows.push(k);
@@ -454,11 +484,16 @@ function buildMatrixControls() {
 function renderReadout() {
   const out = $('readout');
   if (!state.hover) { out.textContent = 'hover a cell for its weight; click to select its row'; return; }
-  const [i, j, w] = state.hover, even = 1 / visible(i);
+  const [i, j, w] = state.hover, count = visibleCount(state.layer, i), even = 1 / count;
   const text = 'query ' + i + ' ' + data.tokens[i] + ' → key ' + j + ' ' + data.tokens[j] + ': ';
   if (lower && j > i) { out.textContent = text + 'masked (a later position)'; return; }
+  if (outside(state.layer, i, j)) {
+    out.textContent = text + 'unreachable: before the sliding window of ' + windows[state.layer] +
+      ' keys (not zero attention)';
+    return;
+  }
   const difference = w - even;
-  out.textContent = text + 'weight ' + w.toFixed(4) + ' · even spread 1/' + visible(i) + ' = ' + even.toFixed(4) +
+  out.textContent = text + 'weight ' + w.toFixed(4) + ' · even spread 1/' + count + ' = ' + even.toFixed(4) +
     ' · difference ' + (difference >= 0 ? '+' : '') + difference.toFixed(4);
 }
 function renderMatrixView() {
@@ -504,9 +539,12 @@ function renderMatrixView() {
   context.lineWidth = 2;
   const rowTop = margin + (state.selected * size) / n;
   context.strokeRect(margin - 1, rowTop - 1, size + 2, Math.max(1, size / n) + 2);
+  const windowNote = windows[state.layer] > 0
+    ? '; apricot: unreachable, before the sliding window of ' + windows[state.layer] + ' keys (not zero attention)'
+    : '';
   $('legend').textContent = state.baseline
-    ? 'blue: below the even spread, vermillion: above it; full colour at ±' + image.most.toFixed(3) + '; grey: masked'
-    : 'viridis: 0 (dark purple) to 1 (yellow); grey: masked' + (n > g ? '; each pixel shows the largest of ' + (n / g).toFixed(1) + '² weights' : '');
+    ? 'blue: below the even spread, vermillion: above it; full colour at ±' + image.most.toFixed(3) + '; grey: masked' + windowNote
+    : 'viridis: 0 (dark purple) to 1 (yellow); grey: masked' + windowNote + (n > g ? '; each pixel shows the largest of ' + (n / g).toFixed(1) + '² weights' : '');
   renderReadout();
 }
 
@@ -574,12 +612,12 @@ timings.total = performance.now() - started;
 
 window.attnViewer = {
   data: { title: data.title, tokens: data.tokens, styles: data.styles, layers, heads, positions: n,
-          storage: data.storage, encoding: data.encoding, next: data.next },
+          storage: data.storage, encoding: data.encoding, next: data.next, windows },
   state: () => ({ selected: state.selected, layer: state.layer, head: state.head, view: state.view,
                   baseline: state.baseline, shown: state.shown.slice(), highlighted: state.highlighted.slice(),
                   hover: state.hover, windowStart: state.windowStart }),
   timings,
-  weight, row, topKeys, select, openHead, show,
+  weight, row, topKeys, select, openHead, show, outside, firstVisible,
   head: (l, h) => { const out = []; for (let i = 0; i < n; ++i) out.push(row(l, h, i)); return out; },
   // Where cell (i, j) of the matrix view lies on its canvas, in CSS pixels from the top left.
   matrixCell: (i, j) => { const { size, margin } = matrixLayout(); return [margin + ((j + 0.5) * size) / n, margin + ((i + 0.5) * size) / n]; },
