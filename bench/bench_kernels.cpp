@@ -313,7 +313,7 @@ void rows_benchmark(benchmark::State& state) {
     for (Index i = n - rows; i < n; ++i) chosen.push_back(i);
     attn::WeightRowsResult<float> rows_result;
     for (auto _ : state) {
-        attn::attention_weights_rows_into(q, k, pass.log_sum_exp, {}, chosen, {}, options, rows_result);
+        attn::attention_rows_into(q, k, pass.log_sum_exp, {}, chosen, {}, options, rows_result);
         benchmark::DoNotOptimize(rows_result.weights.data());
         benchmark::ClobberMemory();
     }

@@ -244,10 +244,9 @@ TEST_CASE("a result passed again: a repeated call allocates nothing, on kept wor
 
         attn::WeightRowsResult<float> rows;
         const std::vector<Index> chosen_heads = {0, 3}, chosen_rows = {5, 599, 300};
-        attn::attention_weights_rows_into(q, k, result.log_sum_exp, chosen_heads, chosen_rows, {}, options, rows);
+        attn::attention_rows_into(q, k, result.log_sum_exp, chosen_heads, chosen_rows, {}, options, rows);
         CHECK(attn::test::allocations_in([&] {
-                  attn::attention_weights_rows_into(q, k, result.log_sum_exp, chosen_heads, chosen_rows, {}, options,
-                                                    rows);
+                  attn::attention_rows_into(q, k, result.log_sum_exp, chosen_heads, chosen_rows, {}, options, rows);
               }) == 0);
     });
     // the counter counts: a fresh result allocates

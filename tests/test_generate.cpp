@@ -85,7 +85,7 @@ TEST_CASE_TEMPLATE("generate: each written token keeps the attention row that ch
     const std::vector<int> prompt =
         attn::store::prompt_ids(model, "double chaise patio furniture cover", "protect your");
     attn::GenerationOptions options;
-    options.keep_attention = true;
+    options.decode.keep_attention = true;
     options.max_tokens = 12;
     const attn::GenerationResult<T> written = attn::generate(model, prompt, options);
     REQUIRE(written.ids.size() == 12);
@@ -186,12 +186,12 @@ TEST_CASE("generate threads: 1, 2 started and 2 kept threads write the same toke
                                                             "protect your outdoor patio furniture from harsh");
     attn::GenerationOptions options;
     options.max_tokens = 12;
-    options.keep_attention = true;
+    options.decode.keep_attention = true;
     const attn::GenerationResult<float> one = attn::generate(model, prompt, options);
-    options.threads = 2;
+    options.decode.threads = 2;
     const attn::GenerationResult<float> started = attn::generate(model, prompt, options);
     attn::Workers workers(2);
-    options.threads = workers;
+    options.decode.threads = workers;
     const attn::GenerationResult<float> kept = attn::generate(model, prompt, options);
     for (const attn::GenerationResult<float>* other : {&started, &kept}) {
         CHECK(other->ids == one.ids);

@@ -206,7 +206,7 @@ TEST_CASE("16-bit weights: a model stored in 16 bits gives the float model's log
         attn::GenerationOptions generation;
         generation.max_tokens = 6;
         generation.stop_at_end = false;
-        generation.threads = two;
+        generation.decode.threads = two;
         const std::vector<int> prompt(ids.begin(), ids.begin() + 3);
         const auto expected = attn::generate(as_float, prompt, generation);
         const auto actual = attn::generate(as_16_bit, prompt, generation);

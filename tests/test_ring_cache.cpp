@@ -313,7 +313,7 @@ TEST_CASE_TEMPLATE("Ring cache: rows on demand and generation say which position
     }
 
     attn::GenerationOptions generation;
-    generation.keep_attention = true;
+    generation.decode.keep_attention = true;
     generation.max_tokens = 30;
     generation.stop_at_end = false;
     const attn::GenerationResult<T> written = attn::generate(model, {ids.begin(), ids.begin() + 12}, generation);

@@ -57,7 +57,7 @@ struct Routes {
         options.keep_weights = true;
         weights_path = attn::attend_heads(q, k, v, options).weights;
         options.keep_weights = false;
-        on_demand = attn::attention_weights_rows(q, k, lse, {}, {}, {}, options).weights;
+        on_demand = attn::attention_rows(q, k, lse, {}, {}, {}, options).weights;
     }
 };
 
@@ -84,10 +84,10 @@ TEST_CASE_TEMPLATE("weights on demand equal the weights path on many shapes, fro
                 REQUIRE(streamed.log_sum_exp.rows() == 3);
                 REQUIRE(streamed.log_sum_exp.cols() == n);
                 options.keep_weights = false;
-                check_close(attn::attention_weights_rows(q, k, streamed.log_sum_exp, {}, {}, {}, options).weights,
+                check_close(attn::attention_rows(q, k, streamed.log_sum_exp, {}, {}, {}, options).weights,
                             exact.weights, tolerance<T>());
-                check_close(attn::attention_weights_rows(q, k, exact.log_sum_exp, {}, {}, {}, options).weights,
-                            exact.weights, tolerance<T>());
+                check_close(attn::attention_rows(q, k, exact.log_sum_exp, {}, {}, {}, options).weights, exact.weights,
+                            tolerance<T>());
             }
 }
 
@@ -101,7 +101,7 @@ TEST_CASE_TEMPLATE("weights on demand: chosen heads, rows and a tile of keys, af
     const auto exact = attn::attend_heads(q, k, v, options);
     const std::vector<Index> heads = {3, 1}, rows = {149, 0, 77, 96};
     const attn::KeyRange range{60, 140};
-    const auto tile = attn::attention_weights_rows(q, k, exact.log_sum_exp, heads, rows, range, options).weights;
+    const auto tile = attn::attention_rows(q, k, exact.log_sum_exp, heads, rows, range, options).weights;
     REQUIRE(tile.heads() == 2);
     REQUIRE(tile.rows() == 4);
     REQUIRE(tile.cols() == 80);
@@ -137,7 +137,7 @@ TEST_CASE("weights on demand: the log-sum-exp matches a double loop, and one hea
     }
     options.keep_weights = true;
     const auto exact = attn::attention(q, k, v, options);
-    const attn::Matrix<float> rows = attn::attention_weights_rows(q, k, streamed.log_sum_exp, {0, 199, 100});
+    const attn::Matrix<float> rows = attn::attention_rows(q, k, streamed.log_sum_exp, {0, 199, 100});
     for (Index j = 0; j < n; ++j) {
         CHECK(rows(0, j) == doctest::Approx(exact.weights(0, j)).epsilon(1e-6));
         CHECK(rows(1, j) == doctest::Approx(exact.weights(199, j)).epsilon(1e-6));
@@ -200,30 +200,29 @@ TEST_CASE("weights on demand: a custom mask on the plain path") {
     options.keep_weights = true;
     options.keep_log_sum_exp = true;
     const auto exact = attn::attend_heads(q, k, v, options);
-    check_close(attn::attention_weights_rows(q, k, exact.log_sum_exp, {}, {}, {}, options).weights, exact.weights,
+    check_close(attn::attention_rows(q, k, exact.log_sum_exp, {}, {}, {}, options).weights, exact.weights,
                 tolerance<float>());
 }
 
 TEST_CASE("weights on demand: bad rows, heads, key ranges, log-sum-exps and storage are attn:: errors") {
     const auto q = random_stack<float>(2, 10, 32, 1), k = random_stack<float>(2, 10, 32, 2);
     const attn::Matrix<float> lse = attn::Matrix<float>::Zero(2, 10);
-    CHECK_THROWS_WITH_AS(attn::attention_weights_rows(q, k, lse, {}, {10}), doctest::Contains("row = 10"),
+    CHECK_THROWS_WITH_AS(attn::attention_rows(q, k, lse, {}, {10}), doctest::Contains("row = 10"),
                          attn::argument_error);
-    CHECK_THROWS_WITH_AS(attn::attention_weights_rows(q, k, lse, {2}, {}), doctest::Contains("head = 2"),
-                         attn::argument_error);
-    CHECK_THROWS_WITH_AS(attn::attention_weights_rows(q, k, lse, {}, {}, attn::KeyRange{4, 11}),
+    CHECK_THROWS_WITH_AS(attn::attention_rows(q, k, lse, {2}, {}), doctest::Contains("head = 2"), attn::argument_error);
+    CHECK_THROWS_WITH_AS(attn::attention_rows(q, k, lse, {}, {}, attn::KeyRange{4, 11}),
                          doctest::Contains("key range [4, 11)"), attn::argument_error);
-    CHECK_THROWS_AS(attn::attention_weights_rows(q, k, lse, {}, {}, attn::KeyRange{5, 5}), attn::argument_error);
-    CHECK_THROWS_WITH_AS(
-        attn::attention_weights_rows(q, k, attn::Matrix<float>(attn::Matrix<float>::Zero(2, 9)), {}, {}),
-        doctest::Contains("log_sum_exp is 2 × 9, expected heads × queries = 2 × 10"), attn::shape_error);
+    CHECK_THROWS_AS(attn::attention_rows(q, k, lse, {}, {}, attn::KeyRange{5, 5}), attn::argument_error);
+    CHECK_THROWS_WITH_AS(attn::attention_rows(q, k, attn::Matrix<float>(attn::Matrix<float>::Zero(2, 9)), {}, {}),
+                         doctest::Contains("log_sum_exp is 2 × 9, expected heads × queries = 2 × 10"),
+                         attn::shape_error);
     attn::WeightRowsResult<float> wrong;
     wrong.weights = attn::HeadStack<float>(1, 1, 1);
-    CHECK_THROWS_WITH_AS(attn::attention_weights_rows_into(q, k, lse, {}, {}, {}, {}, wrong),
+    CHECK_THROWS_WITH_AS(attn::attention_rows_into(q, k, lse, {}, {}, {}, {}, wrong),
                          doctest::Contains("weights storage is 1 × (1 × 1), expected 2 × (10 × 10)"),
                          attn::shape_error);
     attn::Matrix<float> nan_lse = lse;
     nan_lse(1, 3) = std::numeric_limits<float>::quiet_NaN();
-    CHECK_THROWS_WITH_AS(attn::attention_weights_rows(q, k, nan_lse, {1}, {3}), doctest::Contains("row 3"),
+    CHECK_THROWS_WITH_AS(attn::attention_rows(q, k, nan_lse, {1}, {3}), doctest::Contains("row 3"),
                          attn::argument_error);
 }

@@ -461,14 +461,13 @@ TEST_CASE_TEMPLATE("sliding window and cap: weights on demand from the kept log-
             const attn::HeadsResult<T> exact = attn::attend_heads(q, k, v, options);
             options.keep_weights = false;
             // whole rows, every head
-            const HeadStack<T> rows =
-                attn::attention_weights_rows(q, k, streamed.log_sum_exp, {}, {}, {}, options).weights;
+            const HeadStack<T> rows = attn::attention_rows(q, k, streamed.log_sum_exp, {}, {}, {}, options).weights;
             CHECK(sliding::stack_difference(rows, exact.weights) < relative);
             // a tile of keys across the window's start, chosen rows and heads
             const std::vector<Index> heads = {2, 0}, chosen = {229, 0, 120, 96};
             const attn::KeyRange range{150, 250};
             const HeadStack<T> tile =
-                attn::attention_weights_rows(q, k, exact.log_sum_exp, heads, chosen, range, options).weights;
+                attn::attention_rows(q, k, exact.log_sum_exp, heads, chosen, range, options).weights;
             double worst = 0;
             for (Index a = 0; a < 2; ++a)
                 for (Index b = 0; b < 4; ++b)
@@ -530,8 +529,8 @@ TEST_CASE("sliding window and cap: bad values are argument_errors naming them, o
             CHECK_THROWS_WITH_AS(attn::attention_statistics(heads, heads, o), doctest::Contains(named),
                                  attn::argument_error);
             o.statistics = nullptr;
-            CHECK_THROWS_WITH_AS(attn::attention_weights_rows(heads, heads, lse, {}, {}, {}, o),
-                                 doctest::Contains(named), attn::argument_error);
+            CHECK_THROWS_WITH_AS(attn::attention_rows(heads, heads, lse, {}, {}, {}, o), doctest::Contains(named),
+                                 attn::argument_error);
         }
     };
     every_entry(sliding::windowed<float>(-1, 0.0), "window must be ≥ 0");

@@ -81,7 +81,7 @@ Arguments parse(int argc, char** argv) {
         } else if (line.is("--ids")) {
             a.ids = line.value();
         } else if (line.is("--threads")) {
-            a.options.threads = int(line.count());
+            a.options.decode.threads = int(line.count());
         } else if (line.is("--seed")) {
             a.options.sampling.seed = std::uint64_t(line.count());
         } else if (line.is("--temperature")) {
@@ -178,9 +178,10 @@ int main(int argc, char** argv) {
     return store::report_errors("generate", [&] {
         const auto model = store::load_model<float>(store::model_directory(arguments.model));
         attn::GenerationOptions options = arguments.options;
-        options.keep_attention = true;
+        options.decode.keep_attention = true;
         std::optional<attn::Workers> workers;  // kept: a thread started for every token would cost more than it saves
-        if (options.threads.count() != 1) options.threads = workers.emplace(options.threads.count());
+        if (options.decode.threads.count() != 1)
+            options.decode.threads = workers.emplace(options.decode.threads.count());
         const std::vector<int> prompt = store::text_ids(model, store::text_flag(arguments.text, arguments.file),
                                                         arguments.ids, arguments.name, arguments.description, true);
         const attn::GenerationResult<float> written = [&] {

@@ -77,7 +77,7 @@ struct AttentionOptions {
     /// step-by-step path: full scores matrix, masks, softmax, weights · values.
     bool fused = true;
     /// Return each query row's log Σ exp(score) over its visible keys, (heads × queries):
-    /// O(positions), and what attention_weights_rows (weights_on_demand.hpp) needs to give
+    /// O(positions), and what attention_rows (weights_on_demand.hpp) needs to give
     /// any rows' exact weights afterwards.
     bool keep_log_sum_exp = false;
     /// If set, measure every head's rows (head_statistics.hpp); on the streaming path

@@ -34,7 +34,7 @@ struct KeyRange {
     Index last = -1;
 };
 
-/// attention_weights_rows's result: weights, chosen heads × (chosen rows × range width), and
+/// attention_rows's result: weights, chosen heads × (chosen rows × range width), and
 /// the `_into` call's memory for the next call.
 template <class T>
 struct WeightRowsResult {
@@ -227,10 +227,10 @@ DemandShape<T> demand_shape(const char* function, Index queries, Index keys, Ind
 /// rows mean all of them. result.weights must be empty (then it is allocated) or of that shape;
 /// a repeated call of the same shape into the same result allocates nothing.
 template <class T>
-void attention_weights_rows_into(const HeadStack<T>& queries, const HeadStack<T>& keys, const Matrix<T>& log_sum_exp,
-                                 const std::vector<Index>& chosen_heads, const std::vector<Index>& chosen_rows,
-                                 KeyRange range, const AttentionOptions<T>& options, WeightRowsResult<T>& result) {
-    const char* function = "attention_weights_rows";
+void attention_rows_into(const HeadStack<T>& queries, const HeadStack<T>& keys, const Matrix<T>& log_sum_exp,
+                         const std::vector<Index>& heads, const std::vector<Index>& rows, KeyRange range,
+                         const AttentionOptions<T>& options, WeightRowsResult<T>& result) {
+    const char* function = "attention_rows";
     if (queries.empty() || keys.empty())
         throw shape_error(detail::message(function, ": queries and keys must not be empty"));
     if (keys.heads() != queries.heads() || keys.cols() != queries.cols())
@@ -241,34 +241,34 @@ void attention_weights_rows_into(const HeadStack<T>& queries, const HeadStack<T>
         throw shape_error(detail::message(function, ": log_sum_exp is ", log_sum_exp.rows(), " × ", log_sum_exp.cols(),
                                           ", expected heads × queries = ", queries.heads(), " × ", queries.rows()));
     std::vector<Index> all_heads, all_rows;
-    const std::vector<Index>& heads = detail::all_if_empty(chosen_heads, queries.heads(), all_heads);
-    const std::vector<Index>& rows = detail::all_if_empty(chosen_rows, queries.rows(), all_rows);
-    for (Index h : heads) detail::check_index(function, "head", h, queries.heads());
-    detail::check_demand(function, rows, range, queries.rows(), keys.rows());
+    const std::vector<Index>& head_list = detail::all_if_empty(heads, queries.heads(), all_heads);
+    const std::vector<Index>& row_list = detail::all_if_empty(rows, queries.rows(), all_rows);
+    for (Index h : head_list) detail::check_index(function, "head", h, queries.heads());
+    detail::check_demand(function, row_list, range, queries.rows(), keys.rows());
     const detail::DemandShape<T> shape =
         detail::demand_shape(function, queries.rows(), keys.rows(), queries.cols(), range, options);
     HeadStack<T>& out = result.weights;
-    detail::reuse_storage(function, "weights", out, Index(heads.size()), Index(rows.size()), range.last - range.first);
-    detail::visible_keys(shape, rows, result.visible);
+    detail::reuse_storage(function, "weights", out, Index(head_list.size()), Index(row_list.size()),
+                          range.last - range.first);
+    detail::visible_keys(shape, row_list, result.visible);
     AttentionWorkspace<T>& memory = result.workspace;
-    for (std::size_t a = 0; a < heads.size(); ++a) {
-        const Index h = heads[a];
+    for (std::size_t a = 0; a < head_list.size(); ++a) {
+        const Index h = head_list[a];
         const detail::DemandHead<T> head{{queries.head(h).data(), queries.cols()},
                                          {keys.head(h).data(), keys.cols()},
                                          log_sum_exp.data() + h * log_sum_exp.cols()};
-        detail::demand_head(function, shape, head, rows, out.head(Index(a)).data(), out.cols(), memory);
+        detail::demand_head(function, shape, head, row_list, out.head(Index(a)).data(), out.cols(), memory);
     }
 }
 
-/// attention_weights_rows_into into a fresh result: weights heads.size() × (rows.size() ×
+/// attention_rows_into into a fresh result: weights heads.size() × (rows.size() ×
 /// range width).
 template <class T>
-WeightRowsResult<T> attention_weights_rows(const HeadStack<T>& queries, const HeadStack<T>& keys,
-                                           const Matrix<T>& log_sum_exp, const std::vector<Index>& heads,
-                                           const std::vector<Index>& rows, KeyRange range = {},
-                                           const AttentionOptions<T>& options = {}) {
+WeightRowsResult<T> attention_rows(const HeadStack<T>& queries, const HeadStack<T>& keys, const Matrix<T>& log_sum_exp,
+                                   const std::vector<Index>& heads, const std::vector<Index>& rows, KeyRange range = {},
+                                   const AttentionOptions<T>& options = {}) {
     WeightRowsResult<T> result;
-    attention_weights_rows_into(queries, keys, log_sum_exp, heads, rows, range, options, result);
+    attention_rows_into(queries, keys, log_sum_exp, heads, rows, range, options, result);
     result.workspace = {};  // the numbers, not the call's memory
     return result;
 }
@@ -276,10 +276,9 @@ WeightRowsResult<T> attention_weights_rows(const HeadStack<T>& queries, const He
 /// One head: queries (queries × d), keys (keys × d), log_sum_exp (1 × queries) as attention()
 /// returned it → (rows.size() × range width); empty rows mean all of them.
 template <class T>
-Matrix<T> attention_weights_rows(const Matrix<T>& queries, const Matrix<T>& keys, const Matrix<T>& log_sum_exp,
-                                 const std::vector<Index>& chosen_rows, KeyRange range = {},
-                                 const AttentionOptions<T>& options = {}) {
-    const char* function = "attention_weights_rows";
+Matrix<T> attention_rows(const Matrix<T>& queries, const Matrix<T>& keys, const Matrix<T>& log_sum_exp,
+                         const std::vector<Index>& rows, KeyRange range = {}, const AttentionOptions<T>& options = {}) {
+    const char* function = "attention_rows";
     detail::check_not_empty(function, "queries", queries);
     detail::check_not_empty(function, "keys", keys);
     detail::check_cols(function, "keys", keys, queries.cols(), "keys must be as wide as queries");
@@ -287,16 +286,16 @@ Matrix<T> attention_weights_rows(const Matrix<T>& queries, const Matrix<T>& keys
         throw shape_error(detail::message(function, ": log_sum_exp is ", log_sum_exp.rows(), " × ", log_sum_exp.cols(),
                                           ", expected 1 × ", queries.rows()));
     std::vector<Index> all_rows;
-    const std::vector<Index>& rows = detail::all_if_empty(chosen_rows, queries.rows(), all_rows);
-    detail::check_demand(function, rows, range, queries.rows(), keys.rows());
+    const std::vector<Index>& row_list = detail::all_if_empty(rows, queries.rows(), all_rows);
+    detail::check_demand(function, row_list, range, queries.rows(), keys.rows());
     const detail::DemandShape<T> shape =
         detail::demand_shape(function, queries.rows(), keys.rows(), queries.cols(), range, options);
-    Matrix<T> out(Index(rows.size()), range.last - range.first);
+    Matrix<T> out(Index(row_list.size()), range.last - range.first);
     AttentionWorkspace<T> local;
     detail::demand_head(
         function, shape,
-        detail::DemandHead<T>{{queries.data(), queries.cols()}, {keys.data(), keys.cols()}, log_sum_exp.data()}, rows,
-        out.data(), out.cols(), local);
+        detail::DemandHead<T>{{queries.data(), queries.cols()}, {keys.data(), keys.cols()}, log_sum_exp.data()},
+        row_list, out.data(), out.cols(), local);
     return out;
 }
 

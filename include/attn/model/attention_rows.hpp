@@ -2,7 +2,8 @@
 // Chosen heads' rows of exact attention weights, after a forward pass that kept its
 // log-sum-exps (ForwardOptions::keep_log_sum_exp): the fast forward never stores a
 // (positions × positions) matrix, and this recomputes only the rows asked for
-// (core/weights_on_demand.hpp), equal to what keep_attention returns to float rounding.
+// (core/weights_on_demand.hpp, whose attention_rows overloads do the same over heads' own queries,
+// keys and log-sum-exps), equal to what keep_attention returns to float rounding.
 
 #include <vector>
 
@@ -22,7 +23,7 @@ namespace attn {
 /// Throws argument_error if the log-sum-exps were not kept or an index is out of range.
 template <class T>
 void attention_rows_into(const ModelSettings& settings, const ForwardResult<T>& result, Index layer,
-                         const std::vector<Index>& chosen_heads, const std::vector<Index>& chosen_rows, KeyRange range,
+                         const std::vector<Index>& heads, const std::vector<Index>& rows, KeyRange range,
                          WeightRowsResult<T>& out) {
     const char* function = "attention_rows";
     if (result.log_sum_exp.empty() || result.queries_keys.empty())
@@ -31,32 +32,32 @@ void attention_rows_into(const ModelSettings& settings, const ForwardResult<T>& 
     detail::check_index(function, "layer", layer, Index(result.log_sum_exp.size()));
     const Matrix<T>& lse = result.log_sum_exp[std::size_t(layer)];            // (H × n)
     const Matrix<T>& queries_keys = result.queries_keys[std::size_t(layer)];  // (n × (H + H_kv)·d)
-    const Index n = lse.cols(), d = settings.head_size, heads = settings.heads;
+    const Index n = lse.cols(), d = settings.head_size, head_count = settings.heads;
     const Index query_width = settings.query_width(), width = query_width + settings.key_value_width();
-    if (lse.rows() != heads || queries_keys.cols() != width)
+    if (lse.rows() != head_count || queries_keys.cols() != width)
         throw argument_error(detail::message(function, ": the result's layer ", layer, " has ", lse.rows(),
                                              " heads and queries | keys of width ", queries_keys.cols(),
-                                             "; these settings give ", heads, " and ", width));
-    const Index group = heads / settings.key_value_heads;
+                                             "; these settings give ", head_count, " and ", width));
+    const Index group = head_count / settings.key_value_heads;
     std::vector<Index> all_heads, all_rows;
-    const std::vector<Index>& chosen = detail::all_if_empty(chosen_heads, heads, all_heads);
-    const std::vector<Index>& rows = detail::all_if_empty(chosen_rows, n, all_rows);
-    for (Index h : chosen) detail::check_index(function, "head", h, heads);
-    detail::check_demand(function, rows, range, n, n);
+    const std::vector<Index>& head_list = detail::all_if_empty(heads, head_count, all_heads);
+    const std::vector<Index>& row_list = detail::all_if_empty(rows, n, all_rows);
+    for (Index h : head_list) detail::check_index(function, "head", h, head_count);
+    detail::check_demand(function, row_list, range, n, n);
     AttentionOptions<T> options;  // causal; the kept queries and keys are already rotated
     options.scale = T(settings.score_scale(layer));
     options.window = settings.layer(layer).window;
     options.score_cap = T(settings.layer(layer).score_cap);
     const detail::DemandShape<T> shape = detail::demand_shape(function, n, n, d, range, options);
-    detail::reuse_storage(function, "weights", out.weights, Index(chosen.size()), Index(rows.size()),
+    detail::reuse_storage(function, "weights", out.weights, Index(head_list.size()), Index(row_list.size()),
                           range.last - range.first);
-    detail::visible_keys(shape, rows, out.visible);
-    for (std::size_t a = 0; a < chosen.size(); ++a) {
-        const Index h = chosen[a];
+    detail::visible_keys(shape, row_list, out.visible);
+    for (std::size_t a = 0; a < head_list.size(); ++a) {
+        const Index h = head_list[a];
         const detail::DemandHead<T> head{{queries_keys.data() + h * d, width},
                                          {queries_keys.data() + query_width + (h / group) * d, width},
                                          lse.data() + h * n};
-        detail::demand_head(function, shape, head, rows, out.weights.head(Index(a)).data(), out.weights.cols(),
+        detail::demand_head(function, shape, head, row_list, out.weights.head(Index(a)).data(), out.weights.cols(),
                             out.workspace);
     }
 }

@@ -22,16 +22,20 @@
 
 namespace attn {
 
+/// generate's options. It runs a Decoder, so how each of its appends runs is a DecodeOptions,
+/// nested as `decode`, as HookOptions nests the ForwardOptions of its pass: an options struct of
+/// a call built on another holds that call's options, never copies of their fields.
 struct GenerationOptions {
     SamplingOptions sampling;      ///< greedy by default
     Index max_tokens = 0;          ///< the most tokens to write (0: until </s> or the context's end)
     bool stop_at_end = true;       ///< stop after writing the model's end token (ModelSettings::end_token)
-    bool keep_attention = false;   ///< keep each written token's attention rows (GenerationResult::attention)
-    std::vector<HeadId> ablate{};  ///< heads silenced at every position (as ForwardOptions::ablate)
-    /// Threads for the prompt's prefill and for each step (a step's products split by columns, see
-    /// DecodeOptions::threads); the written ids are the same for every choice. Kept Workers suit
-    /// the steps best: no threads started per token.
-    Threads threads;
+    std::vector<HeadId> ablate{};  ///< heads silenced at every position (the Decoder's, as ForwardOptions::ablate)
+    /// The prompt's prefill and each step: decode.keep_attention keeps each written token's
+    /// attention rows (GenerationResult::attention); decode.threads runs the prefill and the
+    /// steps (a step's products split by columns), the written ids the same for every choice,
+    /// kept Workers suiting the steps best (no threads started per token); decode.all_logits
+    /// is not used (the last position's logits are the ones sampled).
+    DecodeOptions decode;
 };
 
 /// Why generation stopped; when two hold at once, the first listed here (as tools/references/generate.py).
@@ -103,9 +107,8 @@ GenerationResult<T> generate(const Model<T>& model, const std::vector<int>& prom
     const Index room =
         options.max_tokens > 0 ? std::min<Index>(s.longest, Index(prompt.size()) + options.max_tokens) : s.longest;
     Decoder<T> decoder(model, options.ablate, room);
-    DecodeOptions decode;
-    decode.keep_attention = options.keep_attention;
-    decode.threads = options.threads;
+    DecodeOptions decode = options.decode;
+    decode.all_logits = false;  // only the last position's are sampled
 
     GenerationResult<T> out;
     out.prompt = prompt;
@@ -128,7 +131,7 @@ GenerationResult<T> generate(const Model<T>& model, const std::vector<int>& prom
         const int id = sampler.next(logits);
         out.ids.push_back(id);
         out.probabilities.push_back(token_probability(logits, id));
-        if (options.keep_attention) {
+        if (decode.keep_attention) {
             out.attention.push_back(detail::last_attention_row(next.attention));
             std::vector<KeyRange> seen;  // each layer's range for the last row
             for (const std::vector<KeyRange>& layer : next.visible) seen.push_back(layer.back());
