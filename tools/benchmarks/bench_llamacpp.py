@@ -117,8 +117,11 @@ def prepare(shape, dtype, cache, llama):
     if not gguf.is_file() or gguf.stat().st_mtime < config.stat().st_mtime:
         gguf.parent.mkdir(parents=True, exist_ok=True)
         partial = gguf.with_suffix(".partial")
+        # --mistral-swa: a Mistral checkpoint becomes llama.cpp's granite_swa, which keeps its sliding window
+        # (as "llama" it would attend to the whole prefix); other architectures are not affected.
         subprocess.run([sys.executable, str(PEERS / "hf_to_gguf.py"), str(hf_dir), str(partial), "--type", dtype,
-                        "--gguf-py", str(llama.source / "gguf-py")], check=True, stdout=subprocess.DEVNULL)
+                        "--gguf-py", str(llama.source / "gguf-py"), "--mistral-swa"],
+                       check=True, stdout=subprocess.DEVNULL)
         partial.rename(gguf)
     return hf_dir, gguf
 

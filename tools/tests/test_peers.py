@@ -31,7 +31,18 @@ TINY_NEOX = {"hidden_size": 32, "intermediate_size": 24, "num_hidden_layers": 2,
 TINY_QWEN3 = {"hidden_size": 12, "intermediate_size": 10, "num_hidden_layers": 2, "num_attention_heads": 4,
               "num_key_value_heads": 2, "head_dim": 8, "vocab_size": 17, "max_position_embeddings": 16,
               "rope_theta": 1000.0}
-TINY = {"smollm2-135m": TINY_LLAMA, "gpt2-small": TINY_GPT2, "pythia-160m": TINY_NEOX, "qwen3-0.6b": TINY_QWEN3}
+# gemma-3-270m's and the Mistral shape's features with windows of 5 under the agreement check's 16-token prompt:
+# 5 sliding layers and a full one (two θ), query_pre_attn_scalar = head_dim as in gemma-3-270m (llama.cpp
+# scales by 1/√head_dim); a window on every Mistral layer.
+TINY_GEMMA3 = {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 6, "num_attention_heads": 4,
+               "num_key_value_heads": 1, "head_dim": 16, "query_pre_attn_scalar": 16, "vocab_size": 40,
+               "max_position_embeddings": 32, "sliding_window": 5,
+               "layer_types": ["sliding_attention"] * 5 + ["full_attention"]}
+TINY_MISTRAL = {"hidden_size": 32, "intermediate_size": 40, "num_hidden_layers": 2, "num_attention_heads": 4,
+                "num_key_value_heads": 2, "head_dim": 8, "vocab_size": 48, "max_position_embeddings": 32,
+                "sliding_window": 5}
+TINY = {"smollm2-135m": TINY_LLAMA, "gpt2-small": TINY_GPT2, "pythia-160m": TINY_NEOX, "qwen3-0.6b": TINY_QWEN3,
+        "gemma3-270m": TINY_GEMMA3, "mistral-small": TINY_MISTRAL}
 
 
 def rotate_half_split(x, position, theta):
@@ -304,9 +315,48 @@ def test_bench_agreement_check_passes_on_every_shape(tmp_path, shape, dtype):
     hf_dir = tmp_path / shape
     hf_checkpoints.write_checkpoint(hf_dir, architecture, {**config, **TINY[shape]}, dtype)
     gguf = tmp_path / f"{shape}.gguf"
-    hf_to_gguf.convert(hf_dir, gguf, dtype, llama.source / "gguf-py")
+    hf_to_gguf.convert(hf_dir, gguf, dtype, llama.source / "gguf-py", mistral_swa=True)  # as prepare() does
     result = bench_llamacpp.agreement(hf_dir, gguf, dtype, llama, None, ["converted"])
     assert result["reference"] == "tools/references/hf_reference.py"
     assert set(result["max_relative_difference"]) == {"pytorch-eager float32", "pytorch-eager float64", "llama.cpp",
                                                       "llama.cpp defaults"}
     assert result["max_relative_difference"]["pytorch-eager float64"] < 1e-12
+
+
+HF_TEST_DATA = TOOLS.parent / "tests" / "data" / "hf"
+WINDOWED = ["gemma3_pattern", "gemma3_layer_types", "gemma2_softcap_window", "mistral_window"]
+
+
+def window_prompt(folder):
+    """A prompt as long as the checkpoint's context (24 positions): several windows long."""
+    config = json.loads((folder / "config.json").read_text())
+    return [(7 * i + 3) % config["vocab_size"] for i in range(config["max_position_embeddings"])]
+
+
+@pytest.mark.parametrize("name", WINDOWED)
+def test_torch_peer_gemma_and_mistral_match_the_float64_reference(name):
+    """Gemma 3 (both layouts), Gemma 2 and Mistral in the PyTorch peer against hf_reference.py, on the
+    tiny checkpoints whose windows (4 to 7) are far shorter than the 24-token prompt."""
+    folder = HF_TEST_DATA / name
+    tokens = window_prompt(folder)
+    got = torch_peer.last_logits(torch_peer.load(folder, torch.float64), tokens, torch.float64).numpy()
+    expected = np.asarray(hf_reference.run(hf_reference.load(folder), tokens)[0][-1])
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10 * np.abs(expected).max())
+    # the window matters: the reference without it is far away
+    unwindowed = np.asarray(hf_reference.run(hf_reference.load(folder, ["no_window"]), tokens)[0][-1])
+    assert np.abs(unwindowed - expected).max() > 1e-3 * np.abs(expected).max()
+
+
+@pytest.mark.parametrize("name", WINDOWED)
+def test_torch_peer_windowed_decoding_with_the_cache_matches_one_pass(name):
+    """Decoding step by step past the window (the last w keys sliced off the cache) gives the one-pass
+    logits at every step."""
+    folder = HF_TEST_DATA / name
+    model, tokens = torch_peer.load(folder, torch.float64), window_prompt(folder)
+    cache = torch_peer.new_cache(model, len(tokens), torch.float64)
+    with torch.inference_mode():
+        model.forward(torch.tensor(tokens[:2]), cache)
+        for end in range(3, len(tokens) + 1):
+            stepped = model.forward(torch.tensor(tokens[end - 1:end]), cache)[0]
+            torch.testing.assert_close(stepped, torch_peer.last_logits(model, tokens[:end], torch.float64),
+                                       rtol=1e-12, atol=1e-12)
