@@ -1,6 +1,7 @@
 """tools/benchmarks/peers: the rotary permutation, safetensors I/O, the PyTorch peer, and (when llama.cpp's
 tree is installed) the GGUF conversion and bench_llamacpp.py's agreement check on every shape, shrunk."""
 
+import contextlib
 import json
 import math
 import os
@@ -360,3 +361,63 @@ def test_torch_peer_windowed_decoding_with_the_cache_matches_one_pass(name):
             stepped = model.forward(torch.tensor(tokens[end - 1:end]), cache)[0]
             torch.testing.assert_close(stepped, torch_peer.last_logits(model, tokens[:end], torch.float64),
                                        rtol=1e-12, atol=1e-12)
+
+
+def test_markdown_columns_follow_the_lengths_and_show_the_window_saving():
+    def raw(prefill_seconds, decode_seconds):
+        return {"prefill": [{"tokens": 512, "seconds": [prefill_seconds[0]]},
+                            {"tokens": 4096, "seconds": [prefill_seconds[1]]}],
+                "decode": [{"context": 4096, "steps": 16, "seconds": [decode_seconds]}], "peak_rss_bytes": 2**20}
+
+    rows = [{"system": "attn", "threads": 1, "load_average": 2.0, "summary": bench_llamacpp.summarize(raw((1, 4), 0.32))},
+            {"system": "attn, no window", "threads": 1, "load_average": 2.0,
+             "summary": bench_llamacpp.summarize(raw((1, 6), 0.48))}]
+    entry = {"model": "mistral-small", "dtype": "F32", "date": "d", "prefill": [512, 4096], "decode": [4096],
+             "agreement": {"reference": "r", "max_relative_difference": {"attn": 1e-6}}, "rows": rows}
+    cpu = {"model_name": "cpu", "cores": 2, "vector_extensions": ["avx2"]}
+    llama = type("L", (), {"release": "v0", "commit": "0123456789abcdef"})
+    args = type("A", (), {"steps": 16, "reps": 1, "omp_wait_policy": "PASSIVE"})
+    text = bench_llamacpp.markdown([entry], cpu, llama, args)
+    assert "| system | threads | prefill 512 tok/s | prefill 4096 tok/s | decode @4096 ms/tok | peak RSS MiB | load |" \
+        in text
+    assert "| attn | 1 | 512 (512) | 1024 (1024) | 20.00 (20.00) | 1 | 2.0 |" in text
+    assert "| threads | prefill 512 | prefill 4096 | decode @4096 |" in text
+    assert "| 1 | 1.00× | 1.50× | 1.50× |" in text
+
+
+def test_unwindowed_copy_keeps_the_weights_and_lifts_the_window(tmp_path):
+    for shape, tiny in (("mistral-small", TINY_MISTRAL), ("gemma3-270m", TINY_GEMMA3), ("qwen3-0.6b", TINY_QWEN3)):
+        architecture, config = hf_checkpoints.SHAPES[shape]
+        folder = tmp_path / shape
+        hf_checkpoints.write_checkpoint(folder, architecture, {**config, **tiny}, "F32")
+        copy = bench_llamacpp.unwindowed_copy(folder, 20)
+        if shape == "qwen3-0.6b":
+            assert copy is None
+            continue
+        lifted = json.loads((copy / "config.json").read_text())
+        original = json.loads((folder / "config.json").read_text())
+        changed = {k for k in original if lifted[k] != original[k]}
+        assert changed == {"sliding_window"} and set(lifted) == set(original)
+        assert lifted["sliding_window"] == (None if shape == "mistral-small" else 32)
+        assert (copy / "model.safetensors").resolve() == (folder / "model.safetensors").resolve()
+        # the same weights, full attention: the reference without its window gives the copy's logits
+        tokens = list(range(1, 17))
+        expected = hf_reference.run(hf_reference.load(folder, ["no_window"]), tokens)[0][-1]
+        np.testing.assert_allclose(hf_reference.run(hf_reference.load(copy), tokens)[0][-1], expected, rtol=1e-12)
+        with pytest.raises(ValueError, match="below the 40 positions") if shape == "gemma3-270m" else \
+                contextlib.nullcontext():
+            bench_llamacpp.unwindowed_copy(folder, 40)
+
+
+def test_kept_rows_are_skipped_where_they_would_not_fit(tmp_path):
+    for shape, expected_4096 in (("gemma3-270m", [0]), ("mistral-small", [0])):
+        folder = tmp_path / shape
+        architecture, config = hf_checkpoints.SHAPES[shape]
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(hf_checkpoints.make_config(architecture, config, "F32")))
+        args = type("A", (), {"attn_keep_rows": "auto", "prefill": "512,4096"})
+        assert bench_llamacpp.keep_rows_choices(folder, args) == expected_4096
+        args.prefill = "128,512"
+        assert bench_llamacpp.keep_rows_choices(folder, args) == [0, 1]
+        args.attn_keep_rows = "1"
+        assert bench_llamacpp.keep_rows_choices(folder, args) == [1]
