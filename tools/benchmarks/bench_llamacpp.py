@@ -113,9 +113,9 @@ def cpu_description():
             "cores": os.cpu_count(), "kernel": platform.release()}
 
 
-def prompt_tokens(vocab):
+def prompt_tokens(vocab, length=PROMPT_LENGTH):
     state, tokens = 2024, []
-    for _ in range(PROMPT_LENGTH):
+    for _ in range(length):
         state = (state * 1103515245 + 12345) % 2**31
         tokens.append(state % vocab)
     return tokens
@@ -232,6 +232,37 @@ def keep_rows_choices(hf_dir, args):
     return [0, 1] if kept_rows_bytes(hf_dir, longest) <= 2**30 else [0]
 
 
+def long_agreement(hf_dir, gguf, dtype, llama, attn_logits, attn_weights, no_window, length):
+    """The windows at the checkpoint's own size: every system's last logits for a prompt of `length`
+    positions (longer than the windows) against the PyTorch peer in float32 (which the 16-token check
+    and tools/tests compare with the float64 reference), and attn's on the unwindowed copy, which must
+    be far off: a system that ignored its windows would be too. Raises when a windowed system is over
+    the tolerance or the unwindowed copy within 10 times it."""
+    config = json.loads((hf_dir / "config.json").read_text(encoding="utf-8"))
+    listed = ",".join(map(str, prompt_tokens(config["vocab_size"], length)))
+    reference = run_json([sys.executable, str(PEERS / "torch_peer.py"), str(hf_dir), "--threads", "2", "logits",
+                          "--tokens", listed], "PyTorch float32")["logits"]
+    systems = {}
+    for name, flags in LLAMA_VARIANTS.items():
+        systems[name] = run_json([str(llama.harness), "--backends", str(llama.backends), "--model", str(gguf),
+                                  "--threads", "2", *flags, "logits", "--tokens", listed], name)["logits"]
+    weights = attn_weights[0]
+    if attn_logits:
+        for directory, name in ((hf_dir, attn_name(weights)), (no_window, attn_name(weights) + NO_WINDOW)):
+            if directory is not None:
+                command = shlex.split(attn_logits.format(hf_dir=directory, gguf=gguf, tokens=listed, weights=weights))
+                systems[name] = run_json(command, "attn logits")["logits"]
+    result = {"tokens": length, "reference": "pytorch-eager float32", "tolerance": TOLERANCE[dtype],
+              "max_relative_difference": {name: relative_difference(v, reference) for name, v in systems.items()}}
+    windowed = {k: v for k, v in result["max_relative_difference"].items() if not k.endswith(NO_WINDOW)}
+    over = {k: v for k, v in windowed.items() if v > TOLERANCE[dtype]}
+    unwindowed = {k: v for k, v in result["max_relative_difference"].items() if k.endswith(NO_WINDOW)}
+    if over or any(v < 10 * TOLERANCE[dtype] for v in unwindowed.values()):
+        raise RuntimeError(f"{hf_dir.name}, {length} positions: over {TOLERANCE[dtype]}: {over}; without the "
+                           f"windows (must be over 10 times that): {unwindowed}")
+    return result
+
+
 def bench_commands(hf_dir, gguf, threads, args, llama, no_window=None):
     """(row name, command) of every system timed; no_window: the checkpoint's unwindowed copy, for attn."""
     lists = {"prefill": args.prefill, "decode": args.decode}
@@ -316,15 +347,22 @@ def markdown(results, cpu, llama, args):
              "repetitions, the best in brackets; peak RSS of the system's process (PyTorch: after loading); "
              "load: the machine's 1-minute load average before the row ran (2 cores, shared).",
              "\"llama.cpp\": float32 KV cache, flash attention off; \"llama.cpp defaults\": float16 cache, "
-             f"flash attention auto. PyTorch with OMP_WAIT_POLICY={args.omp_wait_policy}.", ""]
+             f"flash attention auto. PyTorch with OMP_WAIT_POLICY={args.omp_wait_policy}.",
+             "Sliding windows are kept by every system (Mistral's GGUF as llama.cpp's granite_swa); \"attn, no "
+             "window\": attn on the same weights with full attention (a config.json whose window no prompt "
+             "reaches).", ""]
     for entry in results:
         prefill, decode = lengths(entry)
         agree = entry["agreement"]["max_relative_difference"]
         lines += [f"## {entry['model']} {entry['dtype']}", "",
                   f"Run {entry.get('date', '?')}. Logits against {entry['agreement'].get('reference', 'float64')} "
                   "(float64; 16-token prompt; max |a − b| / max |b|): "
-                  + ", ".join(f"{k} {v:.1e}" for k, v in agree.items()) + ".", "",
-                  "| system | threads | "
+                  + ", ".join(f"{k} {v:.1e}" for k, v in agree.items()) + ".", ""]
+        if "long_agreement" in entry:
+            long = entry["long_agreement"]
+            lines += [f"At {long['tokens']} positions (past the windows), against {long['reference']}: "
+                      + ", ".join(f"{k} {v:.1e}" for k, v in long["max_relative_difference"].items()) + ".", ""]
+        lines += ["| system | threads | "
                   + " | ".join([f"prefill {n} tok/s" for n in prefill] + [f"decode @{n} ms/tok" for n in decode])
                   + " | peak RSS MiB | load |",
                   "| --- | ---: |" + " ---: |" * (len(prefill) + len(decode) + 2)]
@@ -374,6 +412,9 @@ def main():
     parser.add_argument("--merge", action="store_true",
                         help="keep the other models' results already in --out's JSON (same machine, another run)")
     parser.add_argument("--agreement-only", action="store_true", help="check the logits, time nothing, write nothing")
+    parser.add_argument("--long-agreement", type=int, default=0, metavar="N",
+                        help="also compare the systems' logits for an N-position prompt, longer than the windows, "
+                             "and attn's without the windows (see long_agreement)")
     args = parser.parse_args()
     cache = args.cache.expanduser().resolve()
     llama = llamacpp_setup.setup(cache)
@@ -398,6 +439,11 @@ def main():
                                         args.attn_weights.split(",")),
                  "rows": []}
         print(f"{shape} {dtype}: agreement {entry['agreement']['max_relative_difference']}", flush=True)
+        if args.long_agreement:
+            entry["long_agreement"] = long_agreement(hf_dir, gguf, dtype, llama, args.attn_logits,
+                                                     args.attn_weights.split(","), no_window, args.long_agreement)
+            print(f"{shape} {dtype}: at {args.long_agreement} positions against PyTorch float32 "
+                  f"{entry['long_agreement']['max_relative_difference']}", flush=True)
         if args.agreement_only:
             continue
         for threads in [int(t) for t in args.threads.split(",")]:

@@ -421,3 +421,24 @@ def test_kept_rows_are_skipped_where_they_would_not_fit(tmp_path):
         assert bench_llamacpp.keep_rows_choices(folder, args) == [0, 1]
         args.attn_keep_rows = "1"
         assert bench_llamacpp.keep_rows_choices(folder, args) == [1]
+
+
+@pytest.mark.skipif(validate_llamacpp.installed() is None,
+                    reason="the pinned llama.cpp is not installed (tools/benchmarks/peers/llamacpp_setup.py)")
+@pytest.mark.parametrize("shape", ["gemma3-270m", "mistral-small"])
+def test_long_agreement_sees_the_windows(tmp_path, shape):
+    """The long-prompt check past the windows: llama.cpp (Mistral as granite_swa) within tolerance of the
+    PyTorch peer, and a system without the windows (here the PyTorch peer itself on the unwindowed copy,
+    standing in for attn) far off, so that the check would catch a system ignoring them."""
+    llama = validate_llamacpp.installed()
+    architecture, config = hf_checkpoints.SHAPES[shape]
+    hf_dir = tmp_path / shape
+    hf_checkpoints.write_checkpoint(hf_dir, architecture, {**config, **TINY[shape]}, "F32")
+    gguf = tmp_path / f"{shape}.gguf"
+    hf_to_gguf.convert(hf_dir, gguf, "F32", llama.source / "gguf-py", mistral_swa=True)
+    stand_in = f"{sys.executable} {TOOLS / 'benchmarks' / 'peers' / 'torch_peer.py'} {{hf_dir}} logits --tokens {{tokens}}"
+    no_window = bench_llamacpp.unwindowed_copy(hf_dir, 24)
+    result = bench_llamacpp.long_agreement(hf_dir, gguf, "F32", llama, stand_in, ["converted"], no_window, 24)
+    differences = result["max_relative_difference"]
+    assert set(differences) == {"llama.cpp", "llama.cpp defaults", "attn", "attn, no window"}
+    assert differences["attn"] == 0 and differences["attn, no window"] > 2e-2
