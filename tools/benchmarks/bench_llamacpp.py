@@ -273,13 +273,17 @@ def long_agreement(hf_dir, gguf, dtype, llama, attn_logits, attn_weights, no_win
 def bench_commands(hf_dir, gguf, threads, args, llama, no_window=None):
     """(row name, command) of every system timed; no_window: the checkpoint's unwindowed copy, for attn."""
     lists = {"prefill": args.prefill, "decode": args.decode}
-    common = ["--prefill", lists["prefill"], "--decode", lists["decode"], "--steps", str(args.steps), "--reps",
-              str(args.reps)]
+    timing = ["--steps", str(args.steps), "--reps", str(args.reps)]
+    common = ["--prefill", lists["prefill"], "--decode", lists["decode"], *timing]
     for name, flags in LLAMA_VARIANTS.items():
         yield name, [str(llama.harness), "--backends", str(llama.backends), "--model", str(gguf), "--threads",
                      str(threads), *flags, "bench", *common]
-    yield "pytorch-eager", [sys.executable, str(PEERS / "torch_peer.py"), str(hf_dir), "--threads", str(threads),
-                            "bench", *common]
+    torch_lists = {k: ",".join(n for n in v.split(",") if not args.pytorch_up_to or int(n) <= args.pytorch_up_to)
+                   for k, v in lists.items()}
+    if torch_lists["prefill"] and torch_lists["decode"]:
+        yield "pytorch-eager", [sys.executable, str(PEERS / "torch_peer.py"), str(hf_dir), "--threads", str(threads),
+                                "bench", "--prefill", torch_lists["prefill"], "--decode", torch_lists["decode"],
+                                *timing]
     if args.attn_bench:
         def attn_command(directory, keep_rows, weights):
             return shlex.split(args.attn_bench.format(
@@ -349,9 +353,9 @@ def markdown(results, cpu, llama, args):
              f"{' '.join(cpu['vector_extensions'])}.",
              f"llama.cpp {llama.release} (commit {llama.commit[:12]}), prebuilt CPU libraries of "
              "@node-llama-cpp/linux-x64@3.21.1; PyTorch eager float32 under inference_mode.",
-             f"Random weights in Hugging Face layout; prefill = one batch, last position's logits; decode = "
-             f"{args.steps} single-token steps after the context, logits each step; medians of {args.reps} "
-             "repetitions, the best in brackets; peak RSS of the system's process (PyTorch: after loading); "
+             "Random weights in Hugging Face layout; prefill = one batch, last position's logits; decode = "
+             "single-token steps after the context, logits each step; medians of the repetitions (their count "
+             "under each model), the best in brackets; peak RSS of the system's process (PyTorch: after loading); "
              "load: the machine's 1-minute load average before the row ran (2 cores, shared).",
              "\"llama.cpp\": float32 KV cache, flash attention off; \"llama.cpp defaults\": float16 cache, "
              f"flash attention auto. PyTorch with OMP_WAIT_POLICY={args.omp_wait_policy}.",
@@ -362,7 +366,9 @@ def markdown(results, cpu, llama, args):
         prefill, decode = lengths(entry)
         agree = entry["agreement"]["max_relative_difference"]
         lines += [f"## {entry['model']} {entry['dtype']}", "",
-                  f"Run {entry.get('date', '?')}. Logits against {entry['agreement'].get('reference', 'float64')} "
+                  f"Run {entry.get('date', '?')}; {entry.get('reps', args.reps)} repetitions, decode of "
+                  f"{entry.get('steps', args.steps)} steps. "
+                  f"Logits against {entry['agreement'].get('reference', 'float64')} "
                   "(float64; 16-token prompt; max |a − b| / max |b|): "
                   + ", ".join(f"{k} {v:.1e}" for k, v in agree.items()) + ".", ""]
         if "long_agreement" in entry:
@@ -376,9 +382,9 @@ def markdown(results, cpu, llama, args):
         for row in entry["rows"]:
             s = row["summary"]
             cells = [f"{s[f'prefill_{n}_tokens_per_second']:.0f} ({s[f'prefill_{n}_tokens_per_second_best']:.0f})"
-                     for n in prefill]
+                     if f"prefill_{n}_tokens_per_second" in s else "not run" for n in prefill]
             cells += [f"{s[f'decode_{n}_ms_per_token']:.2f} ({s[f'decode_{n}_ms_per_token_best']:.2f})"
-                      for n in decode]
+                      if f"decode_{n}_ms_per_token" in s else "not run" for n in decode]
             lines.append(f"| {row['system']} | {row['threads']} | {' | '.join(cells)} | {s['peak_rss_mib']:.0f} "
                          f"| {row['load_average']:.1f} |")
         lines.append("")
@@ -414,6 +420,9 @@ def main():
     parser.add_argument("--attn-weights", default="converted",
                         help="comma-separated weight storages attn runs with: converted (float), stored_16_bit "
                              "(a 16-bit checkpoint's matrices kept in 16 bits)")
+    parser.add_argument("--pytorch-up-to", type=int, default=0, metavar="N",
+                        help="time the PyTorch peer only at prefill lengths and decode contexts up to N (0: all); "
+                             "for a run short of time, its longest lengths being the slowest")
     parser.add_argument("--omp-wait-policy", default="PASSIVE", choices=["PASSIVE", "ACTIVE"],
                         help="OMP_WAIT_POLICY of the PyTorch peer (see above)")
     parser.add_argument("--merge", action="store_true",
@@ -439,7 +448,8 @@ def main():
         longest = max(int(n) for n in args.prefill.split(",") + [str(int(c) + args.steps)
                                                                  for c in args.decode.split(",")])
         no_window = unwindowed_copy(hf_dir, longest) if args.attn_bench else None
-        entry = {"model": shape, "dtype": dtype, "date": time.strftime("%Y-%m-%d %H:%M"),
+        entry = {"model": shape, "dtype": dtype, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                 "reps": args.reps, "steps": args.steps,
                  "prefill": [int(n) for n in args.prefill.split(",")],
                  "decode": [int(n) for n in args.decode.split(",")],
                  "agreement": agreement(hf_dir, gguf, dtype, llama, args.attn_logits,
@@ -455,10 +465,10 @@ def main():
             continue
         for threads in [int(t) for t in args.threads.split(",")]:
             for system, command in bench_commands(hf_dir, gguf, threads, args, llama, no_window):
-                load_average = os.getloadavg()[0]
+                load_average, started = os.getloadavg()[0], time.strftime("%H:%M:%S UTC", time.gmtime())
                 extra_env = {"OMP_WAIT_POLICY": args.omp_wait_policy} if system == "pytorch-eager" else None
                 raw = run_json(command, system, extra_env)
-                row = {"system": system, "threads": threads, "load_average": load_average,
+                row = {"system": system, "threads": threads, "load_average": load_average, "started": started,
                        "summary": summarize(raw), "raw": raw}
                 entry["rows"].append(row)
                 print(f"  {system:32s} threads {threads}: {row['summary']}", flush=True)

@@ -442,3 +442,26 @@ def test_long_agreement_sees_the_windows(tmp_path, shape):
     differences = result["max_relative_difference"]
     assert set(differences) == {"llama.cpp", "llama.cpp defaults", "attn", "attn, no window"}
     assert differences["attn"] == 0 and differences["attn, no window"] > 2e-2
+
+
+def test_pytorch_up_to_drops_its_longest_lengths_only(tmp_path):
+    args = type("A", (), {"prefill": "512,4096", "decode": "4096", "steps": 16, "reps": 1, "pytorch_up_to": 0,
+                          "attn_bench": None, "omp_wait_policy": "PASSIVE"})
+    llama = type("L", (), {"harness": "llama_peer", "backends": "b"})
+    commands = dict(bench_llamacpp.bench_commands(tmp_path, "m.gguf", 1, args, llama))
+    assert commands["pytorch-eager"][-8:] == ["--prefill", "512,4096", "--decode", "4096", "--steps", "16", "--reps", "1"]
+    args.pytorch_up_to = 512
+    commands = dict(bench_llamacpp.bench_commands(tmp_path, "m.gguf", 1, args, llama))
+    assert "pytorch-eager" not in commands and "--prefill" in commands["llama.cpp"]  # no decode context left
+    args.decode = "512,4096"
+    commands = dict(bench_llamacpp.bench_commands(tmp_path, "m.gguf", 1, args, llama))
+    assert commands["pytorch-eager"][-8:] == ["--prefill", "512", "--decode", "512", "--steps", "16", "--reps", "1"]
+    summary = bench_llamacpp.summarize({"prefill": [{"tokens": 512, "seconds": [1.0]}],
+                                        "decode": [{"context": 512, "steps": 16, "seconds": [0.16]}],
+                                        "peak_rss_bytes": 2**20})
+    entry = {"model": "m", "dtype": "F32", "prefill": [512, 4096], "decode": [512, 4096],
+             "agreement": {"max_relative_difference": {}},
+             "rows": [{"system": "pytorch-eager", "threads": 1, "load_average": 1.0, "summary": summary}]}
+    text = bench_llamacpp.markdown([entry], {"model_name": "c", "cores": 2, "vector_extensions": []},
+                                   type("L", (), {"release": "v", "commit": "0" * 12}), args)
+    assert "| pytorch-eager | 1 | 512 (512) | not run | 10.00 (10.00) | not run | 1 | 1.0 |" in text
