@@ -366,7 +366,7 @@ def markdown(results, cpu, llama, args):
         prefill, decode = lengths(entry)
         agree = entry["agreement"]["max_relative_difference"]
         lines += [f"## {entry['model']} {entry['dtype']}", "",
-                  f"Run {entry.get('date', '?')}; {entry.get('reps', args.reps)} repetitions, decode of "
+                  f"Run {entry.get('date', '?')}; repetitions: {entry.get('reps', args.reps)}; decode of "
                   f"{entry.get('steps', args.steps)} steps. "
                   f"Logits against {entry['agreement'].get('reference', 'float64')} "
                   "(float64; 16-token prompt; max |a − b| / max |b|): "
