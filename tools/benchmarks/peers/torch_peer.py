@@ -57,10 +57,8 @@ def attend(q, k, v, first, scale=None, window=None, softcap=None):
     Scores q·k · scale (1/√d by default), then softcap · tanh(score / softcap) where given, then the
     causal mask, and with a sliding window w also the keys j ≤ p − w (query p sees p − w < j ≤ p), as
     the eager attention of modeling_gemma3.py / modeling_mistral.py with their masks. A single query
-    (a decoding step) sees only the last w keys: they are sliced off, as a sliding-window cache keeps them."""
+    (a decoding step) is given the keys it sees (last_keys) and needs no mask."""
     n, total = q.shape[1], k.shape[1]
-    if window is not None and n == 1 and total > window:
-        k, v = k[:, -window:], v[:, -window:]
     scores = q @ k.transpose(1, 2) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
     if softcap is not None:
         scores = torch.tanh(scores / softcap) * softcap
@@ -76,7 +74,8 @@ def attend(q, k, v, first, scale=None, window=None, softcap=None):
 
 def last_keys(k, v, n, window):
     """A decoding step (n = 1) under a sliding window w sees the last w keys only: the others are
-    dropped before the key-value heads are repeated for their query heads."""
+    dropped (as a sliding-window cache keeps only them) before the key-value heads are repeated for
+    their query heads."""
     if window is None or n > 1 or k.shape[1] <= window:
         return k, v
     return k[:, -window:], v[:, -window:]
