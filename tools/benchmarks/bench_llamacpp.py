@@ -281,7 +281,7 @@ def bench_commands(hf_dir, gguf, threads, args, llama, no_window=None):
                      str(threads), *flags, "bench", *common]
     torch_lists = {k: ",".join(n for n in v.split(",") if not args.pytorch_up_to or int(n) <= args.pytorch_up_to)
                    for k, v in lists.items()}
-    if torch_lists["prefill"] and torch_lists["decode"]:
+    if torch_lists["prefill"] or torch_lists["decode"]:  # an empty list: none of that kind
         yield "pytorch-eager", [sys.executable, str(PEERS / "torch_peer.py"), str(hf_dir), "--threads", str(threads),
                                 "bench", "--prefill", torch_lists["prefill"], "--decode", torch_lists["decode"],
                                 *timing]
@@ -439,6 +439,17 @@ def main():
     if args.merge and json_path.is_file():
         earlier = json.loads(json_path.read_text(encoding="utf-8"))["results"]
     results = []
+
+    def write():
+        """Written after every row, so a long run that is stopped keeps what it measured."""
+        ran = {(e["model"], e["dtype"]) for e in results}
+        kept = [e for e in earlier if (e["model"], e["dtype"]) not in ran] + results
+        record = {"cpu": cpu, "llama_cpp": {"release": llama.release, "commit": llama.commit},
+                  "reps": args.reps, "steps": args.steps, "omp_wait_policy": args.omp_wait_policy, "results": kept}
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        args.out.write_text(markdown(kept, cpu, llama, args), encoding="utf-8")
+
     for spec in args.models.split(","):
         shape, _, dtype = spec.partition(":")
         if dtype not in TOLERANCE:
@@ -462,6 +473,7 @@ def main():
                   f"{entry['long_agreement']['max_relative_difference']}", flush=True)
         if args.agreement_only:
             continue
+        results.append(entry)
         for threads in [int(t) for t in args.threads.split(",")]:
             for system, command in bench_commands(hf_dir, gguf, threads, args, llama, no_window):
                 load_average, started = os.getloadavg()[0], time.strftime("%H:%M:%S UTC", time.gmtime())
@@ -470,16 +482,8 @@ def main():
                 row = {"system": system, "threads": threads, "load_average": load_average, "started": started,
                        "summary": summarize(raw), "raw": raw}
                 entry["rows"].append(row)
+                write()
                 print(f"  {system:32s} threads {threads}: {row['summary']}", flush=True)
-        results.append(entry)
-        # written after every model, so a long run that is stopped keeps what it measured
-        ran = {(e["model"], e["dtype"]) for e in results}
-        kept = [e for e in earlier if (e["model"], e["dtype"]) not in ran] + results
-        record = {"cpu": cpu, "llama_cpp": {"release": llama.release, "commit": llama.commit},
-                  "reps": args.reps, "steps": args.steps, "omp_wait_policy": args.omp_wait_policy, "results": kept}
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-        args.out.write_text(markdown(kept, cpu, llama, args), encoding="utf-8")
         print(f"wrote {args.out} and {json_path}", flush=True)
 
 if __name__ == "__main__":

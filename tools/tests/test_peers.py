@@ -452,7 +452,8 @@ def test_pytorch_up_to_drops_its_longest_lengths_only(tmp_path):
     assert commands["pytorch-eager"][-8:] == ["--prefill", "512,4096", "--decode", "4096", "--steps", "16", "--reps", "1"]
     args.pytorch_up_to = 512
     commands = dict(bench_llamacpp.bench_commands(tmp_path, "m.gguf", 1, args, llama))
-    assert "pytorch-eager" not in commands and "--prefill" in commands["llama.cpp"]  # no decode context left
+    assert commands["pytorch-eager"][-8:] == ["--prefill", "512", "--decode", "", "--steps", "16", "--reps", "1"]
+    assert commands["llama.cpp"][-8:-4] == ["--prefill", "512,4096", "--decode", "4096"]
     args.decode = "512,4096"
     commands = dict(bench_llamacpp.bench_commands(tmp_path, "m.gguf", 1, args, llama))
     assert commands["pytorch-eager"][-8:] == ["--prefill", "512", "--decode", "512", "--steps", "16", "--reps", "1"]
