@@ -2,8 +2,11 @@
 """Real model sizes: llama.cpp and PyTorch eager (and attn, through a hook) in one run.
 
   /usr/bin/python3 tools/benchmarks/bench_llamacpp.py [--models gpt2-small:F32,smollm2-135m:BF16,pythia-160m:F32,qwen3-0.6b:BF16] [--threads 1,2]
-      [--reps 5] [--steps 32] [--cache ~/.cache/attn-peers] [--out docs/bench/<date>-<machine>/real_size.md]
-      [--attn-bench 'CMD ...'] [--attn-logits 'CMD ...'] [--attn-weights converted,stored_16_bit]
+      [--prefill 128,512] [--decode 128,512] [--reps 5] [--steps 32] [--cache ~/.cache/attn-peers]
+      [--out docs/bench/<date>-<machine>/real_size.md] [--attn-bench 'CMD ...'] [--attn-logits 'CMD ...']
+      [--attn-weights converted,stored_16_bit] [--attn-keep-rows auto|0|1|0,1]
+  /usr/bin/python3 tools/benchmarks/bench_llamacpp.py --models gemma3-270m:F32,mistral-small:F32 --threads 1,2
+      --prefill 512,4096 --decode 4096 --reps 3 --steps 16 --out docs/bench/2026-12-02-windows/windows.md
 
 For each model:dtype (F32 or BF16) of the shapes
   gpt2-small    GPT2LMHeadModel: 12 layers, 12 heads, width 768, 50257 tokens, tied (124 M parameters);
@@ -13,7 +16,13 @@ For each model:dtype (F32 or BF16) of the shapes
                 on 16 of each head's 64 values, parallel residual, GELU, LayerNorms and attention with
                 biases, untied embed_out (162 M);
   qwen3-0.6b    Qwen3ForCausalLM: 28 layers, 16 query / 8 key-value heads of 128 (q is 2048 wide over a
-                width of 1024), MLP 3072, 151936 tokens, rope_theta 1e6, q_norm / k_norm, tied (596 M):
+                width of 1024), MLP 3072, 151936 tokens, rope_theta 1e6, q_norm / k_norm, tied (596 M);
+  gemma3-270m   Gemma3ForCausalLM: 18 layers, 5 sliding (window 512, θ 1e4) : 1 full (θ 1e6), 4 query / 1
+                key-value heads of 256, width 640, GeGLU MLP 2048, 262144 tokens, (1 + w) norms before and
+                after each block, q/k norms, embedding × √640, tied (268 M); write it F32 so that √640
+                is not rounded;
+  mistral-small MistralForCausalLM: 16 layers, every one with a window of 1024, 16 query / 4 key-value
+                heads of 64, width 1024, MLP 3584, 32768 tokens, untied (285 M):
   1. a random checkpoint in Hugging Face's layout (tools/references/hf_checkpoints.py where it exists,
      else tools/benchmarks/peers/hf_random.py; both take --shape --dtype --out);
   2. its GGUF in the same dtype, by tools/benchmarks/peers/hf_to_gguf.py with the gguf writer of the
@@ -22,11 +31,21 @@ For each model:dtype (F32 or BF16) of the shapes
      float64 forward of the same weights (tools/references/hf_reference.py where it exists, and then the
      PyTorch peer in float64 is checked too; else the PyTorch peer in float64),
      max |a - b| / max |b|; a system over its tolerance stops the run before anything is timed;
-  4. timings, 1 and 2 threads, each system in a process of its own: prefill of 128 and 512
-     tokens (one batch), decode of --steps tokens one at a time after a context of 128 and 512,
-     medians over --reps; peak RSS.
+  4. timings, 1 and 2 threads, each system in a process of its own: prefill of --prefill tokens
+     (one batch; 128 and 512 by default), decode of --steps tokens one at a time after a context of
+     --decode positions (128 and 512), medians over --reps; peak RSS. The table has a column per length.
 llama.cpp runs twice: with a float32 KV cache and flash attention off (float32 end to end,
 the other peers' arithmetic) and with its defaults (float16 cache, flash attention auto).
+Mistral's GGUF is written as llama.cpp's granite_swa (hf_to_gguf.py --mistral-swa), whose graph is
+llama's with the sliding window; as "llama" llama.cpp would attend to the whole prefix. Gemma's
+keeps its windows (gemma3: per-layer pattern, freq_base_swa); llama.cpp scales Gemma's scores by
+1/√head_dim, the same as query_pre_attn_scalar^-1/2 for these shapes (256 = 256).
+
+The window's saving. For a checkpoint with sliding windows attn also runs on a copy of it with full
+attention ("attn, no window": the same weights, linked, under a config.json whose window no prompt
+reaches: Mistral's sliding_window null, Gemma's sliding_window = max_position_embeddings, all else
+equal), in the same run, and the table "the window's saving" gives the time without the window over
+the time with it for every length.
 
 attn's hook. --attn-bench is a command template run once per thread count, per weight storage
 of --attn-weights (attn::LoadOptions: converted to float, or the checkpoint's 16-bit matrices
@@ -34,7 +53,9 @@ kept) and per keep_rows in (0, 1), with {hf_dir} {gguf} {threads} {prefill} {dec
 {reps} {keep_rows} {weights} filled in (lists comma-separated); it must print one JSON object like tools/benchmarks/peers/llama_peer.cpp's
 bench: {"prefill": [{"tokens": n, "seconds": [...]}], "decode": [{"context": n, "steps": s,
 "seconds": [...]}], "peak_rss_bytes": b}. --attn-logits ({hf_dir} {gguf} {tokens} {weights}) prints
-{"logits": [vocab floats of the last position]} and joins the agreement check.
+{"logits": [vocab floats of the last position]} and joins the agreement check. --attn-keep-rows auto
+runs keep_rows 1 only where the kept rows (layers × heads × n × n floats for the longest prefill) take
+at most 1 GiB: 4,096 positions of mistral-small would take 16 GiB.
 
 OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are set on these machines and slow PyTorch; they are
 removed from the environment of the benchmarked processes only. Debian's PyTorch runs its
@@ -62,6 +83,7 @@ from benchmarks.peers import llamacpp_setup  # noqa: E402
 
 PROMPT_LENGTH = 16
 TOLERANCE = {"F32": 2e-3, "F16": 1e-2, "BF16": 5e-2}  # a wrong layout convention gives O(1)
+NO_WINDOW = ", no window"  # the suffix of attn's row on a checkpoint's unwindowed copy
 LLAMA_VARIANTS = {
     "llama.cpp": ["--kv-type", "f32", "--flash-attn", "off"],
     "llama.cpp defaults": ["--kv-type", "f16", "--flash-attn", "auto"],
@@ -92,9 +114,9 @@ def cpu_description():
             "cores": os.cpu_count(), "kernel": platform.release()}
 
 
-def prompt_tokens(vocab):
+def prompt_tokens(vocab, length=PROMPT_LENGTH):
     state, tokens = 2024, []
-    for _ in range(PROMPT_LENGTH):
+    for _ in range(length):
         state = (state * 1103515245 + 12345) % 2**31
         tokens.append(state % vocab)
     return tokens
@@ -117,10 +139,48 @@ def prepare(shape, dtype, cache, llama):
     if not gguf.is_file() or gguf.stat().st_mtime < config.stat().st_mtime:
         gguf.parent.mkdir(parents=True, exist_ok=True)
         partial = gguf.with_suffix(".partial")
+        # --mistral-swa: a Mistral checkpoint becomes llama.cpp's granite_swa, which keeps its sliding window
+        # (as "llama" it would attend to the whole prefix); other architectures are not affected.
         subprocess.run([sys.executable, str(PEERS / "hf_to_gguf.py"), str(hf_dir), str(partial), "--type", dtype,
-                        "--gguf-py", str(llama.source / "gguf-py")], check=True, stdout=subprocess.DEVNULL)
+                        "--gguf-py", str(llama.source / "gguf-py"), "--mistral-swa"],
+                       check=True, stdout=subprocess.DEVNULL)
         partial.rename(gguf)
     return hf_dir, gguf
+
+
+def unwindowed_copy(hf_dir, longest):
+    """A copy of a checkpoint with sliding windows whose windows never bite (None when it has none):
+    the same safetensors files, linked, and a config.json with Mistral's sliding_window null or Gemma's
+    sliding_window raised to max_position_embeddings (its sliding layers keep their θ). longest: the
+    longest sequence timed, which the raised window must cover."""
+    config = json.loads((hf_dir / "config.json").read_text(encoding="utf-8"))
+    kind = config.get("model_type")
+    if kind == "mistral" and config.get("sliding_window") is not None:
+        config["sliding_window"] = None
+    elif kind in ("gemma2", "gemma3_text"):
+        if config["max_position_embeddings"] < longest:
+            raise ValueError(f"{hf_dir.name}: max_position_embeddings {config['max_position_embeddings']} "
+                             f"is below the {longest} positions timed")
+        config["sliding_window"] = config["max_position_embeddings"]
+    else:
+        return None
+    copy = hf_dir.with_name(hf_dir.name + "-no-window")
+    copy.mkdir(exist_ok=True)
+    for stale in copy.iterdir():
+        stale.unlink()
+    for path in hf_dir.iterdir():
+        if path.name != "config.json":
+            (copy / path.name).symlink_to(path.resolve())
+    (copy / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return copy
+
+
+def kept_rows_bytes(hf_dir, positions):
+    """The attention rows attn keeps for a prefill of `positions`: layers × heads × n × n floats."""
+    config = json.loads((hf_dir / "config.json").read_text(encoding="utf-8"))
+    layers = config.get("num_hidden_layers", config.get("n_layer"))
+    heads = config.get("num_attention_heads", config.get("n_head"))
+    return 4 * layers * heads * positions * positions
 
 
 def relative_difference(values, reference):
@@ -165,22 +225,80 @@ def agreement(hf_dir, gguf, dtype, llama, attn_logits, attn_weights):
     return result
 
 
-def bench_commands(hf_dir, gguf, threads, args, llama):
-    lists = {"prefill": "128,512", "decode": "128,512"}
-    common = ["--prefill", lists["prefill"], "--decode", lists["decode"], "--steps", str(args.steps), "--reps",
-              str(args.reps)]
+def keep_rows_choices(hf_dir, args):
+    """--attn-keep-rows as a list of 0 / 1: auto keeps rows only where they take at most 1 GiB."""
+    if args.attn_keep_rows != "auto":
+        return [int(k) for k in args.attn_keep_rows.split(",")]
+    longest = max(int(n) for n in args.prefill.split(","))
+    return [0, 1] if kept_rows_bytes(hf_dir, longest) <= 2**30 else [0]
+
+
+def tolerance_of(system, dtype):
+    """The long check's tolerance: the checkpoint's, or float16's for llama.cpp's float16 key-value cache,
+    whose rounding grows with the positions (at 16 positions mistral-small's is already 1.7e-3)."""
+    return max(TOLERANCE[dtype], TOLERANCE["F16"]) if system == "llama.cpp defaults" else TOLERANCE[dtype]
+
+
+def long_agreement(hf_dir, gguf, dtype, llama, attn_logits, attn_weights, no_window, length):
+    """The windows at the checkpoint's own size: every system's last logits for a prompt of `length`
+    positions (longer than the windows) against the PyTorch peer in float32 (which the 16-token check
+    and tools/tests compare with the float64 reference), and attn's on the unwindowed copy, which must
+    be far off: a system that ignored its windows would be too. Raises when a windowed system is over
+    its tolerance (tolerance_of) or the unwindowed copy within 10 times the checkpoint's tolerance."""
+    config = json.loads((hf_dir / "config.json").read_text(encoding="utf-8"))
+    listed = ",".join(map(str, prompt_tokens(config["vocab_size"], length)))
+    reference = run_json([sys.executable, str(PEERS / "torch_peer.py"), str(hf_dir), "--threads", "2", "logits",
+                          "--tokens", listed], "PyTorch float32")["logits"]
+    systems = {}
+    for name, flags in LLAMA_VARIANTS.items():
+        systems[name] = run_json([str(llama.harness), "--backends", str(llama.backends), "--model", str(gguf),
+                                  "--threads", "2", *flags, "logits", "--tokens", listed], name)["logits"]
+    weights = attn_weights[0]
+    if attn_logits:
+        for directory, name in ((hf_dir, attn_name(weights)), (no_window, attn_name(weights) + NO_WINDOW)):
+            if directory is not None:
+                command = shlex.split(attn_logits.format(hf_dir=directory, gguf=gguf, tokens=listed, weights=weights))
+                systems[name] = run_json(command, "attn logits")["logits"]
+    result = {"tokens": length, "reference": "pytorch-eager float32",
+              "tolerance": {name: tolerance_of(name, dtype) for name in systems},
+              "max_relative_difference": {name: relative_difference(v, reference) for name, v in systems.items()}}
+    windowed = {k: v for k, v in result["max_relative_difference"].items() if not k.endswith(NO_WINDOW)}
+    over = {k: v for k, v in windowed.items() if v > tolerance_of(k, dtype)}
+    unwindowed = {k: v for k, v in result["max_relative_difference"].items() if k.endswith(NO_WINDOW)}
+    if over or any(v < 10 * TOLERANCE[dtype] for v in unwindowed.values()):
+        raise RuntimeError(f"{hf_dir.name}, {length} positions: over their tolerances: {over}; without the "
+                           f"windows (must be over {10 * TOLERANCE[dtype]}): {unwindowed}")
+    return result
+
+
+def bench_commands(hf_dir, gguf, threads, args, llama, no_window=None):
+    """(row name, command) of every system timed; no_window: the checkpoint's unwindowed copy, for attn."""
+    lists = {"prefill": args.prefill, "decode": args.decode}
+    timing = ["--steps", str(args.steps), "--reps", str(args.reps)]
+    common = ["--prefill", lists["prefill"], "--decode", lists["decode"], *timing]
     for name, flags in LLAMA_VARIANTS.items():
         yield name, [str(llama.harness), "--backends", str(llama.backends), "--model", str(gguf), "--threads",
                      str(threads), *flags, "bench", *common]
-    yield "pytorch-eager", [sys.executable, str(PEERS / "torch_peer.py"), str(hf_dir), "--threads", str(threads),
-                            "bench", *common]
+    torch_lists = {k: ",".join(n for n in v.split(",") if not args.pytorch_up_to or int(n) <= args.pytorch_up_to)
+                   for k, v in lists.items()}
+    if torch_lists["prefill"] or torch_lists["decode"]:  # an empty list: none of that kind
+        yield "pytorch-eager", [sys.executable, str(PEERS / "torch_peer.py"), str(hf_dir), "--threads", str(threads),
+                                "bench", "--prefill", torch_lists["prefill"], "--decode", torch_lists["decode"],
+                                *timing]
     if args.attn_bench:
+        def attn_command(directory, keep_rows, weights):
+            return shlex.split(args.attn_bench.format(
+                hf_dir=directory, gguf=gguf, threads=threads, prefill=lists["prefill"], decode=lists["decode"],
+                steps=args.steps, reps=args.reps, keep_rows=keep_rows, weights=weights))
+
         for weights in args.attn_weights.split(","):
-            for keep_rows in (0, 1):
+            for keep_rows in keep_rows_choices(hf_dir, args):
                 name = attn_name(weights) + (", keeping attention rows" if keep_rows else "")
-                yield name, shlex.split(args.attn_bench.format(
-                    hf_dir=hf_dir, gguf=gguf, threads=threads, prefill=lists["prefill"], decode=lists["decode"],
-                    steps=args.steps, reps=args.reps, keep_rows=keep_rows, weights=weights))
+                yield name, attn_command(hf_dir, keep_rows, weights)
+        if no_window is not None:
+            weights = args.attn_weights.split(",")[0]
+            yield attn_name(weights) + NO_WINDOW, attn_command(no_window, 0, weights)
+
 
 
 def attn_name(weights):
@@ -200,6 +318,33 @@ def summarize(raw):
     return row
 
 
+def lengths(entry):
+    """(prefill lengths, decode contexts) of a result entry: those it was run with (128, 512 before they
+    were options)."""
+    return entry.get("prefill", [128, 512]), entry.get("decode", [128, 512])
+
+
+def window_saving(entry):
+    """Markdown lines: per thread count and length, attn's time without the window over its time with it
+    (medians; > 1: the window saves time), where the entry has an "attn, no window" row."""
+    rows = {(row["system"], row["threads"]): row["summary"] for row in entry["rows"]}
+    pairs = [(threads, rows[(system, threads)], rows[(system + NO_WINDOW, threads)])
+             for system, threads in rows if (system + NO_WINDOW, threads) in rows]
+    if not pairs:
+        return []
+    prefill, decode = lengths(entry)
+    lines = ["The window's saving: attn's time with full attention over its time with the windows "
+             "(the same weights; medians; 1.00 = no saving).", "",
+             "| threads | " + " | ".join([f"prefill {n}" for n in prefill] + [f"decode @{n}" for n in decode]) + " |",
+             "| ---: |" + " ---: |" * (len(prefill) + len(decode))]
+    for threads, windowed, full in pairs:
+        cells = [f"{windowed[f'prefill_{n}_tokens_per_second'] / full[f'prefill_{n}_tokens_per_second']:.2f}×"
+                 for n in prefill]
+        cells += [f"{full[f'decode_{n}_ms_per_token'] / windowed[f'decode_{n}_ms_per_token']:.2f}×" for n in decode]
+        lines.append(f"| {threads} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
 def markdown(results, cpu, llama, args):
     lines = ["# Real model sizes: attn, llama.cpp and PyTorch eager", "",
              "Written by `tools/benchmarks/bench_llamacpp.py`; "
@@ -207,38 +352,54 @@ def markdown(results, cpu, llama, args):
              f"{' '.join(cpu['vector_extensions'])}.",
              f"llama.cpp {llama.release} (commit {llama.commit[:12]}), prebuilt CPU libraries of "
              "@node-llama-cpp/linux-x64@3.21.1; PyTorch eager float32 under inference_mode.",
-             f"Random weights in Hugging Face layout; prefill = one batch, last position's logits; decode = "
-             f"{args.steps} single-token steps after the context, logits each step; medians of {args.reps} "
-             "repetitions, the best in brackets; peak RSS of the system's process (PyTorch: after loading); "
+             "Random weights in Hugging Face layout; prefill = one batch, last position's logits; decode = "
+             "single-token steps after the context, logits each step; medians of the repetitions (their count "
+             "under each model), the best in brackets; peak RSS of the system's process (PyTorch: after loading); "
              "load: the machine's 1-minute load average before the row ran (2 cores, shared).",
              "\"llama.cpp\": float32 KV cache, flash attention off; \"llama.cpp defaults\": float16 cache, "
-             f"flash attention auto. PyTorch with OMP_WAIT_POLICY={args.omp_wait_policy}.", ""]
+             f"flash attention auto. PyTorch with OMP_WAIT_POLICY={args.omp_wait_policy}.",
+             "Sliding windows are kept by every system (Mistral's GGUF as llama.cpp's granite_swa); \"attn, no "
+             "window\": attn on the same weights with full attention (a config.json whose window no prompt "
+             "reaches).", ""]
     for entry in results:
+        prefill, decode = lengths(entry)
         agree = entry["agreement"]["max_relative_difference"]
         lines += [f"## {entry['model']} {entry['dtype']}", "",
-                  f"Run {entry.get('date', '?')}. Logits against {entry['agreement'].get('reference', 'float64')} "
+                  f"Run {entry.get('date', '?')}; repetitions: {entry.get('reps', args.reps)}; decode of "
+                  f"{entry.get('steps', args.steps)} steps. "
+                  f"Logits against {entry['agreement'].get('reference', 'float64')} "
                   "(float64; 16-token prompt; max |a − b| / max |b|): "
-                  + ", ".join(f"{k} {v:.1e}" for k, v in agree.items()) + ".", "",
-                  "| system | threads | prefill 128 tok/s | prefill 512 tok/s | decode @128 ms/tok "
-                  "| decode @512 ms/tok | peak RSS MiB | load |",
-                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+                  + ", ".join(f"{k} {v:.1e}" for k, v in agree.items()) + ".", ""]
+        if "long_agreement" in entry:
+            long = entry["long_agreement"]
+            lines += [f"At {long['tokens']} positions (past the windows), against {long['reference']}: "
+                      + ", ".join(f"{k} {v:.1e}" for k, v in long["max_relative_difference"].items()) + ".", ""]
+        lines += ["| system | threads | "
+                  + " | ".join([f"prefill {n} tok/s" for n in prefill] + [f"decode @{n} ms/tok" for n in decode])
+                  + " | peak RSS MiB | load |",
+                  "| --- | ---: |" + " ---: |" * (len(prefill) + len(decode) + 2)]
         for row in entry["rows"]:
             s = row["summary"]
             cells = [f"{s[f'prefill_{n}_tokens_per_second']:.0f} ({s[f'prefill_{n}_tokens_per_second_best']:.0f})"
-                     for n in (128, 512)]
+                     if f"prefill_{n}_tokens_per_second" in s else "not run" for n in prefill]
             cells += [f"{s[f'decode_{n}_ms_per_token']:.2f} ({s[f'decode_{n}_ms_per_token_best']:.2f})"
-                      for n in (128, 512)]
+                      if f"decode_{n}_ms_per_token" in s else "not run" for n in decode]
             lines.append(f"| {row['system']} | {row['threads']} | {' | '.join(cells)} | {s['peak_rss_mib']:.0f} "
                          f"| {row['load_average']:.1f} |")
         lines.append("")
+        lines += window_saving(entry)
     return "\n".join(lines)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default="gpt2-small:F32",
-                        help="comma-separated shape:dtype; shapes gpt2-small, smollm2-135m, pythia-160m, qwen3-0.6b")
+                        help="comma-separated shape:dtype; shapes gpt2-small, smollm2-135m, pythia-160m, qwen3-0.6b, "
+                             "gemma3-270m, mistral-small")
     parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--prefill", default="128,512", help="comma-separated prompt lengths timed as one batch")
+    parser.add_argument("--decode", default="128,512",
+                        help="comma-separated contexts after which --steps single-token steps are timed")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--steps", type=int, default=32)
     parser.add_argument("--cache", type=Path, default=llamacpp_setup.DEFAULT_CACHE)
@@ -253,14 +414,22 @@ def main():
                              "attn_bench_checkpoint if it is built)")
     parser.add_argument("--attn-logits", default=default_logits,
                         help="command template for attn's logits (default: attn_bench_checkpoint's)")
+    parser.add_argument("--attn-keep-rows", default="auto",
+                        help="keep_rows values attn runs with: 0, 1, 0,1 or auto (see above)")
     parser.add_argument("--attn-weights", default="converted",
                         help="comma-separated weight storages attn runs with: converted (float), stored_16_bit "
                              "(a 16-bit checkpoint's matrices kept in 16 bits)")
+    parser.add_argument("--pytorch-up-to", type=int, default=0, metavar="N",
+                        help="time the PyTorch peer only at prefill lengths and decode contexts up to N (0: all); "
+                             "for a run short of time, its longest lengths being the slowest")
     parser.add_argument("--omp-wait-policy", default="PASSIVE", choices=["PASSIVE", "ACTIVE"],
                         help="OMP_WAIT_POLICY of the PyTorch peer (see above)")
     parser.add_argument("--merge", action="store_true",
                         help="keep the other models' results already in --out's JSON (same machine, another run)")
     parser.add_argument("--agreement-only", action="store_true", help="check the logits, time nothing, write nothing")
+    parser.add_argument("--long-agreement", type=int, default=0, metavar="N",
+                        help="also compare the systems' logits for an N-position prompt, longer than the windows, "
+                             "and attn's without the windows (see long_agreement)")
     args = parser.parse_args()
     cache = args.cache.expanduser().resolve()
     llama = llamacpp_setup.setup(cache)
@@ -270,29 +439,9 @@ def main():
     if args.merge and json_path.is_file():
         earlier = json.loads(json_path.read_text(encoding="utf-8"))["results"]
     results = []
-    for spec in args.models.split(","):
-        shape, _, dtype = spec.partition(":")
-        if dtype not in TOLERANCE:
-            raise SystemExit(f"--models {spec!r}: the dtype after ':' must be one of {sorted(TOLERANCE)}")
-        hf_dir, gguf = prepare(shape, dtype, cache, llama)
-        entry = {"model": shape, "dtype": dtype, "date": time.strftime("%Y-%m-%d %H:%M"),
-                 "agreement": agreement(hf_dir, gguf, dtype, llama, args.attn_logits,
-                                        args.attn_weights.split(",")),
-                 "rows": []}
-        print(f"{shape} {dtype}: agreement {entry['agreement']['max_relative_difference']}", flush=True)
-        if args.agreement_only:
-            continue
-        for threads in [int(t) for t in args.threads.split(",")]:
-            for system, command in bench_commands(hf_dir, gguf, threads, args, llama):
-                load_average = os.getloadavg()[0]
-                extra_env = {"OMP_WAIT_POLICY": args.omp_wait_policy} if system == "pytorch-eager" else None
-                raw = run_json(command, system, extra_env)
-                row = {"system": system, "threads": threads, "load_average": load_average,
-                       "summary": summarize(raw), "raw": raw}
-                entry["rows"].append(row)
-                print(f"  {system:32s} threads {threads}: {row['summary']}", flush=True)
-        results.append(entry)
-        # written after every model, so a long run that is stopped keeps what it measured
+
+    def write():
+        """Written after every row, so a long run that is stopped keeps what it measured."""
         ran = {(e["model"], e["dtype"]) for e in results}
         kept = [e for e in earlier if (e["model"], e["dtype"]) not in ran] + results
         record = {"cpu": cpu, "llama_cpp": {"release": llama.release, "commit": llama.commit},
@@ -300,6 +449,41 @@ def main():
         args.out.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         args.out.write_text(markdown(kept, cpu, llama, args), encoding="utf-8")
+
+    for spec in args.models.split(","):
+        shape, _, dtype = spec.partition(":")
+        if dtype not in TOLERANCE:
+            raise SystemExit(f"--models {spec!r}: the dtype after ':' must be one of {sorted(TOLERANCE)}")
+        hf_dir, gguf = prepare(shape, dtype, cache, llama)
+        longest = max(int(n) for n in args.prefill.split(",") + [str(int(c) + args.steps)
+                                                                 for c in args.decode.split(",")])
+        no_window = unwindowed_copy(hf_dir, longest) if args.attn_bench else None
+        entry = {"model": shape, "dtype": dtype, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                 "reps": args.reps, "steps": args.steps,
+                 "prefill": [int(n) for n in args.prefill.split(",")],
+                 "decode": [int(n) for n in args.decode.split(",")],
+                 "agreement": agreement(hf_dir, gguf, dtype, llama, args.attn_logits,
+                                        args.attn_weights.split(",")),
+                 "rows": []}
+        print(f"{shape} {dtype}: agreement {entry['agreement']['max_relative_difference']}", flush=True)
+        if args.long_agreement:
+            entry["long_agreement"] = long_agreement(hf_dir, gguf, dtype, llama, args.attn_logits,
+                                                     args.attn_weights.split(","), no_window, args.long_agreement)
+            print(f"{shape} {dtype}: at {args.long_agreement} positions against PyTorch float32 "
+                  f"{entry['long_agreement']['max_relative_difference']}", flush=True)
+        if args.agreement_only:
+            continue
+        results.append(entry)
+        for threads in [int(t) for t in args.threads.split(",")]:
+            for system, command in bench_commands(hf_dir, gguf, threads, args, llama, no_window):
+                load_average, started = os.getloadavg()[0], time.strftime("%H:%M:%S UTC", time.gmtime())
+                extra_env = {"OMP_WAIT_POLICY": args.omp_wait_policy} if system == "pytorch-eager" else None
+                raw = run_json(command, system, extra_env)
+                row = {"system": system, "threads": threads, "load_average": load_average, "started": started,
+                       "summary": summarize(raw), "raw": raw}
+                entry["rows"].append(row)
+                write()
+                print(f"  {system:32s} threads {threads}: {row['summary']}", flush=True)
         print(f"wrote {args.out} and {json_path}", flush=True)
 
 if __name__ == "__main__":

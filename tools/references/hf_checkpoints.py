@@ -13,8 +13,8 @@ independent reference (tools/references/hf_reference.py) without downloading wei
     /usr/bin/python3 tools/references/hf_checkpoints.py --shape gpt2-small --dtype F32 --out /tmp/gpt2-small
     /usr/bin/python3 tools/references/hf_checkpoints.py --shape smollm2-135m --dtype BF16 --out /tmp/smollm2
 
---shape is one of SHAPES: gpt2-small, smollm2-135m, pythia-160m, qwen3-0.6b (the published models'
-configurations, random weights).
+--shape is one of SHAPES: gpt2-small, smollm2-135m, pythia-160m, qwen3-0.6b, gemma3-270m (the published
+models' configurations, random weights) and mistral-small (a small Mistral-shaped one with a 1,024 window).
 
 Every tensor is drawn from its own generator, seeded by (seed, tensor name), so a tensor's values
 do not depend on the dtype's rounding of other tensors, on the shard count or on the write order.
@@ -84,6 +84,24 @@ SHAPES = {
                              "rope_theta": 1000000, "rms_norm_eps": 1e-6, "tie_word_embeddings": True,
                              "attention_bias": False, "use_sliding_window": False, "sliding_window": None,
                              "bos_token_id": 151643, "eos_token_id": 151645}),
+    # gemma-3-270m's configuration (Gemma3ForCausalLM as transformers 4.55 writes it: layer_types 5
+    # sliding : 1 full with a window of 512, 4 query heads of 256 over 1 key-value head, the 262,144-token
+    # tied embedding, and gemma-3-270m's use_bidirectional_attention false and transformers_version).
+    "gemma3-270m": ("gemma3_text", {"vocab_size": 262144, "hidden_size": 640, "intermediate_size": 2048,
+                                    "num_hidden_layers": 18, "num_attention_heads": 4, "num_key_value_heads": 1,
+                                    "head_dim": 256, "max_position_embeddings": 32768, "query_pre_attn_scalar": 256,
+                                    "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
+                                    "sliding_window": 512,
+                                    "layer_types": ["full_attention" if (layer + 1) % 6 == 0 else "sliding_attention"
+                                                    for layer in range(18)],
+                                    "use_bidirectional_attention": False, "transformers_version": "4.55.0.dev0"}),
+    # A small Mistral-shaped model (MistralForCausalLM, Mistral-7B's keys) whose sliding window of 1,024 is
+    # shorter than the benchmarks' 4,096-token prompts: 16 layers, 16 query heads of 64 over 4 key-value
+    # heads, MLP 3584, 32,768 tokens, untied.
+    "mistral-small": ("mistral", {"vocab_size": 32768, "hidden_size": 1024, "intermediate_size": 3584,
+                                  "num_hidden_layers": 16, "num_attention_heads": 16, "num_key_value_heads": 4,
+                                  "head_dim": 64, "max_position_embeddings": 8192, "sliding_window": 1024,
+                                  "rope_theta": 10000.0, "rms_norm_eps": 1e-5, "tie_word_embeddings": False}),
 }
 
 
@@ -456,7 +474,9 @@ def gemma3_text_config(user, dtype):
         del config["cache_implementation"], config["sliding_window_pattern"]
         config.update(_sliding_window_pattern=6, layer_types=None,
                       transformers_version=VERSIONS["gemma3_text_layer_types"])
-    _update(config, user)
+    # use_bidirectional_attention (false) is in gemma-3-270m's config.json, written by a 4.55 pre-release;
+    # the tiny test checkpoints leave it out.
+    _update(config, user, optional=("use_bidirectional_attention",))
     if "layer_types" in config:
         types = config["layer_types"]
         if not (isinstance(types, list) and len(types) == config["num_hidden_layers"]

@@ -2,6 +2,7 @@
 and dtype rounding, checked against lists written out here from the Hugging Face modeling files."""
 
 import json
+import math
 import os
 import struct
 import subprocess
@@ -261,3 +262,49 @@ def test_cli_writes_a_checkpoint(tmp_path, monkeypatch):
     usage = subprocess.run([sys.executable, str(TOOLS / "references" / "hf_checkpoints.py"), "--shape", "gpt9"],
                            capture_output=True, text=True)
     assert usage.returncode == 2 and "invalid choice: 'gpt9'" in usage.stderr
+
+
+# google/gemma-3-270m's config.json keys (transformers 4.55.0.dev0) and Mistral-7B-v0.1's as transformers 4.46
+# writes them (MistralConfig's attributes, with head_dim, and PretrainedConfig's that differ from its defaults).
+GEMMA3_270M_KEYS = {"_sliding_window_pattern", "architectures", "attention_bias", "attention_dropout",
+                    "attn_logit_softcapping", "bos_token_id", "eos_token_id", "final_logit_softcapping", "head_dim",
+                    "hidden_activation", "hidden_size", "initializer_range", "intermediate_size", "layer_types",
+                    "max_position_embeddings", "model_type", "num_attention_heads", "num_hidden_layers",
+                    "num_key_value_heads", "pad_token_id", "query_pre_attn_scalar", "rms_norm_eps",
+                    "rope_local_base_freq", "rope_scaling", "rope_theta", "sliding_window", "torch_dtype",
+                    "transformers_version", "use_bidirectional_attention", "use_cache", "vocab_size"}
+MISTRAL_KEYS = {"architectures", "attention_dropout", "bos_token_id", "eos_token_id", "head_dim", "hidden_act",
+                "hidden_size", "initializer_range", "intermediate_size", "max_position_embeddings", "model_type",
+                "num_attention_heads", "num_hidden_layers", "num_key_value_heads", "rms_norm_eps", "rope_theta",
+                "sliding_window", "tie_word_embeddings", "torch_dtype", "transformers_version", "use_cache",
+                "vocab_size"}
+
+
+def test_gemma3_270m_shape_has_the_published_config_and_tensors():
+    architecture, shape = hf_checkpoints.SHAPES["gemma3-270m"]
+    config = hf_checkpoints.make_config(architecture, shape, "F32")
+    assert set(config) == GEMMA3_270M_KEYS
+    assert config["architectures"] == ["Gemma3ForCausalLM"] and config["model_type"] == "gemma3_text"
+    assert config["layer_types"] == (["sliding_attention"] * 5 + ["full_attention"]) * 3
+    assert (config["sliding_window"], config["query_pre_attn_scalar"], config["head_dim"]) == (512, 256, 256)
+    assert (config["rope_theta"], config["rope_local_base_freq"], config["rms_norm_eps"]) == (1e6, 1e4, 1e-6)
+    assert config["use_bidirectional_attention"] is False and config["torch_dtype"] == "float32"
+    assert config["attn_logit_softcapping"] is None and config["final_logit_softcapping"] is None
+    plan = {spec.name: spec.shape for spec in hf_checkpoints.tensor_plan(config, "F32")}
+    assert plan["model.embed_tokens.weight"] == (262144, 640) and "lm_head.weight" not in plan  # tied
+    a = "model.layers.17.self_attn."
+    assert (plan[a + "q_proj.weight"], plan[a + "k_proj.weight"], plan[a + "o_proj.weight"]) == \
+        ((1024, 640), (256, 640), (640, 1024))
+    assert plan[a + "q_norm.weight"] == (256,) and plan["model.layers.0.mlp.down_proj.weight"] == (640, 2048)
+    assert len(plan) == 1 + 18 * 13 + 1
+    assert sum(math.prod(s) for s in plan.values()) == 268_098_176  # gemma-3-270m's parameter count
+
+
+def test_mistral_small_shape_has_mistral_keys_and_a_window_under_the_long_prompt():
+    architecture, shape = hf_checkpoints.SHAPES["mistral-small"]
+    config = hf_checkpoints.make_config(architecture, shape, "F32")
+    assert set(config) == MISTRAL_KEYS and config["architectures"] == ["MistralForCausalLM"]
+    assert config["sliding_window"] == 1024 < 4096 and config["tie_word_embeddings"] is False
+    plan = {spec.name: spec.shape for spec in hf_checkpoints.tensor_plan(config, "F32")}
+    assert plan["model.layers.15.self_attn.k_proj.weight"] == (256, 1024) and plan["lm_head.weight"] == (32768, 1024)
+    assert plan["model.layers.0.mlp.gate_proj.weight"] == (3584, 1024) and len(plan) == 1 + 16 * 9 + 2

@@ -1,6 +1,7 @@
 """tools/benchmarks/peers: the rotary permutation, safetensors I/O, the PyTorch peer, and (when llama.cpp's
 tree is installed) the GGUF conversion and bench_llamacpp.py's agreement check on every shape, shrunk."""
 
+import contextlib
 import json
 import math
 import os
@@ -31,7 +32,18 @@ TINY_NEOX = {"hidden_size": 32, "intermediate_size": 24, "num_hidden_layers": 2,
 TINY_QWEN3 = {"hidden_size": 12, "intermediate_size": 10, "num_hidden_layers": 2, "num_attention_heads": 4,
               "num_key_value_heads": 2, "head_dim": 8, "vocab_size": 17, "max_position_embeddings": 16,
               "rope_theta": 1000.0}
-TINY = {"smollm2-135m": TINY_LLAMA, "gpt2-small": TINY_GPT2, "pythia-160m": TINY_NEOX, "qwen3-0.6b": TINY_QWEN3}
+# gemma-3-270m's and the Mistral shape's features with windows of 5 under the agreement check's 16-token prompt:
+# 5 sliding layers and a full one (two θ), query_pre_attn_scalar = head_dim as in gemma-3-270m (llama.cpp
+# scales by 1/√head_dim); a window on every Mistral layer.
+TINY_GEMMA3 = {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 6, "num_attention_heads": 4,
+               "num_key_value_heads": 1, "head_dim": 16, "query_pre_attn_scalar": 16, "vocab_size": 40,
+               "max_position_embeddings": 32, "sliding_window": 5,
+               "layer_types": ["sliding_attention"] * 5 + ["full_attention"]}
+TINY_MISTRAL = {"hidden_size": 32, "intermediate_size": 40, "num_hidden_layers": 2, "num_attention_heads": 4,
+                "num_key_value_heads": 2, "head_dim": 8, "vocab_size": 48, "max_position_embeddings": 32,
+                "sliding_window": 5}
+TINY = {"smollm2-135m": TINY_LLAMA, "gpt2-small": TINY_GPT2, "pythia-160m": TINY_NEOX, "qwen3-0.6b": TINY_QWEN3,
+        "gemma3-270m": TINY_GEMMA3, "mistral-small": TINY_MISTRAL}
 
 
 def rotate_half_split(x, position, theta):
@@ -304,9 +316,153 @@ def test_bench_agreement_check_passes_on_every_shape(tmp_path, shape, dtype):
     hf_dir = tmp_path / shape
     hf_checkpoints.write_checkpoint(hf_dir, architecture, {**config, **TINY[shape]}, dtype)
     gguf = tmp_path / f"{shape}.gguf"
-    hf_to_gguf.convert(hf_dir, gguf, dtype, llama.source / "gguf-py")
+    hf_to_gguf.convert(hf_dir, gguf, dtype, llama.source / "gguf-py", mistral_swa=True)  # as prepare() does
     result = bench_llamacpp.agreement(hf_dir, gguf, dtype, llama, None, ["converted"])
     assert result["reference"] == "tools/references/hf_reference.py"
     assert set(result["max_relative_difference"]) == {"pytorch-eager float32", "pytorch-eager float64", "llama.cpp",
                                                       "llama.cpp defaults"}
     assert result["max_relative_difference"]["pytorch-eager float64"] < 1e-12
+
+
+HF_TEST_DATA = TOOLS.parent / "tests" / "data" / "hf"
+WINDOWED = ["gemma3_pattern", "gemma3_layer_types", "gemma2_softcap_window", "mistral_window"]
+
+
+def window_prompt(folder):
+    """A prompt as long as the checkpoint's context (24 positions): several windows long."""
+    config = json.loads((folder / "config.json").read_text())
+    return [(7 * i + 3) % config["vocab_size"] for i in range(config["max_position_embeddings"])]
+
+
+@pytest.mark.parametrize("name", WINDOWED)
+def test_torch_peer_gemma_and_mistral_match_the_float64_reference(name):
+    """Gemma 3 (both layouts), Gemma 2 and Mistral in the PyTorch peer against hf_reference.py, on the
+    tiny checkpoints whose windows (4 to 7) are far shorter than the 24-token prompt."""
+    folder = HF_TEST_DATA / name
+    tokens = window_prompt(folder)
+    got = torch_peer.last_logits(torch_peer.load(folder, torch.float64), tokens, torch.float64).numpy()
+    expected = np.asarray(hf_reference.run(hf_reference.load(folder), tokens)[0][-1])
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10 * np.abs(expected).max())
+    # the window matters: the reference without it is far away
+    unwindowed = np.asarray(hf_reference.run(hf_reference.load(folder, ["no_window"]), tokens)[0][-1])
+    assert np.abs(unwindowed - expected).max() > 1e-3 * np.abs(expected).max()
+
+
+@pytest.mark.parametrize("name", WINDOWED)
+def test_torch_peer_windowed_decoding_with_the_cache_matches_one_pass(name):
+    """Decoding step by step past the window (the last w keys sliced off the cache) gives the one-pass
+    logits at every step."""
+    folder = HF_TEST_DATA / name
+    model, tokens = torch_peer.load(folder, torch.float64), window_prompt(folder)
+    cache = torch_peer.new_cache(model, len(tokens), torch.float64)
+    with torch.inference_mode():
+        model.forward(torch.tensor(tokens[:2]), cache)
+        for end in range(3, len(tokens) + 1):
+            stepped = model.forward(torch.tensor(tokens[end - 1:end]), cache)[0]
+            torch.testing.assert_close(stepped, torch_peer.last_logits(model, tokens[:end], torch.float64),
+                                       rtol=1e-12, atol=1e-12)
+
+
+def test_markdown_columns_follow_the_lengths_and_show_the_window_saving():
+    def raw(prefill_seconds, decode_seconds):
+        return {"prefill": [{"tokens": 512, "seconds": [prefill_seconds[0]]},
+                            {"tokens": 4096, "seconds": [prefill_seconds[1]]}],
+                "decode": [{"context": 4096, "steps": 16, "seconds": [decode_seconds]}], "peak_rss_bytes": 2**20}
+
+    rows = [{"system": "attn", "threads": 1, "load_average": 2.0, "summary": bench_llamacpp.summarize(raw((1, 4), 0.32))},
+            {"system": "attn, no window", "threads": 1, "load_average": 2.0,
+             "summary": bench_llamacpp.summarize(raw((1, 6), 0.48))}]
+    entry = {"model": "mistral-small", "dtype": "F32", "date": "d", "prefill": [512, 4096], "decode": [4096],
+             "agreement": {"reference": "r", "max_relative_difference": {"attn": 1e-6}}, "rows": rows}
+    cpu = {"model_name": "cpu", "cores": 2, "vector_extensions": ["avx2"]}
+    llama = type("L", (), {"release": "v0", "commit": "0123456789abcdef"})
+    args = type("A", (), {"steps": 16, "reps": 1, "omp_wait_policy": "PASSIVE"})
+    text = bench_llamacpp.markdown([entry], cpu, llama, args)
+    assert "| system | threads | prefill 512 tok/s | prefill 4096 tok/s | decode @4096 ms/tok | peak RSS MiB | load |" \
+        in text
+    assert "| attn | 1 | 512 (512) | 1024 (1024) | 20.00 (20.00) | 1 | 2.0 |" in text
+    assert "| threads | prefill 512 | prefill 4096 | decode @4096 |" in text
+    assert "| 1 | 1.00× | 1.50× | 1.50× |" in text
+
+
+def test_unwindowed_copy_keeps_the_weights_and_lifts_the_window(tmp_path):
+    for shape, tiny in (("mistral-small", TINY_MISTRAL), ("gemma3-270m", TINY_GEMMA3), ("qwen3-0.6b", TINY_QWEN3)):
+        architecture, config = hf_checkpoints.SHAPES[shape]
+        folder = tmp_path / shape
+        hf_checkpoints.write_checkpoint(folder, architecture, {**config, **tiny}, "F32")
+        copy = bench_llamacpp.unwindowed_copy(folder, 20)
+        if shape == "qwen3-0.6b":
+            assert copy is None
+            continue
+        lifted = json.loads((copy / "config.json").read_text())
+        original = json.loads((folder / "config.json").read_text())
+        changed = {k for k in original if lifted[k] != original[k]}
+        assert changed == {"sliding_window"} and set(lifted) == set(original)
+        assert lifted["sliding_window"] == (None if shape == "mistral-small" else 32)
+        assert (copy / "model.safetensors").resolve() == (folder / "model.safetensors").resolve()
+        # the same weights, full attention: the reference without its window gives the copy's logits
+        tokens = list(range(1, 17))
+        expected = hf_reference.run(hf_reference.load(folder, ["no_window"]), tokens)[0][-1]
+        np.testing.assert_allclose(hf_reference.run(hf_reference.load(copy), tokens)[0][-1], expected, rtol=1e-12)
+        with pytest.raises(ValueError, match="below the 40 positions") if shape == "gemma3-270m" else \
+                contextlib.nullcontext():
+            bench_llamacpp.unwindowed_copy(folder, 40)
+
+
+def test_kept_rows_are_skipped_where_they_would_not_fit(tmp_path):
+    for shape, expected_4096 in (("gemma3-270m", [0]), ("mistral-small", [0])):
+        folder = tmp_path / shape
+        architecture, config = hf_checkpoints.SHAPES[shape]
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(hf_checkpoints.make_config(architecture, config, "F32")))
+        args = type("A", (), {"attn_keep_rows": "auto", "prefill": "512,4096"})
+        assert bench_llamacpp.keep_rows_choices(folder, args) == expected_4096
+        args.prefill = "128,512"
+        assert bench_llamacpp.keep_rows_choices(folder, args) == [0, 1]
+        args.attn_keep_rows = "1"
+        assert bench_llamacpp.keep_rows_choices(folder, args) == [1]
+
+
+@pytest.mark.skipif(validate_llamacpp.installed() is None,
+                    reason="the pinned llama.cpp is not installed (tools/benchmarks/peers/llamacpp_setup.py)")
+@pytest.mark.parametrize("shape", ["gemma3-270m", "mistral-small"])
+def test_long_agreement_sees_the_windows(tmp_path, shape):
+    """The long-prompt check past the windows: llama.cpp (Mistral as granite_swa) within tolerance of the
+    PyTorch peer, and a system without the windows (here the PyTorch peer itself on the unwindowed copy,
+    standing in for attn) far off, so that the check would catch a system ignoring them."""
+    llama = validate_llamacpp.installed()
+    architecture, config = hf_checkpoints.SHAPES[shape]
+    hf_dir = tmp_path / shape
+    hf_checkpoints.write_checkpoint(hf_dir, architecture, {**config, **TINY[shape]}, "F32")
+    gguf = tmp_path / f"{shape}.gguf"
+    hf_to_gguf.convert(hf_dir, gguf, "F32", llama.source / "gguf-py", mistral_swa=True)
+    stand_in = f"{sys.executable} {TOOLS / 'benchmarks' / 'peers' / 'torch_peer.py'} {{hf_dir}} logits --tokens {{tokens}}"
+    no_window = bench_llamacpp.unwindowed_copy(hf_dir, 24)
+    result = bench_llamacpp.long_agreement(hf_dir, gguf, "F32", llama, stand_in, ["converted"], no_window, 24)
+    differences = result["max_relative_difference"]
+    assert set(differences) == {"llama.cpp", "llama.cpp defaults", "attn", "attn, no window"}
+    assert differences["attn"] == 0 and differences["attn, no window"] > 2e-2
+
+
+def test_pytorch_up_to_drops_its_longest_lengths_only(tmp_path):
+    args = type("A", (), {"prefill": "512,4096", "decode": "4096", "steps": 16, "reps": 1, "pytorch_up_to": 0,
+                          "attn_bench": None, "omp_wait_policy": "PASSIVE"})
+    llama = type("L", (), {"harness": "llama_peer", "backends": "b"})
+    commands = dict(bench_llamacpp.bench_commands(tmp_path, "m.gguf", 1, args, llama))
+    assert commands["pytorch-eager"][-8:] == ["--prefill", "512,4096", "--decode", "4096", "--steps", "16", "--reps", "1"]
+    args.pytorch_up_to = 512
+    commands = dict(bench_llamacpp.bench_commands(tmp_path, "m.gguf", 1, args, llama))
+    assert commands["pytorch-eager"][-8:] == ["--prefill", "512", "--decode", "", "--steps", "16", "--reps", "1"]
+    assert commands["llama.cpp"][-8:-4] == ["--prefill", "512,4096", "--decode", "4096"]
+    args.decode = "512,4096"
+    commands = dict(bench_llamacpp.bench_commands(tmp_path, "m.gguf", 1, args, llama))
+    assert commands["pytorch-eager"][-8:] == ["--prefill", "512", "--decode", "512", "--steps", "16", "--reps", "1"]
+    summary = bench_llamacpp.summarize({"prefill": [{"tokens": 512, "seconds": [1.0]}],
+                                        "decode": [{"context": 512, "steps": 16, "seconds": [0.16]}],
+                                        "peak_rss_bytes": 2**20})
+    entry = {"model": "m", "dtype": "F32", "prefill": [512, 4096], "decode": [512, 4096],
+             "agreement": {"max_relative_difference": {}},
+             "rows": [{"system": "pytorch-eager", "threads": 1, "load_average": 1.0, "summary": summary}]}
+    text = bench_llamacpp.markdown([entry], {"model_name": "c", "cores": 2, "vector_extensions": []},
+                                   type("L", (), {"release": "v", "commit": "0" * 12}), args)
+    assert "| pytorch-eager | 1 | 512 (512) | not run | 10.00 (10.00) | not run | 1 | 1.0 |" in text

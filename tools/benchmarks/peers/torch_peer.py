@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The PyTorch eager peer: GPT-2, Llama, Qwen3 and GPT-NeoX forward passes from Hugging Face's formulas, with a KV cache.
+"""The PyTorch eager peer: GPT-2, Llama, Qwen3, GPT-NeoX, Mistral, Gemma 2 and Gemma 3 (text) forward passes
+from Hugging Face's formulas, with a KV cache.
 
   /usr/bin/python3 tools/benchmarks/peers/torch_peer.py HF_DIR --threads T logits --tokens 1,2,3 [--float64]
   /usr/bin/python3 tools/benchmarks/peers/torch_peer.py HF_DIR --threads T bench [--prefill 128,512]
@@ -11,7 +12,10 @@ RMSNorm, half-split rotary (rotate_half), grouped key-value heads, SiLU-gated ML
 Llama's, with an RMSNorm over each head of q and k (q_norm, k_norm) before the rotary; GPTNeoXModel:
 LayerNorms with biases, one query_key_value projection with rows per head [q_h; k_h; v_h],
 half-split rotary on the first int(rotary_pct · d) dimensions of each head, GELU (erf) MLP,
-parallel residual x + attn(ln1(x)) + mlp(ln2(x)) or the sequential one, untied embed_out), run under
+parallel residual x + attn(ln1(x)) + mlp(ln2(x)) or the sequential one, untied embed_out; MistralModel:
+Llama's, with every layer's sliding window (query p sees keys p − w < j ≤ p); Gemma2Model /
+Gemma3TextModel: see the Gemma class — (1 + w) RMSNorms before and after each block, GeGLU, the
+embedding × √C, query_pre_attn_scalar, soft caps, q/k norms and per-layer windows and θ), run under
 torch.inference_mode(), float32 (or float64 for the agreement check); bfloat16 checkpoints are
 widened exactly to float32. Like the llama.cpp peer, a prefill computes the logits of its last
 position only. Peak RSS is the high-water mark after the weights are loaded (VmHWM is reset
@@ -47,15 +51,34 @@ class Cache:
         return self.kv[layer, 0, :, :end], self.kv[layer, 1, :, :end]
 
 
-def attend(q, k, v, first):
-    """q (heads × n × d) at positions first.., k/v (heads × (first+n) × d) -> (n × heads·d)."""
+def attend(q, k, v, first, scale=None, window=None, softcap=None):
+    """q (heads × n × d) at positions first.., k/v (heads × (first+n) × d) -> (n × heads·d).
+
+    Scores q·k · scale (1/√d by default), then softcap · tanh(score / softcap) where given, then the
+    causal mask, and with a sliding window w also the keys j ≤ p − w (query p sees p − w < j ≤ p), as
+    the eager attention of modeling_gemma3.py / modeling_mistral.py with their masks. A single query
+    (a decoding step) is given the keys it sees (last_keys) and needs no mask."""
     n, total = q.shape[1], k.shape[1]
-    scores = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])
+    scores = q @ k.transpose(1, 2) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
+    if softcap is not None:
+        scores = torch.tanh(scores / softcap) * softcap
     if n > 1:
-        visible = torch.arange(total)[None, :] <= (first + torch.arange(n))[:, None]
+        key, query = torch.arange(total)[None, :], (first + torch.arange(n))[:, None]
+        visible = key <= query
+        if window is not None:
+            visible &= key > query - window
         scores = scores.masked_fill(~visible, float("-inf"))
     out = torch.softmax(scores, dim=-1) @ v
     return out.transpose(0, 1).reshape(n, -1)
+
+
+def last_keys(k, v, n, window):
+    """A decoding step (n = 1) under a sliding window w sees the last w keys only: the others are
+    dropped (as a sliding-window cache keeps only them) before the key-value heads are repeated for
+    their query heads."""
+    if window is None or n > 1 or k.shape[1] <= window:
+        return k, v
+    return k[:, -window:], v[:, -window:]
 
 
 class GPT2:
@@ -98,8 +121,10 @@ class Llama:
         self.inv_freq = (1.0 / config.get("rope_theta", 10000.0) ** exponent).to(dtype)
         self.lm_head = w.get("lm_head.weight", w["model.embed_tokens.weight"])
         self.qk_norm = "model.layers.0.self_attn.q_norm.weight" in w
+        # Mistral: every layer's sliding window (null: none); Llama and Qwen3 have none here.
+        self.window = config.get("sliding_window") if config.get("model_type") == "mistral" else None
         if config.get("attention_bias") or config.get("mlp_bias"):
-            raise ValueError("the PyTorch peer runs Llama and Qwen3 without biases only")
+            raise ValueError("the PyTorch peer runs Llama, Qwen3 and Mistral without biases only")
 
     def norm(self, x, name):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.w[name]
@@ -124,9 +149,10 @@ class Llama:
             v = (h @ w[p + "self_attn.v_proj.weight"].T).reshape(n, self.kv_heads, self.head_dim).transpose(0, 1)
             if self.qk_norm:  # Qwen3: RMSNorm over each head's d values, before the rotary
                 q, k = self.norm(q, p + "self_attn.q_norm.weight"), self.norm(k, p + "self_attn.k_norm.weight")
-            k, v = cache.append(i, self.rotate(k, cos, sin), v)
+            k, v = last_keys(*cache.append(i, self.rotate(k, cos, sin), v), n, self.window)
             k, v = k.repeat_interleave(group, dim=0), v.repeat_interleave(group, dim=0)
-            x = x + attend(self.rotate(q, cos, sin), k, v, first) @ w[p + "self_attn.o_proj.weight"].T
+            z = attend(self.rotate(q, cos, sin), k, v, first, window=self.window)
+            x = x + z @ w[p + "self_attn.o_proj.weight"].T
             h = self.norm(x, p + "post_attention_layernorm.weight")
             gated = torch.nn.functional.silu(h @ w[p + "mlp.gate_proj.weight"].T) * (h @ w[p + "mlp.up_proj.weight"].T)
             x = x + gated @ w[p + "mlp.down_proj.weight"].T
@@ -191,15 +217,105 @@ class GPTNeoX:
         return self.norm(x[-1:], "gpt_neox.final_layer_norm") @ self.lm_head.T
 
 
+TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+class Gemma:
+    """Gemma2ForCausalLM and Gemma3ForCausalLM (text), from modeling_gemma2.py / modeling_gemma3.py:
+    RMSNorm x / √(mean(x²) + eps) · (1 + w) before and after attention and the MLP
+    (input_layernorm, post_attention_layernorm, pre_feedforward_layernorm,
+    post_feedforward_layernorm) and at the end; the embedding × √hidden_size rounded to the
+    checkpoint's torch_dtype; GeGLU down(gelu_tanh(gate(x)) · up(x)); scores ·
+    query_pre_attn_scalar^-1/2, capped by attn_logit_softcapping where set; Gemma 3's q_norm / k_norm
+    (1 + w) over each head before the rotary; sliding layers (layer_types, else Gemma 2's even ones or
+    Gemma 3's (L + 1) % sliding_window_pattern ≠ 0) with the window p − w < j ≤ p and, in Gemma 3,
+    rope_local_base_freq instead of rope_theta; tied logits, capped by final_logit_softcapping where
+    set. The cache keeps every position; a sliding layer's decoding step attends to the last w."""
+
+    def __init__(self, config, w):
+        self.c, self.w = config, w
+        gemma3 = config["model_type"] == "gemma3_text"
+        self.layers, self.heads = config["num_hidden_layers"], config["num_attention_heads"]
+        self.kv_heads = config.get("num_key_value_heads", self.heads)
+        self.head_dim = config.get("head_dim", 256)
+        self.eps = config.get("rms_norm_eps", 1e-6)
+        if config.get("attention_bias") or config.get("rope_scaling") is not None or "rope_parameters" in config:
+            raise ValueError("the PyTorch peer runs Gemma without biases or rope scaling only")
+        if config.get("hidden_activation", "gelu_pytorch_tanh") != "gelu_pytorch_tanh":
+            raise ValueError(f"hidden_activation {config['hidden_activation']!r}: only gelu_pytorch_tanh")
+        self.scale = config.get("query_pre_attn_scalar", 256) ** -0.5
+        default_caps = (None, None) if gemma3 else (50.0, 30.0)
+        self.attn_softcap = config.get("attn_logit_softcapping", default_caps[0])
+        self.final_softcap = config.get("final_logit_softcapping", default_caps[1])
+        self.window = config.get("sliding_window", 4096)
+        types = config.get("layer_types")
+        if types is not None:
+            self.sliding = [t == "sliding_attention" for t in types]
+        elif gemma3:
+            pattern = config.get("sliding_window_pattern", config.get("_sliding_window_pattern", 6))
+            self.sliding = [(layer + 1) % pattern != 0 for layer in range(self.layers)]
+        else:
+            self.sliding = [layer % 2 == 0 for layer in range(self.layers)]
+        dtype = w["model.embed_tokens.weight"].dtype
+        theta = config.get("rope_theta", 1e6 if gemma3 else 1e4)
+        local = config.get("rope_local_base_freq", 1e4) if gemma3 else theta
+        exponent = torch.arange(0, self.head_dim, 2, dtype=torch.float64) / self.head_dim
+        self.inv_freq = {False: (1.0 / theta ** exponent).to(dtype), True: (1.0 / local ** exponent).to(dtype)}
+        stored = TORCH_DTYPES[config.get("torch_dtype", config.get("dtype")) or "float32"]
+        self.normalizer = float(torch.tensor(config["hidden_size"] ** 0.5, dtype=stored))
+        self.qk_norm = gemma3
+
+    def norm(self, x, name):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * (1 + self.w[name])
+
+    def rotate(self, x, cos, sin):
+        half = x.shape[-1] // 2
+        return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
+
+    def forward(self, ids, cache):
+        w, first, n = self.w, cache.length, len(ids)
+        turns = {}
+        for sliding, inv_freq in self.inv_freq.items():
+            angles = torch.arange(first, first + n, dtype=inv_freq.dtype)[:, None] * inv_freq[None, :]
+            angles = torch.cat((angles, angles), dim=-1)
+            turns[sliding] = angles.cos(), angles.sin()
+        group = self.heads // self.kv_heads
+        x = w["model.embed_tokens.weight"][ids] * self.normalizer
+        for i in range(self.layers):
+            p, sliding = f"model.layers.{i}.", self.sliding[i]
+            cos, sin = turns[sliding]
+            window = self.window if sliding else None
+            h = self.norm(x, p + "input_layernorm.weight")
+            q = (h @ w[p + "self_attn.q_proj.weight"].T).reshape(n, self.heads, self.head_dim).transpose(0, 1)
+            k = (h @ w[p + "self_attn.k_proj.weight"].T).reshape(n, self.kv_heads, self.head_dim).transpose(0, 1)
+            v = (h @ w[p + "self_attn.v_proj.weight"].T).reshape(n, self.kv_heads, self.head_dim).transpose(0, 1)
+            if self.qk_norm:  # Gemma 3: (1 + w) RMSNorm over each head's d values, before the rotary
+                q, k = self.norm(q, p + "self_attn.q_norm.weight"), self.norm(k, p + "self_attn.k_norm.weight")
+            k, v = last_keys(*cache.append(i, self.rotate(k, cos, sin), v), n, window)
+            k, v = k.repeat_interleave(group, dim=0), v.repeat_interleave(group, dim=0)
+            z = attend(self.rotate(q, cos, sin), k, v, first, self.scale, window, self.attn_softcap)
+            x = x + self.norm(z @ w[p + "self_attn.o_proj.weight"].T, p + "post_attention_layernorm.weight")
+            h = self.norm(x, p + "pre_feedforward_layernorm.weight")
+            gate = torch.nn.functional.gelu(h @ w[p + "mlp.gate_proj.weight"].T, approximate="tanh")
+            out = (gate * (h @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
+            x = x + self.norm(out, p + "post_feedforward_layernorm.weight")
+        cache.length += n
+        logits = self.norm(x[-1:], "model.norm.weight") @ w["model.embed_tokens.weight"].T
+        if self.final_softcap is not None:
+            logits = torch.tanh(logits / self.final_softcap) * self.final_softcap
+        return logits
+
+
 ARCHITECTURES = {"GPT2LMHeadModel": GPT2, "LlamaForCausalLM": Llama, "Qwen3ForCausalLM": Llama,
-                 "GPTNeoXForCausalLM": GPTNeoX}
+                 "GPTNeoXForCausalLM": GPTNeoX, "MistralForCausalLM": Llama, "Gemma2ForCausalLM": Gemma,
+                 "Gemma3ForCausalLM": Gemma}
 
 
 def load(hf_dir, dtype):
     hf_dir = Path(hf_dir)
     config = json.loads((hf_dir / "config.json").read_text(encoding="utf-8"))
     weights = {}
-    for path in sorted(hf_dir.glob("*.safetensors")):
+    for path in sorted(hf_dir.glob("model*.safetensors")):  # not a golden.safetensors beside them
         arrays, _ = safetensors_io.read_float32(path)
         for name, array in arrays.items():
             weights[name.removeprefix("transformer.")] = torch.from_numpy(array).to(dtype)
