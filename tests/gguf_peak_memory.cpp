@@ -27,36 +27,19 @@
 #include <vector>
 
 #include "gguf_writer.hpp"
+#include "peak_memory.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool under_sanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-constexpr bool under_sanitizer = true;
-#else
-constexpr bool under_sanitizer = false;
-#endif
-#else
-constexpr bool under_sanitizer = false;
-#endif
-
-constexpr double bound = 1.25;
-constexpr int skipped = 77;
+using attn::test::measure_in_child;
+using attn::test::peak_resident_bytes;
+using attn::test::skipped;
+using attn::test::under_sanitizer;
+constexpr double bound = attn::test::peak_bound;
 
 constexpr std::uint64_t kWidth = 1024, kMlp = 2816, kVocabulary = 4096, kLayers = 8, kHeads = 16;
-
-/// The peak resident set in bytes (VmHWM), or -1 if /proc/self/status has none.
-long long peak_resident_bytes() {
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    while (std::getline(status, line))
-        if (line.rfind("VmHWM:", 0) == 0) return std::atoll(line.c_str() + 6) * 1024;
-    return -1;
-}
 
 /// rows × cols values of a ggml block type: random codes, small finite F16 scales.
 std::vector<std::uint8_t> random_blocks(std::uint32_t type, std::uint64_t rows, std::uint64_t cols,
@@ -169,11 +152,10 @@ int main(int argc, char** argv) {
     try {
         write_file(path);
         const std::string command = "'" + self.string() + "' --measure '" + path.string() + "'";
-        FILE* child = popen(command.c_str(), "r");
-        long long peak = 0, bytes = 0;
-        const bool read = child && std::fscanf(child, "%lld %lld", &peak, &bytes) == 2;
-        const int exit_status = child ? pclose(child) : -1;
-        if (!read || exit_status != 0 || bytes <= 0) {
+        const attn::test::ChildMeasurement child = measure_in_child(command);
+        const long long peak = child.peak, bytes = child.bytes;
+        const int exit_status = child.exit_status;
+        if (!child.ok()) {
             std::printf("FAILED: %s (exit status %d)\n", command.c_str(), exit_status);
             status = 1;
         } else {

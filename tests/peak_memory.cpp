@@ -26,24 +26,17 @@
 #include <string>
 #include <vector>
 
+#include "peak_memory.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool under_sanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-constexpr bool under_sanitizer = true;
-#else
-constexpr bool under_sanitizer = false;
-#endif
-#else
-constexpr bool under_sanitizer = false;
-#endif
-
-constexpr double bound = 1.25;
-constexpr int skipped = 77;
+using attn::test::measure_in_child;
+using attn::test::peak_resident_bytes;
+using attn::test::skipped;
+using attn::test::under_sanitizer;
+constexpr double bound = attn::test::peak_bound;
 
 // Eight (1024 × 2048) matrices: 64 MiB as float.
 constexpr int tensor_count = 8;
@@ -52,15 +45,6 @@ constexpr attn::Index tensor_rows = 1024, tensor_cols = 2048;
 /// Element k of tensor t: an integer below 256, exact in BF16 and float.
 float expected_value(int t, std::size_t k) {
     return static_cast<float>((k * 7 + static_cast<std::size_t>(t) * 13) % 256);
-}
-
-/// The peak resident set in bytes (VmHWM), or -1 if /proc/self/status has none.
-long long peak_resident_bytes() {
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    while (std::getline(status, line))
-        if (line.rfind("VmHWM:", 0) == 0) return std::atoll(line.c_str() + 6) * 1024;
-    return -1;
 }
 
 void write_files(const fs::path& f32_path, const fs::path& bf16_path) {
@@ -142,11 +126,10 @@ int main(int argc, char** argv) {
             for (const char* mode : {"matrix", "transposed", "fused"}) {
                 const std::string command =
                     "'" + self.string() + "' --measure '" + path.string() + "' " + mode;  // temp paths: no quotes
-                FILE* child = popen(command.c_str(), "r");
-                long long peak = 0, bytes = 0;
-                const bool read = child && std::fscanf(child, "%lld %lld", &peak, &bytes) == 2;
-                const int exit_status = child ? pclose(child) : -1;
-                if (!read || exit_status != 0 || bytes <= 0) {
+                const attn::test::ChildMeasurement child = measure_in_child(command);
+                const long long peak = child.peak, bytes = child.bytes;
+                const int exit_status = child.exit_status;
+                if (!child.ok()) {
                     std::printf("FAILED: %s --measure %s %s (exit status %d)\n", self.c_str(), path.c_str(), mode,
                                 exit_status);
                     status = 1;
