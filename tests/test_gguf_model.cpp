@@ -525,6 +525,32 @@ TEST_CASE("GGUF: a file rewritten unchanged loads to the same model") {
     check_same_weights(model, from_hf<float>({"qwen3_qk_norm", "F32", true}));
 }
 
+TEST_CASE("GGUF: Gemma keys attn does not compute are refused by name") {
+    using attn::test::contains;
+    SUBCASE("a sliding-window period past 2^24") {
+        Rewrite r;
+        set_u32(r, "gemma3.attention.sliding_window_pattern", 1u << 25);
+        CHECK(contains(refusal(r, "gemma3_pattern"),
+                       "metadata key 'gemma3.attention.sliding_window_pattern' = 33554432 is not supported (attn "
+                       "supports a period 0 … 2^24)"));
+    }
+    SUBCASE("a window past 2^24 keys") {
+        Rewrite r;
+        set_u32(r, "gemma3.attention.sliding_window", 1u << 25);
+        CHECK(contains(refusal(r, "gemma3_pattern"),
+                       "metadata key 'gemma3.attention.sliding_window' = 33554432 is not supported"));
+    }
+    SUBCASE("an attention soft cap on gemma3, whose llama.cpp graph has none") {
+        Rewrite r;
+        r.add_keys.push_back([](attn::test::GgufWriter& w) {
+            w.entry_with("gemma3.attn_logit_softcapping", attn::test::gguf_type::float32,
+                         [](attn::test::LittleEndianBytes& o) { o.f32(50.0f); });
+        });
+        CHECK(contains(refusal(r, "gemma3_pattern"), "metadata key 'gemma3.attn_logit_softcapping'"));
+        CHECK(contains(refusal(r, "gemma3_pattern"), "no attention soft cap for gemma3"));
+    }
+}
+
 TEST_CASE("GGUF: files that do not describe a model attn computes are refused by name") {
     using attn::test::contains;
     SUBCASE("a missing key") {
