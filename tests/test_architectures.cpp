@@ -389,7 +389,7 @@ TEST_CASE_TEMPLATE(
             CHECK(scaled_error(step.logits, whole.logits.row(Index(i)).template cast<double>()) < bound);
             const Index last = model.settings().layers - 1, h = model.settings().heads - 1;
             CHECK(scaled_error(
-                      step.attention[std::size_t(last)].head(h).leftCols(Index(i) + 1),
+                      step.attention.head(last, h).leftCols(Index(i) + 1),
                       whole.attention.head(last, h).row(Index(i)).leftCols(Index(i) + 1).template cast<double>()) <
                   bound);
         }

@@ -479,4 +479,15 @@ TEST_CASE("attention_page embeds each layer's sliding window and refuses weight 
     options.windows = {window, window};
     CHECK_THROWS_WITH_AS((void)attn::attention_page(tokens, layers, options),
                          doctest::Contains("lies before the layer's window of 2 keys"), attn::argument_error);
+    // a ModelAttention brings its windows: the same page, and options.windows beside it refused
+    const attn::ModelAttention<float> attention(layers, {window, 0});
+    CHECK(attn::attention_page(tokens, attention) == attn::attention_page(tokens, layers, [&] {
+              attn::PageOptions with;
+              with.windows = {window, 0};
+              return with;
+          }()));
+    CHECK_THROWS_WITH_AS((void)attn::attention_page(tokens, attention, options),
+                         doctest::Contains("a ModelAttention brings its own windows"), attn::argument_error);
+    CHECK_THROWS_WITH_AS((void)attn::attention_page(tokens, attn::ModelAttention<float>(layers, {window, window})),
+                         doctest::Contains("the attention's windows"), attn::argument_error);
 }

@@ -55,16 +55,15 @@ struct RowDifference {
 
 template <class T>
 RowDifference<T> row_difference(const attn::ForwardResult<T>& full, Index i, const attn::Matrix<T>& logits,
-                                Index logits_row, const std::vector<attn::AttentionWeights<T>>& attention,
-                                Index attention_row) {
+                                Index logits_row, const attn::ModelAttention<T>& attention, Index attention_row) {
     RowDifference<T> d;
     const auto expected = full.logits.row(i);
     d.logits = double((logits.row(logits_row) - expected).cwiseAbs().maxCoeff()) /
                std::max(1.0, double(expected.cwiseAbs().maxCoeff()));
     for (Index l = 0; l < full.attention.layers(); ++l) {
-        REQUIRE(attention[std::size_t(l)].cols() == i + 1);
+        REQUIRE(attention.positions() == i + 1);
         for (Index h = 0; h < full.attention.heads(); ++h) {
-            const auto decoded = attention[std::size_t(l)].head(h).row(attention_row);
+            const auto decoded = attention.head(l, h).row(attention_row);
             const auto whole = full.attention.head(l, h).row(i).head(i + 1);
             d.attention = std::max(d.attention, double((decoded - whole).cwiseAbs().maxCoeff()));
             // nothing beyond the position itself
@@ -93,19 +92,20 @@ void check_incremental_equals_full(const attn::Model<T>& model, const std::vecto
     const std::vector<int> prompt(ids.begin(), ids.begin() + prefill);
     const attn::DecodeResult<T> first = decoder.append(prompt, options);
     REQUIRE(first.logits.rows() == prefill);
-    REQUIRE(first.attention.size() == std::size_t(model.settings().layers));
+    REQUIRE(first.attention.layers() == model.settings().layers);
     double worst_logits = 0.0, worst_attention = 0.0;
     for (Index i = 0; i < prefill; ++i) {
         const RowDifference<T> d = row_difference(
             full, i, first.logits, i,
             [&] {
                 std::vector<attn::AttentionWeights<T>> rows;  // row i's first i + 1 columns, as a step returns them
-                for (const auto& layer : first.attention) {
+                for (Index l = 0; l < first.attention.layers(); ++l) {
+                    const attn::AttentionWeights<T>& layer = first.attention.layer(l);
                     attn::AttentionWeights<T> one(layer.heads(), 1, i + 1);
                     for (Index h = 0; h < layer.heads(); ++h) one.head(h) = layer.head(h).block(i, 0, 1, i + 1);
                     rows.push_back(one);
                 }
-                return rows;
+                return attn::ModelAttention<T>(std::move(rows));
             }(),
             0);
         worst_logits = std::max(worst_logits, d.logits);
@@ -197,10 +197,7 @@ TEST_CASE_TEMPLATE("Decoder threads: steps shared between threads give the bits 
                 for (std::size_t i = 0; i < shared.size(); ++i) {
                     CAPTURE(i);
                     CHECK(shared[i].logits == expected[i].logits);
-                    REQUIRE(shared[i].attention.size() == expected[i].attention.size());
-                    for (std::size_t l = 0; l < shared[i].attention.size(); ++l)
-                        for (Index h = 0; h < shared[i].attention[l].heads(); ++h)
-                            CHECK(shared[i].attention[l].head(h) == expected[i].attention[l].head(h));
+                    CHECK(shared[i].attention == expected[i].attention);
                 }
             }
         }

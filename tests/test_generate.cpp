@@ -100,14 +100,14 @@ TEST_CASE_TEMPLATE("generate: each written token keeps the attention row that ch
     const double tolerance = sizeof(T) == 4 ? 1e-5 : 1e-12;
     for (std::size_t k = 0; k < written.ids.size(); ++k) {
         const Index position = Index(prompt.size() + k) - 1;  // the position whose logits chose token k
-        const auto& layers = written.attention[k];
-        REQUIRE(layers.size() == 4);
+        const attn::ModelAttention<T>& layers = written.attention[k];
+        REQUIRE(layers.layers() == 4);
+        REQUIRE(layers.heads() == 4);
+        REQUIRE(layers.rows() == 1);
+        REQUIRE(layers.positions() == position + 1);
         for (Index l = 0; l < 4; ++l) {
-            REQUIRE(layers[std::size_t(l)].heads() == 4);
-            REQUIRE(layers[std::size_t(l)].rows() == 1);
-            REQUIRE(layers[std::size_t(l)].cols() == position + 1);
             for (Index h = 0; h < 4; ++h) {
-                const auto row = layers[std::size_t(l)].head(h).row(0);
+                const auto row = layers.head(l, h).row(0);
                 CHECK(double(row.sum()) == doctest::Approx(1.0).epsilon(1e-5));
                 CHECK(
                     double((row - full.attention.head(l, h).row(position).head(position + 1)).cwiseAbs().maxCoeff()) <=
@@ -196,9 +196,6 @@ TEST_CASE("generate threads: 1, 2 started and 2 kept threads write the same toke
     for (const attn::GenerationResult<float>* other : {&started, &kept}) {
         CHECK(other->ids == one.ids);
         CHECK(other->probabilities == one.probabilities);
-        REQUIRE(other->attention.size() == one.attention.size());
-        for (std::size_t k = 0; k < one.attention.size(); ++k)
-            for (std::size_t l = 0; l < one.attention[k].size(); ++l)
-                CHECK(other->attention[k][l] == one.attention[k][l]);
+        CHECK(other->attention == one.attention);
     }
 }

@@ -197,9 +197,9 @@ TEST_CASE("16-bit weights: a model stored in 16 bits gives the float model's log
                 const attn::DecodeResult<float> expected = decode_float.step(ids[i], options);
                 const attn::DecodeResult<float> actual = decode_16_bit.step(ids[i], options);
                 CHECK(same_bits(actual.logits, expected.logits));
-                for (std::size_t l = 0; l < expected.attention.size(); ++l)
-                    for (Index h = 0; h < expected.attention[l].heads(); ++h)
-                        CHECK(same_bits(actual.attention[l].head(h), expected.attention[l].head(h)));
+                for (Index l = 0; l < expected.attention.layers(); ++l)
+                    for (Index h = 0; h < expected.attention.heads(); ++h)
+                        CHECK(same_bits(actual.attention.head(l, h), expected.attention.head(l, h)));
             }
         }
 

@@ -110,15 +110,16 @@ void check_decoding(const std::vector<int>& ids, const std::vector<Index>& sizes
         const Index n = std::min(sizes[std::min(k, sizes.size() - 1)], Index(ids.size()) - p0);
         decoder.append_into({ids.begin() + p0, ids.begin() + p0 + n}, options, result);
         worst = std::max(worst, scaled_difference(result.logits, whole.logits.middleRows(p0, n)));
-        REQUIRE(result.visible.size() == std::size_t(s.layers));
+        REQUIRE(result.attention.layers() == s.layers);
+        REQUIRE(result.attention.rows() == n);
         for (Index l = 0; l < s.layers; ++l) {
-            REQUIRE(result.visible[std::size_t(l)].size() == std::size_t(n));
+            CHECK(result.attention.window(l) == kWindow);
             for (Index i = 0; i < n; ++i) {
-                const attn::KeyRange seen = result.visible[std::size_t(l)][std::size_t(i)];
+                const attn::KeyRange seen = result.attention.visible(l, i);
                 CHECK(seen.first == std::max<Index>(0, p0 + i - kWindow + 1));
                 CHECK(seen.last == p0 + i + 1);
                 for (Index h = 0; h < s.heads; ++h) {
-                    const auto row = result.attention[std::size_t(l)].head(h).row(i);
+                    const auto row = result.attention.head(l, h).row(i);
                     REQUIRE(row.cols() == p0 + n);
                     worst =
                         std::max(worst, scaled_difference(row, whole.attention.head(l, h).row(p0 + i).head(p0 + n)));
@@ -317,13 +318,15 @@ TEST_CASE_TEMPLATE("Ring cache: rows on demand and generation say which position
     generation.max_tokens = 30;
     generation.stop_at_end = false;
     const attn::GenerationResult<T> written = attn::generate(model, {ids.begin(), ids.begin() + 12}, generation);
-    REQUIRE(written.visible.size() == written.attention.size());
-    for (std::size_t k = 0; k < written.visible.size(); ++k) {
+    REQUIRE(written.attention.size() == written.ids.size());
+    for (std::size_t k = 0; k < written.attention.size(); ++k) {
         const Index p = 12 + Index(k) - 1;  // the row that chose token k
-        for (std::size_t l = 0; l < written.visible[k].size(); ++l) {
-            CHECK(written.visible[k][l].first == p - ring::kWindow + 1);
-            CHECK(written.visible[k][l].last == p + 1);
-            CHECK(written.attention[k][l].head(0).leftCols(p - ring::kWindow + 1).isZero(0));
+        const attn::ModelAttention<T>& row = written.attention[k];
+        REQUIRE(row.layers() == model.settings().layers);
+        for (Index l = 0; l < row.layers(); ++l) {
+            CHECK(row.visible(l, 0).first == p - ring::kWindow + 1);
+            CHECK(row.visible(l, 0).last == p + 1);
+            CHECK(row.head(l, 0).leftCols(p - ring::kWindow + 1).isZero(0));
         }
     }
 }

@@ -50,12 +50,15 @@ TEST_CASE("Window analysis: a duplicate head that finds every duplicate its wind
     std::vector<int> ids;
     for (int k = 0; k < 28; ++k) ids.push_back(k % 7 == 3 ? 100 + k : (k % 7) % 4);
     const Index window = 4;
-    const attn::ModelAttention<double> attention({window_analysis::duplicate_head(ids, window)});
+    // the same weights, told of the window (as Model::forward's are) and not
+    const attn::ModelAttention<double> attention({window_analysis::duplicate_head(ids, window)}, {window});
+    const attn::ModelAttention<double> unaware({window_analysis::duplicate_head(ids, window)});
+    REQUIRE(attention.window(0) == window);
+    REQUIRE(unaware.windows().empty());
     const attn::KeyPattern pattern = attn::KeyPattern::duplicate_token(ids);
     attn::DetectorOptions options;
     options.exclude_current_token = false;
-    const double blind = attn::detect_heads(attention, pattern, options)(0, 0);
-    options.windows = {window};
+    const double blind = attn::detect_heads(unaware, pattern, options)(0, 0);
     const double seen = attn::detect_heads(attention, pattern, options)(0, 0);
     CHECK(blind < 0.9);  // the rows whose duplicates were out of reach counted as misses
     // every row with a reachable duplicate scores; rows with none anywhere still count (as in TransformerLens)
@@ -71,16 +74,18 @@ TEST_CASE("Window analysis: a duplicate head that finds every duplicate its wind
     CHECK(seen > blind);
     // A previous-token pattern is always within reach (window ≥ 2): the same score either way.
     const attn::KeyPattern previous = attn::KeyPattern::previous_token();
-    options.windows = {};
-    const double full = attn::detect_heads(attention, previous, options)(0, 0);
-    options.windows = {window};
+    const double full = attn::detect_heads(unaware, previous, options)(0, 0);
     CHECK(attn::detect_heads(attention, previous, options)(0, 0) == full);
-    options.windows = {window, window};
-    CHECK_THROWS_AS(attn::detect_heads(attention, previous, options), attn::shape_error);
+    // windows that do not fit the layers are refused where the attention is made
+    CHECK_THROWS_AS(attn::ModelAttention<double>({window_analysis::duplicate_head(ids, window)}, {window, window}),
+                    attn::shape_error);
+    CHECK_THROWS_AS(attn::ModelAttention<double>({window_analysis::duplicate_head(ids, window)}, {-1}),
+                    attn::argument_error);
+    CHECK(attn::ModelAttention<double>({window_analysis::duplicate_head(ids, window)}, {0}).windows().empty());
 
     // score_heads: the head's weight on reachable duplicates against an even spread over the window
     const std::vector<Index> queries = attn::query_range(0, Index(ids.size()));
-    const attn::ScoreResult scores = attn::score_heads(attention, queries, pattern, {window});
+    const attn::ScoreResult scores = attn::score_heads(attention, queries, pattern);
     double even = 0.0, weight = 0.0;
     for (Index i : queries) {
         const Index lo = std::max<Index>(0, i - window + 1);
@@ -103,8 +108,7 @@ TEST_CASE_TEMPLATE("Window analysis: on mistral_window the attention and the ker
                    T, float, double) {
     const attn::Model<T>& model = window_analysis::mistral<T>();
     const attn::ModelSettings& s = model.settings();
-    const std::vector<Index> windows = attn::layer_windows(s);
-    REQUIRE(windows == std::vector<Index>{5, 5});
+    REQUIRE(attn::layer_windows(s) == std::vector<Index>{5, 5});
     std::vector<int> ids;
     for (int k = 0; k < 24; ++k) ids.push_back((k * 7 + 3) % 80);
     attn::HeadStatisticsRequest request;
@@ -118,7 +122,7 @@ TEST_CASE_TEMPLATE("Window analysis: on mistral_window the attention and the ker
          {attn::KeyPattern::previous_token(), attn::KeyPattern::first_token(), attn::KeyPattern::at_least_back(3)}) {
         CAPTURE(pattern.describe());
         const attn::ScoreResult fast = attn::score_heads(result.statistics, queries, pattern);
-        const attn::ScoreResult slow = attn::score_heads(result.attention, queries, pattern, windows);
+        const attn::ScoreResult slow = attn::score_heads(result.attention, queries, pattern);
         for (Index l = 0; l < s.layers; ++l) {
             CHECK(fast.even_average(l) == doctest::Approx(slow.even_average(l)).epsilon(1e-12));
             for (Index h = 0; h < s.heads; ++h)
@@ -126,8 +130,8 @@ TEST_CASE_TEMPLATE("Window analysis: on mistral_window the attention and the ker
         }
     }
     // the first token is out of reach from position 5 on: its even spread counts rows 1 … 4 only
-    const attn::ScoreResult first =
-        attn::score_heads(result.attention, queries, attn::KeyPattern::first_token(), windows);
+    REQUIRE(result.attention.windows() == attn::layer_windows(s));  // the forward's weights carry the windows
+    const attn::ScoreResult first = attn::score_heads(result.attention, queries, attn::KeyPattern::first_token());
     CHECK(first.even_average(0) ==
           doctest::Approx((1.0 / 2 + 1.0 / 3 + 1.0 / 4 + 1.0 / 5) / double(queries.size())).epsilon(1e-12));
     // the kernel's statistics: an even spread over at most 5 keys, the largest weight's baseline 1/min(i + 1, 5)
@@ -137,8 +141,9 @@ TEST_CASE_TEMPLATE("Window analysis: on mistral_window the attention and the ker
     CHECK(summary.even.largest == doctest::Approx(largest / 24.0).epsilon(1e-12));
     for (Index h = 0; h < s.heads; ++h) CHECK(summary.heads[std::size_t(h)].largest >= 1.0 / 5.0 - 1e-6);
     // detectors on the checkpoint: previous-token scores unchanged by the window
-    attn::DetectorOptions detector;
-    const attn::HeadTable blind = attn::detect_heads(result.attention, attn::KeyPattern::previous_token(), detector);
-    detector.windows = windows;
-    CHECK(attn::detect_heads(result.attention, attn::KeyPattern::previous_token(), detector).isApprox(blind, 1e-12));
+    std::vector<attn::AttentionWeights<T>> layers;
+    for (Index l = 0; l < result.attention.layers(); ++l) layers.push_back(result.attention.layer(l));
+    const attn::ModelAttention<T> unaware(std::move(layers));
+    const attn::HeadTable blind = attn::detect_heads(unaware, attn::KeyPattern::previous_token());
+    CHECK(attn::detect_heads(result.attention, attn::KeyPattern::previous_token()).isApprox(blind, 1e-12));
 }

@@ -128,7 +128,7 @@ void print_table(const attn::Model<float>& model, const attn::GenerationResult<f
         const std::size_t chooser = written.prompt.size() + k - 1;  // the position whose logits chose it
         std::cout << "  " << std::left << std::setw(16) << store::token_text(tokenizer, written.ids[k]) << std::right
                   << " " << store::fixed(written.probabilities[k]);
-        const attn::AttentionWeights<float>& row = written.attention[k][std::size_t(last_layer)];
+        const attn::AttentionWeights<float>& row = written.attention[k].layer(last_layer);
         for (attn::Index h = 0; h < row.heads(); ++h)
             std::cout << " | head " << h + 1 << ": " << strongest(row, h, tokenizer, text, chooser, separator);
         std::cout << "\n";
@@ -149,9 +149,10 @@ nlohmann::json to_json(const attn::Model<float>& model, const attn::GenerationRe
         return out;
     };
     nlohmann::json steps = nlohmann::json::array();
-    for (const auto& layers : written.attention) {
+    for (const attn::ModelAttention<float>& row : written.attention) {
         nlohmann::json step = nlohmann::json::array();  // layers × heads × positions
-        for (const attn::AttentionWeights<float>& layer : layers) {
+        for (attn::Index l = 0; l < row.layers(); ++l) {
+            const attn::AttentionWeights<float>& layer = row.layer(l);
             nlohmann::json heads = nlohmann::json::array();
             for (attn::Index h = 0; h < layer.heads(); ++h)
                 heads.push_back(std::vector<float>(layer.head(h).data(), layer.head(h).data() + layer.cols()));

@@ -34,7 +34,6 @@ inline void write_page(const std::filesystem::path& file, const attn::Model<floa
     std::vector<std::string> vocabulary;
     for (int id = 0; id < int(model.settings().vocabulary_size); ++id) vocabulary.push_back(token_text(tokenizer, id));
     options.next_tokens = attn::top_next_tokens(result.logits, vocabulary, 5);
-    options.windows = attn::layer_windows(model.settings());  // a sliding layer's unreachable keys shown as such
     const std::string page = attn::attention_page(tokens, result.attention, options);
     announce_size(program, page.size(), "attention page to " + file.string());
     std::ofstream out(file, std::ios::binary);

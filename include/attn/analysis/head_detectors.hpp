@@ -12,7 +12,7 @@
 // sums, as TransformerLens does. These sit next to the chapter's own measurements
 // (head_scores.hpp), which average per query row against an even spread instead.
 //
-// Sliding windows (DetectorOptions::windows, a layer's window w): row i can see only keys
+// Sliding windows (a layer's window w, ModelAttention::window): row i can see only keys
 // i − w + 1 … i. A row whose pattern keys all lie before its window could not have attended to
 // any of them; counted, its whole weight would sit in the denominator as a certain miss, and a
 // sliding head would score below a full head doing the same thing wherever it can. Such rows
@@ -36,10 +36,6 @@ namespace attn {
 struct DetectorOptions {
     bool exclude_bos = false;            ///< leave out every query's weight on position 0
     bool exclude_current_token = false;  ///< leave out every query's weight on itself
-    /// Empty, or one per layer (detect_heads; layer_windows(settings) gives a model's): the
-    /// layer's sliding window, 0 for none. Rows whose pattern keys are all before their window
-    /// are left out (see the top of this file).
-    std::vector<Index> windows;
 };
 
 /// One head's score. weights: (n × n) attention of an n-token text; a pattern with ids has
@@ -76,20 +72,17 @@ double detection_score(const Eigen::MatrixBase<D>& weights, const KeyPattern& pa
 }
 
 /// Every head's score, (layers × heads). attention: Model::forward's with keep_attention, on the
-/// text whose ids a pattern with ids holds; options.windows: empty or one per layer.
+/// text whose ids a pattern with ids holds. In a sliding layer (ModelAttention::window), rows
+/// whose pattern keys are all before their window are left out (see the top of this file).
 template <class T>
 HeadTable detect_heads(const ModelAttention<T>& attention, const KeyPattern& pattern,
                        const DetectorOptions& options = {}) {
     if (attention.empty()) throw argument_error("detect_heads: no attention (run the forward with keep_attention)");
     detail::check_pattern_covers("detect_heads", pattern, attention.positions());
-    if (!options.windows.empty() && Index(options.windows.size()) != attention.layers())
-        throw shape_error(detail::message("detect_heads: options.windows has ", options.windows.size(),
-                                          " entries; the attention has ", attention.layers(), " layers"));
     HeadTable scores(attention.layers(), attention.heads());
     for (Index l = 0; l < attention.layers(); ++l)
         for (Index h = 0; h < attention.heads(); ++h)
-            scores(l, h) = detection_score(attention.head(l, h), pattern, options,
-                                           options.windows.empty() ? 0 : options.windows[std::size_t(l)]);
+            scores(l, h) = detection_score(attention.head(l, h), pattern, options, attention.window(l));
     return scores;
 }
 

@@ -47,17 +47,17 @@ struct ScoreResult {
 };
 
 /// Scores every head on `queries` (0-based positions) of one forward pass's attention
-/// (layers × heads × positions × positions). A pattern with ids has one per position.
-/// windows: empty, or each layer's sliding window (0: none; layer_windows(settings)), whose
-/// unreachable keys then count in neither the weight nor the even spread.
+/// (layers × heads × positions × positions). A pattern with ids has one per position. A sliding
+/// layer's unreachable keys (before its window, ModelAttention::visible) count in neither the
+/// weight nor the even spread.
 template <class T>
 ScoreResult score_heads(const ModelAttention<T>& attention, const std::vector<Index>& queries,
-                        const KeyPattern& pattern, const std::vector<Index>& windows = {}) {
+                        const KeyPattern& pattern) {
     if (attention.empty()) throw argument_error("score_heads: attention is empty (forward with keep_attention)");
+    if (attention.rows() != attention.positions())
+        throw shape_error(detail::message("score_heads: the attention has ", attention.rows(), " rows over ",
+                                          attention.positions(), " positions; it needs a forward pass's, every row"));
     detail::check_pattern_covers("score_heads", pattern, attention.positions());
-    if (!windows.empty() && Index(windows.size()) != attention.layers())
-        throw shape_error(detail::message("score_heads: windows has ", windows.size(), " entries; the attention has ",
-                                          attention.layers(), " layers"));
     ScoreResult scores{HeadTable::Zero(attention.layers(), attention.heads()), 0.0, static_cast<Index>(queries.size()),
                        std::vector<double>(std::size_t(attention.layers()), 0.0)};
     for (Index query : queries) {
@@ -65,9 +65,8 @@ ScoreResult score_heads(const ModelAttention<T>& attention, const std::vector<In
         const std::vector<Index> keys = pattern.keys(query);
         scores.even += double(keys.size()) / double(query + 1);
         for (Index l = 0; l < attention.layers(); ++l) {
-            const Index window = windows.empty() ? 0 : windows[std::size_t(l)];
-            const Index lo = window > 0 ? std::max<Index>(0, query - window + 1) : 0;  // the first key it sees
-            const auto reachable = std::lower_bound(keys.begin(), keys.end(), lo);     // keys are sorted
+            const Index lo = attention.visible(l, query).first;                     // the first key it sees
+            const auto reachable = std::lower_bound(keys.begin(), keys.end(), lo);  // keys are sorted
             scores.even_by_layer[std::size_t(l)] += double(keys.end() - reachable) / double(query + 1 - lo);
             for (Index h = 0; h < attention.heads(); ++h) {
                 const auto weights = attention.head(l, h);

@@ -87,6 +87,12 @@ private:
     std::vector<T, detail::LargeArrayAllocator<T>> values_;  // 2 MiB pages for large stacks (large_arrays.hpp)
 };
 
+/// Key positions first … last − 1; last = −1 means up to the last key.
+struct KeyRange {
+    Index first = 0;
+    Index last = -1;
+};
+
 /// Attention weights of one layer: heads × (positions × positions), query rows, key columns.
 template <class T>
 using AttentionWeights = HeadStack<T>;

@@ -28,12 +28,6 @@
 
 namespace attn {
 
-/// Keys first … last − 1 of every chosen row; last = −1 means up to the last key.
-struct KeyRange {
-    Index first = 0;
-    Index last = -1;
-};
-
 /// attention_rows's result: weights, chosen heads × (chosen rows × range width), and
 /// the `_into` call's memory for the next call.
 template <class T>

@@ -54,15 +54,11 @@ template <class T>
 struct DecodeResult {
     /// (n × V), or (1 × V) the last new position's unless all_logits: scores of the token after each
     Matrix<T> logits;
-    /// Per layer, heads × (n × positions): row i is what new position i attends to among all
-    /// positions so far, column j at position j, if keep_attention. Columns outside
-    /// visible[layer][i] are 0 because the position could not be seen there (after itself, or
-    /// before a sliding layer's window), not because it was given no weight.
-    std::vector<AttentionWeights<T>> attention;
-    /// Per layer, per new position i, if keep_attention: the positions its row could see,
-    /// visible[layer][i].first … .last − 1: 0 … p without a window, p − w + 1 … p (from 0)
-    /// in a layer with window w, p being the position.
-    std::vector<std::vector<KeyRange>> visible;
+    /// If keep_attention, every layer's heads × (n × positions): row i is what new position
+    /// positions − n + i attends to among all positions so far. A 0 outside attention.visible(l, i)
+    /// means the key could not be seen there (after the row, or before a sliding layer's window),
+    /// not that it was given no weight.
+    ModelAttention<T> attention;
     /// append_into's working memory for the next call (append and step return it empty).
     ForwardWorkspace<T> workspace;
 };
@@ -145,7 +141,7 @@ public:
         const auto lend = [&] {
             std::swap(pass_result.logits, result.logits);
             std::swap(pass_result.workspace, result.workspace);
-            std::swap(pass_result.attention.layers_, result.attention);
+            std::swap(pass_result.attention, result.attention);
         };
         const Index n = static_cast<Index>(ids.size());
         // A sliding layer's storage: the window before these positions, then room for them.
@@ -162,7 +158,6 @@ public:
             cache.extend(n);
             cache.settle();  // back to O(window) after a long append
         }
-        visible_rows(n, options.keep_attention, result.visible);
     }
 
     /// Appends one token: its logits (1 × V), the scores of the token after it, and if asked
@@ -191,19 +186,6 @@ public:
     void reset() { truncate(0); }
 
 private:
-    /// visible: per layer, the positions each of the n newest rows could see (DecodeResult::visible),
-    /// or nothing without kept attention.
-    void visible_rows(Index n, bool keep, std::vector<std::vector<KeyRange>>& visible) const {
-        visible.resize(keep ? caches_.size() : 0);
-        for (std::size_t l = 0; l < visible.size(); ++l) {
-            const Index window = model_->settings().layer(Index(l)).window, first = positions() - n;
-            visible[l].resize(std::size_t(n));
-            for (Index i = 0; i < n; ++i)
-                visible[l][std::size_t(i)] = {window > 0 ? std::max<Index>(0, first + i - window + 1) : 0,
-                                              first + i + 1};
-        }
-    }
-
     const Model<T>* model_;
     ForwardOptions forward_;                // its ablation, set once
     std::vector<KeyValueCache<T>> caches_;  // per layer

@@ -121,6 +121,7 @@ public:
           hidden_linear_(memory_.hidden_linear),
           logits_(result.logits),
           kept_(result.attention.layers_),
+          kept_windows_(result.attention.windows_),
           log_sum_exp_(result.log_sum_exp),
           queries_keys_(result.queries_keys),
           targets_(memory_.targets) {
@@ -148,6 +149,13 @@ public:
         } else {
             kept_.clear();
         }
+        // The windows travel with the weights (ModelAttention::visible); resized in place, so a
+        // reused result allocates nothing.
+        const bool windowed = options.keep_attention &&
+                              std::any_of(settings_.layer_descriptions.begin(), settings_.layer_descriptions.end(),
+                                          [](const auto& layer) { return layer.window > 0; });
+        kept_windows_.resize(windowed ? std::size_t(layers) : 0);
+        for (std::size_t l = 0; l < kept_windows_.size(); ++l) kept_windows_[l] = settings_.layer(Index(l)).window;
         log_sum_exp_.resize(options.keep_log_sum_exp ? std::size_t(layers) : 0);
         queries_keys_.resize(options.keep_log_sum_exp ? std::size_t(layers) : 0);
         for (Matrix<T>& layer : log_sum_exp_) layer.resize(settings_.heads, n_);
@@ -839,6 +847,7 @@ private:
     Matrix<T>& hidden_linear_;                        // (n × M): a gated MLP's x · W_up
     Matrix<T>& logits_;                               // (n × vocabulary)
     std::vector<AttentionWeights<T>>& kept_;          // per layer, heads × (n × (p0 + n)), if kept
+    std::vector<Index>& kept_windows_;                // per layer its window, if kept and any layer has one
     bool weights_zeroed_ = false;                     // kept_ was allocated (zero-filled) for this pass
     std::vector<Matrix<T>>& log_sum_exp_;             // per layer (heads × n), if kept
     std::vector<Matrix<T>>& queries_keys_;            // per layer (n × (H + H_kv)·d), if kept

@@ -62,12 +62,10 @@ struct GenerationResult {
     std::vector<int> prompt;            ///< the ids it continued
     std::vector<int> ids;               ///< the ids it wrote (</s> included if it wrote it)
     std::vector<double> probabilities;  ///< the model's probability of each written id (softmax of its logits)
-    /// Per written token k, per layer, heads × (1 × (prompt + k)): the attention row of the
-    /// position whose logits chose it (the prompt's last for the first token), if kept.
-    std::vector<std::vector<AttentionWeights<T>>> attention;
-    /// Per written token k, per layer, if attention is kept: the positions that row could see,
-    /// first … last − 1 (a sliding layer's window; outside it the row's 0s mean unreachable).
-    std::vector<std::vector<KeyRange>> visible;
+    /// Per written token k, if kept: every layer's heads × (1 × (prompt + k)), the attention row
+    /// of the position whose logits chose it (the prompt's last for the first token);
+    /// attention[k].visible(l, 0) the keys that row could see (a sliding layer's window).
+    std::vector<ModelAttention<T>> attention;
     StopReason stop = StopReason::end;
     double prefill_milliseconds = 0.0;  ///< the prompt's forward pass, wall-clock time
     /// The mean wall-clock time of the steps after it (a step per written token but the last),
@@ -77,16 +75,17 @@ struct GenerationResult {
 
 namespace detail {
 
-/// The last row of each layer's heads × (rows × positions), as heads × (1 × positions).
+/// The last row of every layer's heads × (rows × positions), as heads × (1 × positions).
 template <class T>
-std::vector<AttentionWeights<T>> last_attention_row(const std::vector<AttentionWeights<T>>& layers) {
-    std::vector<AttentionWeights<T>> out;
-    for (const AttentionWeights<T>& layer : layers) {
+ModelAttention<T> last_attention_row(const ModelAttention<T>& attention) {
+    std::vector<AttentionWeights<T>> rows;
+    for (Index l = 0; l < attention.layers(); ++l) {
+        const AttentionWeights<T>& layer = attention.layer(l);
         AttentionWeights<T> one(layer.heads(), 1, layer.cols());
         for (Index h = 0; h < layer.heads(); ++h) one.head(h) = layer.head(h).bottomRows(1);
-        out.push_back(std::move(one));
+        rows.push_back(std::move(one));
     }
-    return out;
+    return ModelAttention<T>(std::move(rows), attention.windows());
 }
 
 }  // namespace detail
@@ -133,9 +132,6 @@ GenerationResult<T> generate(const Model<T>& model, const std::vector<int>& prom
         out.probabilities.push_back(token_probability(logits, id));
         if (decode.keep_attention) {
             out.attention.push_back(detail::last_attention_row(next.attention));
-            std::vector<KeyRange> seen;  // each layer's range for the last row
-            for (const std::vector<KeyRange>& layer : next.visible) seen.push_back(layer.back());
-            out.visible.push_back(std::move(seen));
         }
         if (options.stop_at_end && id == s.end_token) {
             out.stop = StopReason::end;

@@ -109,20 +109,7 @@ public:
         auto value() const { return query_key_value.middleCols(query_width + key_value_width, key_value_width); }
 
         /// The matrix a slot names (is_matrix_slot(slot)).
-        Matrix<T>& matrix(LayerSlot slot) {
-            switch (slot) {
-                case LayerSlot::query_key_value:
-                    return query_key_value;
-                case LayerSlot::output:
-                    return output;
-                case LayerSlot::gate:
-                    return gate;
-                case LayerSlot::up:
-                    return up;
-                default:
-                    return down;
-            }
-        }
+        Matrix<T>& matrix(LayerSlot slot) { return detail::matrix_in_slot(*this, slot); }
         /// The vector a slot names (!is_matrix_slot(slot)).
         Vector<T>& vector(LayerSlot slot) {
             switch (slot) {
@@ -566,11 +553,8 @@ private:
                 }
             }
             HalfLayer half;
-            keep_16_bit(sources[int(LayerSlot::query_key_value)], layer.query_key_value, half.query_key_value);
-            keep_16_bit(sources[int(LayerSlot::output)], layer.output, half.output);
-            keep_16_bit(sources[int(LayerSlot::up)], layer.up, half.up);
-            keep_16_bit(sources[int(LayerSlot::gate)], layer.gate, half.gate);
-            keep_16_bit(sources[int(LayerSlot::down)], layer.down, half.down);
+            for (LayerSlot slot : kMatrixSlots)
+                keep_16_bit(sources[int(slot)], layer.matrix(slot), detail::matrix_in_slot(half, slot));
             layers_.push_back(std::move(layer));
             if (storage_ == WeightStorage::stored_16_bit) half_layers_.push_back(std::move(half));
             if (storage_ == WeightStorage::stored_quantized) quantized_layers_.push_back(std::move(quantized));
@@ -753,20 +737,7 @@ private:
     // file stores it, or empty where the float one above is kept (a matrix in F32, F16 or BF16)
     struct QuantizedLayer {
         detail::QuantizedMatrix query_key_value, output, up, gate, down;
-        detail::QuantizedMatrix& matrix(LayerSlot slot) {
-            switch (slot) {
-                case LayerSlot::query_key_value:
-                    return query_key_value;
-                case LayerSlot::output:
-                    return output;
-                case LayerSlot::gate:
-                    return gate;
-                case LayerSlot::up:
-                    return up;
-                default:
-                    return down;
-            }
-        }
+        detail::QuantizedMatrix& matrix(LayerSlot slot) { return detail::matrix_in_slot(*this, slot); }
     };
     std::vector<QuantizedLayer> quantized_layers_;
     detail::QuantizedMatrix quantized_embedding_;    // (V × C), untied only

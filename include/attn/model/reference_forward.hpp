@@ -123,7 +123,7 @@ ForwardResult<T> reference_forward(const Model<T>& model, const std::vector<int>
     Matrix<T> final = model.final_norm(x);                                    // (n × C)
     result.logits = project(final, model.unembedding());                      // (n × V)
     if (s.logit_cap > 0.0) soft_cap_in_place(result.logits, T(s.logit_cap));  // Gemma 2: cap · tanh(logit / cap)
-    if (options.keep_attention) result.attention = ModelAttention<T>(std::move(attention));
+    if (options.keep_attention) result.attention = ModelAttention<T>(std::move(attention), layer_windows(s));
     return result;
 }
 

@@ -5,6 +5,7 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -130,11 +131,38 @@ enum class LayerSlot {
 };
 inline constexpr int kLayerSlots = int(LayerSlot::mlp_output_norm) + 1;
 
-/// Whether a slot holds a matrix (the projections) rather than a vector.
+/// The slots that hold a matrix (the projections) rather than a vector.
+inline constexpr LayerSlot kMatrixSlots[] = {LayerSlot::query_key_value, LayerSlot::output, LayerSlot::gate,
+                                             LayerSlot::up, LayerSlot::down};
+
+/// Whether a slot holds a matrix (kMatrixSlots) rather than a vector.
 inline bool is_matrix_slot(LayerSlot slot) {
-    return slot == LayerSlot::query_key_value || slot == LayerSlot::output || slot == LayerSlot::gate ||
-           slot == LayerSlot::up || slot == LayerSlot::down;
+    for (LayerSlot matrix : kMatrixSlots)
+        if (slot == matrix) return true;
+    return false;
 }
+
+namespace detail {
+
+/// The member of a layer's five projections a matrix slot names, in any storage: float
+/// (Model::Layer), 16-bit or quantized, each a struct with members of these names.
+template <class Layer>
+auto& matrix_in_slot(Layer& layer, LayerSlot slot) {
+    switch (slot) {
+        case LayerSlot::query_key_value:
+            return layer.query_key_value;
+        case LayerSlot::output:
+            return layer.output;
+        case LayerSlot::gate:
+            return layer.gate;
+        case LayerSlot::up:
+            return layer.up;
+        default:  // LayerSlot::down; callers pass matrix slots only
+            return layer.down;
+    }
+}
+
+}  // namespace detail
 
 /// A run of a tensor's outputs read into a slot: its outputs from … from + count − 1 (rows of
 /// a Linear's (out × in) weight, columns of an (in × out) one, entries of a vector) go to the
@@ -283,33 +311,84 @@ inline std::pair<Index, Index> slot_shape(LayerSlot slot, const ModelSettings& s
     }
 }
 
-/// Every layer's attention weights: layers × heads × (positions × positions).
+/// A model's attention weights, layers × heads × (rows × positions): row i is what the query at
+/// position positions() − rows() + i attends to, column j is key position j. Model::forward's
+/// has every position's row (rows() == positions()); a Decoder step's the new positions' rows;
+/// each token generate writes the one row that chose it. Each layer's sliding window travels
+/// with the weights, so a 0 before a row's window reads as unreachable (visible), not unattended.
 template <class T>
 class ModelAttention {
 public:
     ModelAttention() = default;
-    explicit ModelAttention(std::vector<AttentionWeights<T>> layers) : layers_(std::move(layers)) {}
+    /// layers: heads × (rows × positions) each, all of one shape, rows ≤ positions. windows:
+    /// empty (no layer has one) or one per layer, 0 for a full layer (layer_windows(settings));
+    /// all 0 is kept as empty. shape_error if they disagree.
+    explicit ModelAttention(std::vector<AttentionWeights<T>> layers, std::vector<Index> windows = {})
+        : layers_(std::move(layers)), windows_(std::move(windows)) {
+        constexpr const char* function = "ModelAttention";
+        for (const AttentionWeights<T>& layer : layers_)
+            if (layer.heads() != heads() || layer.rows() != rows() || layer.cols() != positions())
+                throw shape_error(detail::message(function, ": a layer is ", layer.heads(), " heads × (", layer.rows(),
+                                                  " × ", layer.cols(), "), layer 0 ", heads(), " × (", rows(), " × ",
+                                                  positions(), "); every layer has the same shape"));
+        if (rows() > positions())
+            throw shape_error(detail::message(function, ": ", rows(), " rows over ", positions(),
+                                              " positions; a row's query is one of the positions"));
+        if (!windows_.empty() && windows_.size() != layers_.size())
+            throw shape_error(detail::message(function, ": windows has ", windows_.size(), " entries for ",
+                                              layers_.size(), " layers (empty, or one per layer)"));
+        for (Index window : windows_)
+            if (window < 0) throw argument_error(detail::message(function, ": a window is ", window, "; 0 is none"));
+        if (std::all_of(windows_.begin(), windows_.end(), [](Index window) { return window == 0; }))
+            windows_.clear();  // one spelling of "no window", as Model::forward gives it
+    }
 
     Index layers() const { return static_cast<Index>(layers_.size()); }
     Index heads() const { return layers_.empty() ? 0 : layers_.front().heads(); }
-    Index positions() const { return layers_.empty() ? 0 : layers_.front().positions(); }
+    /// Query rows per head: the positions these weights are for, the last rows() positions.
+    Index rows() const { return layers_.empty() ? 0 : layers_.front().rows(); }
+    /// Key positions per row: every position up to the last row's.
+    Index positions() const { return layers_.empty() ? 0 : layers_.front().cols(); }
     bool empty() const { return layers_.empty(); }
 
-    /// Layer l's weights, heads × (positions × positions); layers count from 0.
+    /// Layer l's weights, heads × (rows × positions); layers count from 0.
     const AttentionWeights<T>& layer(Index l) const {
         detail::check_index("ModelAttention::layer", "layer", l, layers());
         return layers_[static_cast<std::size_t>(l)];
     }
-    /// Head h of layer l, (positions × positions): row i is what position i attends to.
+    /// Head h of layer l, (rows × positions): row i is what position positions() − rows() + i
+    /// attends to.
     typename AttentionWeights<T>::ConstHeadMap head(Index l, Index h) const { return layer(l).head(h); }
-    /// Weight of query position i on key position j in head h of layer l (unchecked).
+    /// Weight of row i on key position j in head h of layer l (unchecked).
     T operator()(Index l, Index h, Index i, Index j) const { return layers_[static_cast<std::size_t>(l)](h, i, j); }
+
+    /// Layer l's sliding window, 0 if it sees the whole prefix.
+    Index window(Index l) const {
+        detail::check_index("ModelAttention::window", "layer", l, layers());
+        return windows_.empty() ? 0 : windows_[static_cast<std::size_t>(l)];
+    }
+    /// Every layer's window (empty if none has one), as layer_windows gives them.
+    const std::vector<Index>& windows() const { return windows_; }
+    /// The key positions row i of layer l could see, first … last − 1: its own position p and
+    /// before, from p − window + 1 in a sliding layer. Weights outside are 0 because the key
+    /// was unreachable, not because it was given no weight.
+    KeyRange visible(Index l, Index i) const {
+        const Index window = this->window(l);
+        detail::check_index("ModelAttention::visible", "row", i, rows());
+        const Index p = positions() - rows() + i;
+        return {window > 0 ? std::max<Index>(0, p - window + 1) : 0, p + 1};
+    }
+
+    friend bool operator==(const ModelAttention& a, const ModelAttention& b) {
+        return a.layers_ == b.layers_ && a.windows_ == b.windows_;
+    }
+    friend bool operator!=(const ModelAttention& a, const ModelAttention& b) { return !(a == b); }
 
 private:
     friend class detail::FastForward<T>;  // fills the layers in place (Model::forward_into)
-    friend class Decoder<T>;              // lends a DecodeResult's rows to its pass
 
     std::vector<AttentionWeights<T>> layers_;
+    std::vector<Index> windows_;  // empty, or one per layer
 };
 
 /// A head, by 0-based layer and head.

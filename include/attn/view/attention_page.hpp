@@ -9,7 +9,8 @@
 //   - matrix view: one head with tokens on both axes, values on hover, and the even spread
 //     (1/(i+1) on each of the i + 1 visible keys) as a baseline to compare against;
 //   - beside them, the next-token probabilities at the selected position, if given.
-// With PageOptions::windows, a sliding layer's keys before a row's window are drawn as
+// With each layer's sliding window (a ModelAttention's own, or PageOptions::windows beside a
+// list of layers), a sliding layer's keys before a row's window are drawn as
 // unreachable (a pale apricot, its own legend entry and readout), not as zero attention (dark
 // purple): the query could not see them. The even spread there is 1/(visible keys).
 // Arrow keys move the selected position. Heatmaps are drawn on canvases (one pixel block per
@@ -165,24 +166,29 @@ inline const char* token_style_name(TokenStyle style) {
     return "plain";
 }
 
-/// The checks of attention_page's inputs; returns whether every weight above the diagonal is 0.
+/// A page's layers, each heads × (n × n), by address: a ModelAttention's are not copied.
 template <class T>
-bool check_page_inputs(const std::vector<std::string>& tokens, const std::vector<AttentionWeights<T>>& layers,
-                       const PageOptions& options) {
+using PageLayers = std::vector<const AttentionWeights<T>*>;
+
+/// The checks of attention_page's inputs; returns whether every weight above the diagonal is 0.
+/// windows: empty or one per layer, named `windows_name` in messages.
+template <class T>
+bool check_page_inputs(const std::vector<std::string>& tokens, const PageLayers<T>& layers, const PageOptions& options,
+                       const std::vector<Index>& windows, const char* windows_name) {
     constexpr const char* function = "attention_page";
     const auto n = static_cast<Index>(tokens.size());
     if (n == 0) throw shape_error(message(function, ": tokens is empty; a page needs at least one position"));
     if (layers.empty()) throw shape_error(message(function, ": layers is empty; a page needs at least one layer"));
-    const Index heads = layers.front().heads();
-    if (!options.windows.empty() && options.windows.size() != layers.size())
-        throw shape_error(message(function, ": options.windows has ", options.windows.size(), " entries, expected ",
+    const Index heads = layers.front()->heads();
+    if (!windows.empty() && windows.size() != layers.size())
+        throw shape_error(message(function, ": ", windows_name, " has ", windows.size(), " entries, expected ",
                                   layers.size(), " (one per layer) or none"));
     bool lower = true;
     for (std::size_t l = 0; l < layers.size(); ++l) {
-        const AttentionWeights<T>& layer = layers[l];
-        const Index window = options.windows.empty() ? 0 : options.windows[l];
+        const AttentionWeights<T>& layer = *layers[l];
+        const Index window = windows.empty() ? 0 : windows[l];
         if (window < 0)
-            throw argument_error(message(function, ": options.windows[", l, "] = ", window, " (0: none, or > 0)"));
+            throw argument_error(message(function, ": ", windows_name, "[", l, "] = ", window, " (0: none, or > 0)"));
         if (layer.heads() == 0 || layer.heads() != heads)
             throw shape_error(message(function, ": layer ", l, " has ", layer.heads(), " heads, expected ", heads,
                                       " (as layer 0), at least 1"));
@@ -201,7 +207,7 @@ bool check_page_inputs(const std::vector<std::string>& tokens, const std::vector
                     if (window > 0 && j <= i - window && w != 0)
                         throw argument_error(message(function, ": weight (layer ", l, ", head ", h, ", row ", i,
                                                      ", column ", j, ") = ", w, " lies before the layer's window of ",
-                                                     window, " keys (options.windows)"));
+                                                     window, " keys (", windows_name, ")"));
                 }
     }
     if (!options.styles.empty() && static_cast<Index>(options.styles.size()) != n)
@@ -467,15 +473,16 @@ struct EncodedWeights {
 };
 
 template <class T>
-EncodedWeights encode_weights(const std::vector<AttentionWeights<T>>& layers, bool lower, WeightEncoding encoding) {
-    const Index n = layers.front().rows(), heads = layers.front().heads();
+EncodedWeights encode_weights(const PageLayers<T>& layers, bool lower, WeightEncoding encoding) {
+    const Index n = layers.front()->rows(), heads = layers.front()->heads();
     EncodedWeights out;
     out.thumbnail = thumbnail_cells(heads, n);
     const Index g = out.thumbnail;
     std::vector<std::uint8_t> codes, cells;
     std::vector<float> row_scales(static_cast<std::size_t>(n));
-    for (const AttentionWeights<T>& layer : layers)
+    for (const AttentionWeights<T>* stack : layers)
         for (Index h = 0; h < heads; ++h) {
+            const AttentionWeights<T>& layer = *stack;
             out.chunks.push_back(out.weights.size());
             if (encoding == WeightEncoding::unorm8) {
                 // Codes of each row's own largest weight (row_scales[i]; code round(255 · w /
@@ -547,37 +554,31 @@ inline WeightEncoding resolve_encoding(WeightEncoding asked, std::size_t stored)
     return WeightEncoding::unorm8;
 }
 
-}  // namespace detail
-
-/// The page for `tokens` (n strings) and `layers`: one AttentionWeights per layer, each
-/// heads × (n × n) with query rows and key columns, every weight in [0, 1]. Throws
-/// shape_error for mismatched sizes, numeric_error for a weight or probability that is NaN
-/// or outside [0, 1], argument_error for an out-of-range selection.
+/// attention_page over layers by address, with each layer's window (empty: none).
 template <class T>
-std::string attention_page(const std::vector<std::string>& tokens, const std::vector<AttentionWeights<T>>& layers,
-                           const PageOptions& options = {}) {
-    const bool lower = detail::check_page_inputs(tokens, layers, options);
+std::string page_of(const std::vector<std::string>& tokens, const PageLayers<T>& layers, const PageOptions& options,
+                    const std::vector<Index>& windows, const char* windows_name) {
+    const bool lower = check_page_inputs(tokens, layers, options, windows, windows_name);
     const auto n = static_cast<Index>(tokens.size());
-    const Index heads = layers.front().heads();
+    const Index heads = layers.front()->heads();
     const std::size_t per_head = lower ? std::size_t(n) * std::size_t(n + 1) / 2 : std::size_t(n) * std::size_t(n);
-    const WeightEncoding encoding =
-        detail::resolve_encoding(options.encoding, per_head * layers.size() * std::size_t(heads));
+    const WeightEncoding encoding = resolve_encoding(options.encoding, per_head * layers.size() * std::size_t(heads));
     const char* encoding_name = encoding == WeightEncoding::float32   ? "float32"
                                 : encoding == WeightEncoding::unorm16 ? "unorm16"
                                                                       : "unorm8";
 
     std::string data = "{\"format\":\"attn-attention-page\",\"version\":1,\"title\":";
-    detail::append_script_json_string(data, options.title);
+    append_script_json_string(data, options.title);
     data += ",\"tokens\":[";
     for (std::size_t i = 0; i < tokens.size(); ++i) {
         if (i) data += ',';
-        detail::append_script_json_string(data, tokens[i]);
+        append_script_json_string(data, tokens[i]);
     }
     data += "],\"styles\":[";
     for (Index i = 0; i < n; ++i) {
         const TokenStyle style = options.styles.empty() ? TokenStyle::plain : options.styles[std::size_t(i)];
         data += i ? ",\"" : "\"";
-        data += detail::token_style_name(style);
+        data += token_style_name(style);
         data += '"';
     }
     data += "],\"layers\":" + std::to_string(layers.size()) + ",\"heads\":" + std::to_string(heads) +
@@ -598,9 +599,9 @@ std::string attention_page(const std::vector<std::string>& tokens, const std::ve
             data += i ? ",[" : "[";
             for (std::size_t k = 0; k < options.next_tokens[i].size(); ++k) {
                 data += k ? ",[" : "[";
-                detail::append_script_json_string(data, options.next_tokens[i][k].token);
+                append_script_json_string(data, options.next_tokens[i][k].token);
                 data += ',';
-                detail::append_json_number(data, options.next_tokens[i][k].probability);
+                append_json_number(data, options.next_tokens[i][k].probability);
                 data += ']';
             }
             data += ']';
@@ -610,10 +611,10 @@ std::string attention_page(const std::vector<std::string>& tokens, const std::ve
     data += ",\"windows\":[";  // each layer's sliding window, 0: none
     for (std::size_t l = 0; l < layers.size(); ++l) {
         if (l) data += ',';
-        data += std::to_string(options.windows.empty() ? 0 : options.windows[l]);
+        data += std::to_string(windows.empty() ? 0 : windows[l]);
     }
     data += ']';
-    const detail::EncodedWeights encoded = detail::encode_weights(layers, lower, encoding);
+    const EncodedWeights encoded = encode_weights(layers, lower, encoding);
     const auto offsets = [&](const std::vector<std::size_t>& list) {
         data += '[';
         for (std::size_t k = 0; k < list.size(); ++k) {
@@ -627,9 +628,9 @@ std::string attention_page(const std::vector<std::string>& tokens, const std::ve
     data += ",\"thumbnail\":" + std::to_string(encoded.thumbnail) + ",\"thumbnail_chunks\":";
     offsets(encoded.thumbnail_chunks);
     data += ",\"thumbnails\":\"";
-    detail::append_base64(data, encoded.thumbnails);
+    append_base64(data, encoded.thumbnails);
     data += "\",\"weights\":\"";
-    detail::append_base64(data, encoded.weights);
+    append_base64(data, encoded.weights);
     data += "\"}";
 
     std::string page;
@@ -637,24 +638,42 @@ std::string attention_page(const std::vector<std::string>& tokens, const std::ve
     page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>";
     page += markup_escape(options.title);
     page += "</title>\n<style>\n";
-    page += detail::page_style;
+    page += page_style;
     page += "</style>\n</head>\n<body>\n";
-    page += detail::page_body;
+    page += page_body;
     page += "<script type=\"application/json\" id=\"attn-data\">";
     page += data;
     page += "</script>\n<script>\n";
-    for (const char* part : detail::page_script) page += part;
+    for (const char* part : page_script) page += part;
     page += "</script>\n</body>\n</html>\n";
     return page;
 }
 
-/// The same for a forward pass's attention: layers × heads × (n × n).
+}  // namespace detail
+
+/// The page for `tokens` (n strings) and `layers`: one AttentionWeights per layer, each
+/// heads × (n × n) with query rows and key columns, every weight in [0, 1]. Throws
+/// shape_error for mismatched sizes, numeric_error for a weight or probability that is NaN
+/// or outside [0, 1], argument_error for an out-of-range selection.
+template <class T>
+std::string attention_page(const std::vector<std::string>& tokens, const std::vector<AttentionWeights<T>>& layers,
+                           const PageOptions& options = {}) {
+    detail::PageLayers<T> by_address;
+    for (const AttentionWeights<T>& layer : layers) by_address.push_back(&layer);
+    return detail::page_of(tokens, by_address, options, options.windows, "options.windows");
+}
+
+/// The same for a forward pass's attention, layers × heads × (n × n), whose own windows
+/// (ModelAttention::windows) mark the unreachable keys: options.windows must be empty.
 template <class T>
 std::string attention_page(const std::vector<std::string>& tokens, const ModelAttention<T>& attention,
                            const PageOptions& options = {}) {
-    std::vector<AttentionWeights<T>> layers;
-    for (Index l = 0; l < attention.layers(); ++l) layers.push_back(attention.layer(l));
-    return attention_page(tokens, layers, options);
+    if (!options.windows.empty())
+        throw argument_error(
+            "attention_page: options.windows is for a list of layers; a ModelAttention brings its own windows");
+    detail::PageLayers<T> by_address;
+    for (Index l = 0; l < attention.layers(); ++l) by_address.push_back(&attention.layer(l));
+    return detail::page_of(tokens, by_address, options, attention.windows(), "the attention's windows");
 }
 
 /// Writes attention_page(tokens, attention, options) to `file`; io_error (naming it) on failure.
