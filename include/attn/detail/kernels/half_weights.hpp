@@ -100,11 +100,18 @@ struct HalfRows {
     const std::uint16_t* data = nullptr;
     Index row = 0;
 
+    /// Row t of b as a streamed product reads it: a packet at a time, widened, from where it starts.
+    struct Row {
+        const std::uint16_t* start = nullptr;
+        template <class Packet>
+        Packet packet(Index col) const {
+            return widen_packet<Format>(start + col);
+        }
+        const void* address(Index col) const { return start + col; }
+    };
+    Row row_at(Index t) const { return {data + t * row}; }
+
     float value(Index t, Index col) const { return widen<Format>(data[t * row + col]); }
-    template <class Packet>
-    Packet packet(Index t, Index col) const {
-        return widen_packet<Format>(data + t * row + col);
-    }
     void copy(Index t, Index col, Index count, float* out) const {
         constexpr Index L = RegisterTile<float>::kLanes;
         const std::uint16_t* from = data + t * row + col;

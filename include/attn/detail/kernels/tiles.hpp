@@ -101,7 +101,7 @@ EIGEN_ALWAYS_INLINE void prefetch(const void* p) {
 
 /// b of a product as rows of T in memory: (depth × cols), row stride `row`, unit inner stride.
 /// multiply_rows reads b through such a source (see half_weights.hpp for rows stored in
-/// 16 bits): an entry, a packet of entries, a run of them copied into a panel, an address
+/// 16 bits): an entry, a row read a packet at a time (row_at), a run copied into a panel, an address
 /// to prefetch.
 template <class T>
 struct DenseRows {
@@ -117,12 +117,19 @@ struct DenseRows {
     const T* data = nullptr;
     Index row = 0;
 
+    /// Row t of b as a streamed product reads it: a packet at a time from where it starts.
+    struct Row {
+        const T* start = nullptr;
+        template <class Packet>
+        Packet packet(Index col) const {
+            return Eigen::internal::ploadu<Packet>(start + col);
+        }
+        const void* address(Index col) const { return start + col; }
+    };
+    Row row_at(Index t) const { return {data + t * row}; }
+
     const T* at(Index t, Index col) const { return data + t * row + col; }
     T value(Index t, Index col) const { return data[t * row + col]; }
-    template <class Packet>
-    Packet packet(Index t, Index col) const {
-        return Eigen::internal::ploadu<Packet>(at(t, col));
-    }
     void copy(Index t, Index col, Index count, T* out) const { std::copy_n(at(t, col), count, out); }
     const void* address(Index t, Index col) const { return at(t, col); }
 };
@@ -147,7 +154,10 @@ namespace kernel {
 /// packet of columns j < whole, each entry's multiply-adds in the order of k. With Prefetch,
 /// b's rows t + Depth … t + 2·Depth − 1 (the next pass's) are prefetched line by line on the
 /// way: widening 16-bit numbers takes more instructions per line, fewer of b's lines are then
-/// in flight, and the loads wait on memory.
+/// in flight, and the loads wait on memory. Each row of b is found once a pass (Source::row_at),
+/// so the loop over columns is loads, widening and multiply-adds only: found per packet, the
+/// rows' addresses took a multiplication each and spilled registers (a perf profile of a 16-bit
+/// decoding step: a third of the loop's instructions).
 template <int Depth, bool Prefetch, class T, class Source>
 EIGEN_ALWAYS_INLINE void stream_rows(Index rows, Index whole, Index t, const T* a, Index a_row, const Source& b, T* c,
                                      Index c_row) {
@@ -155,15 +165,20 @@ EIGEN_ALWAYS_INLINE void stream_rows(Index rows, Index whole, Index t, const T* 
     constexpr Index L = RegisterTile<T>::kLanes;
     constexpr Index kLine = Source::kLineEntries;
     static_assert(kLine % L == 0, "stream_rows: whole packets per cache line");
+    typename Source::Row row[Depth], next[Prefetch ? Depth : 1];
+    for (int k = 0; k < Depth; ++k) row[k] = b.row_at(t + k);
+    if constexpr (Prefetch)
+        for (int k = 0; k < Depth; ++k) next[k] = b.row_at(t + Depth + k);
     for (Index r = 0; r < rows; ++r) {
         Packet y[Depth];
         for (int k = 0; k < Depth; ++k) y[k] = ei::pset1<Packet>(a[r * a_row + t + k]);
         T* c_r = c + r * c_row;
         for (Index j = 0; j < whole; j += L) {
-            if (Prefetch && r == 0 && j % kLine == 0)
-                for (int k = 0; k < Depth; ++k) prefetch(b.address(t + Depth + k, j));
+            if constexpr (Prefetch)
+                if (r == 0 && j % kLine == 0)
+                    for (int k = 0; k < Depth; ++k) prefetch(next[k].address(j));
             Packet sum = ei::ploadu<Packet>(c_r + j);
-            for (int k = 0; k < Depth; ++k) sum = ei::pmadd(y[k], b.template packet<Packet>(t + k, j), sum);
+            for (int k = 0; k < Depth; ++k) sum = ei::pmadd(y[k], row[k].template packet<Packet>(j), sum);
             ei::pstoreu(c_r + j, sum);
         }
     }
