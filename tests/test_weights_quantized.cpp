@@ -58,8 +58,8 @@ using attn::detail::Index;
 using attn::detail::QuantFormat;
 using attn::detail::QuantizedMatrix;
 
-constexpr QuantFormat kFormats[] = {QuantFormat::q8_0, QuantFormat::q4_0, QuantFormat::q4_k, QuantFormat::q5_k,
-                                    QuantFormat::q6_k};
+constexpr QuantFormat kFormats[] = {QuantFormat::q8_0, QuantFormat::q4_0, QuantFormat::q4_1, QuantFormat::q5_0,
+                                    QuantFormat::q5_1, QuantFormat::q4_k, QuantFormat::q5_k, QuantFormat::q6_k};
 
 /// A random finite F16 number of magnitude 2^-10 … 2^-1 (or, one time in eight, subnormal).
 std::uint16_t random_half(std::mt19937& engine) {
@@ -88,8 +88,7 @@ QuantizedMatrix random_matrix(Index cols, const std::vector<std::pair<QuantForma
                 put_half(block + 208, random_half(engine));
             } else {
                 put_half(block, random_half(engine));
-                if (run.format == QuantFormat::q4_k || run.format == QuantFormat::q5_k)
-                    put_half(block + 2, random_half(engine));
+                if (attn::detail::has_min(run.format)) put_half(block + 2, random_half(engine));
             }
         }
     }
@@ -110,6 +109,15 @@ std::vector<float> reference_row(const QuantizedMatrix& m, Index r) {
                 break;
             case QuantFormat::q4_0:
                 attn::detail::dequantize_q4_0_block(block, o);
+                break;
+            case QuantFormat::q4_1:
+                attn::detail::dequantize_q4_1_block(block, o);
+                break;
+            case QuantFormat::q5_0:
+                attn::detail::dequantize_q5_0_block(block, o);
+                break;
+            case QuantFormat::q5_1:
+                attn::detail::dequantize_q5_1_block(block, o);
                 break;
             case QuantFormat::q4_k:
                 attn::detail::dequantize_q4_k_block(block, o);
@@ -283,16 +291,20 @@ using attn::Index;
 const std::filesystem::path kGgufModels = std::filesystem::path(ATTN_TEST_DATA_DIR) / "gguf" / "models";
 
 /// The quantized files: tiny Llama checkpoints written by tools/references/gguf_models.py (Q8_0,
-/// Q4_0: width 64) and gguf_kquant_models.py (llama.cpp's Q4_K_M, Q5_K_M and Q6_K: width 256; Q4_K_M's
-/// last layer fuses Q4_K queries and keys with Q6_K values), each with the float64 forward of its
-/// dequantized weights (.golden.safetensors).
+/// Q4_0, Q4_1, Q5_0, Q5_1: width 64) and gguf_kquant_models.py (llama.cpp's Q4_K_M, Q5_K_M and Q6_K:
+/// width 256; Q4_K_M's last layer fuses Q4_K queries and keys with Q6_K values; and Q4_K_M and Q5_K_M
+/// at width 96, not whole K blocks, where llama.cpp falls back to Q5_0, Q5_1 and Q8_0 beside K blocks
+/// in the MLP's down projection, as it does for SmolLM2-135M's width 576), each with the float64
+/// forward of its dequantized weights (.golden.safetensors).
 struct QuantizedFile {
     const char* name;  ///< <checkpoint>.<type>
 };
 
 const QuantizedFile kFiles[] = {
-    {"llama3_rope_scaling.Q8_0"}, {"llama3_rope_scaling.Q4_0"}, {"llama_kquant.Q4_K_M"},
-    {"llama_kquant.Q5_K_M"},      {"llama_kquant.Q6_K"},
+    {"llama3_rope_scaling.Q8_0"},   {"llama3_rope_scaling.Q4_0"}, {"llama3_rope_scaling.Q4_1"},
+    {"llama3_rope_scaling.Q5_0"},   {"llama3_rope_scaling.Q5_1"}, {"llama_kquant.Q4_K_M"},
+    {"llama_kquant.Q5_K_M"},        {"llama_kquant.Q6_K"},        {"llama_kquant_narrow.Q4_K_M"},
+    {"llama_kquant_narrow.Q5_K_M"},
 };
 
 std::filesystem::path path_of(const QuantizedFile& file) {

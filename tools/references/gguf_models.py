@@ -19,8 +19,8 @@ Files, <checkpoint>.<type>.gguf:
     the same function of (validate_llamacpp.gemma_as_llama_cpp_runs: query_pre_attn_scalar and
     transformers' dtype-rounded √C folded into the weights, which GGUF cannot say): the file's
     logits are the checkpoint's, its weights are not.
-  * llama3_rope_scaling at Q8_0 and at Q4_0 (its width 64, MLP 96 and heads 2 × 32 are whole blocks
-    of 32), with <checkpoint>.<type>.golden.safetensors: `ids` (I64, the whole context, seeded) and
+  * llama3_rope_scaling at Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 (its width 64, MLP 96 and heads 2 × 32
+    are whole blocks of 32), with <checkpoint>.<type>.golden.safetensors: `ids` (I64, the whole context, seeded) and
     `logits` (F64, n × V) of hf_reference.py's float64 forward of the weights gguf-py dequantizes
     from the file, the converter's q/k permutation undone here in NumPy.
 """
@@ -57,7 +57,7 @@ FILES = {
     "qwen2_bias": ["F32"],
     "gpt_neox_parallel": ["F32"],
     "gpt_neox_sequential": ["F32"],
-    "llama3_rope_scaling": ["F32", "Q8_0", "Q4_0"],
+    "llama3_rope_scaling": ["F32", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"],
     "llama_linear_rope_parameters": ["F32"],
     "llama_linear_rope_scaling_type": ["F32"],
     "qwen3_qk_norm": ["F32"],
@@ -68,7 +68,7 @@ FILES = {
     "gemma3_layer_types": ["F32"],
 }
 GEMMA = ("gemma2_softcap_window", "gemma3_pattern", "gemma3_layer_types")
-QUANTIZED = ("Q8_0", "Q4_0")
+QUANTIZED = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1")
 
 
 def inverse_rotary_pairs_permutation(weight, heads):

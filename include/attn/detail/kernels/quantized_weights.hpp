@@ -1,7 +1,7 @@
 #pragma once
-// Weight matrices kept in GGUF's block formats (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) and the products
-// that read them, dequantizing in registers: a decoding step reads every weight once and is
-// bound by memory, and a Q4_K weight is 4.5 bits where a float is 32.
+// Weight matrices kept in GGUF's block formats (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) and
+// the products that read them, dequantizing in registers: a decoding step reads every weight once
+// and is bound by memory, and a Q4_K weight is 4.5 bits where a float is 32.
 //
 // Layout. A QuantizedMatrix is (rows × cols) as the file stores a Linear weight: row j is output
 // j, its cols inputs quantized along the row in blocks of 32 or 256 values (quantized.hpp has
@@ -14,20 +14,23 @@
 // runs of rows in different formats (a Q4_K_M file's attn_q in Q4_K and attn_v in Q6_K fused
 // into one [Wq Wk Wv]).
 //
-// Decoding. Every format decodes in chunks of 32 consecutive values of a row (a Q8_0 or Q4_0
-// block; a sub-block of 32 of Q4_K, Q5_K; a quarter of a Q6_K half) into 32 unsigned byte codes
-// u and a scale and offset per 16 values, w = scale · u + offset:
+// Decoding. Every format decodes in chunks of 32 consecutive values of a row (a block of Q8_0,
+// Q4_0, Q4_1, Q5_0 or Q5_1; a sub-block of 32 of Q4_K, Q5_K; a quarter of a Q6_K half) into 32
+// unsigned byte codes u and a scale and offset per 16 values, w = scale · u + offset:
 //   Q8_0  u = q + 128,  scale d,        offset −128 d
 //   Q4_0  u = q,        scale d,        offset −8 d
+//   Q4_1  u = q,        scale d,        offset m            (Q5_1: q with its fifth bit)
+//   Q5_0  u = q,        scale d,        offset −16 d        (q with its fifth bit)
 //   Q4_K  u = q,        scale d·sc,     offset −dmin·m      (Q5_K: q with its fifth bit)
 //   Q6_K  u = q,        scale d·sc,     offset −32 d·sc
 // Every scale·u is exact in float (at most 11 + 8 + 8 significant bits), and so is the whole of
-// w but for Q4_K/Q5_K's one subtraction, which a fused multiply-add and a multiply then an add
-// both round once: the values are those of quantized.hpp's decoders, bit for bit, whatever the
-// instruction set. The codes are cut out of the bytes with 16-byte integer operations (SSE2,
-// every x86-64), widened to float a packet at a time (AVX-512: 16 lanes from 16 bytes, AVX2:
-// 8, AVX: 4 and 4 with SSE4.1, SSE2: 4), and go into float fused multiply-adds; elsewhere a
-// chunk is decoded into 32 floats in memory first.
+// w but for the one addition of a min (Q4_1, Q5_1, Q4_K, Q5_K), which a fused multiply-add and a
+// multiply then an add both round once: the values are those of quantized.hpp's decoders, bit for
+// bit, whatever the instruction set. The codes are cut out of the bytes with 16-byte integer
+// operations (SSE2, every x86-64; Q5_0 and Q5_1's fifth bits spread from their 32-bit word by
+// unpacking and a per-lane bit test), widened to float a packet at a time (AVX-512: 16 lanes
+// from 16 bytes, AVX2: 8, AVX: 4 and 4 with SSE4.1, SSE2: 4), and go into float fused
+// multiply-adds; elsewhere a chunk is decoded into 32 floats in memory first.
 //
 // Products, c (n × count) (+)= a (n × depth) · Wᵀ for rows first … first + count − 1 of W and
 // its columns from … from + depth − 1 (multiply_quantized):
@@ -78,7 +81,7 @@
 namespace attn::detail {
 
 /// The block formats a QuantizedMatrix holds.
-enum class QuantFormat { q8_0, q4_0, q4_k, q5_k, q6_k };
+enum class QuantFormat { q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k };
 
 inline const char* quant_format_name(QuantFormat format) {
     switch (format) {
@@ -86,6 +89,12 @@ inline const char* quant_format_name(QuantFormat format) {
             return "Q8_0";
         case QuantFormat::q4_0:
             return "Q4_0";
+        case QuantFormat::q4_1:
+            return "Q4_1";
+        case QuantFormat::q5_0:
+            return "Q5_0";
+        case QuantFormat::q5_1:
+            return "Q5_1";
         case QuantFormat::q4_k:
             return "Q4_K";
         case QuantFormat::q5_k:
@@ -96,19 +105,35 @@ inline const char* quant_format_name(QuantFormat format) {
     return "?";
 }
 
-/// Values per block: 32 (Q8_0, Q4_0) or 256 (the K formats).
-inline Index quant_block_values(QuantFormat format) {
-    return format == QuantFormat::q8_0 || format == QuantFormat::q4_0 ? Index(q8_0_block_values)
-                                                                      : Index(k_block_values);
+/// Whether the format is one of the K formats (blocks of 256 values), not a block of 32.
+inline constexpr bool is_k_format(QuantFormat format) {
+    return format == QuantFormat::q4_k || format == QuantFormat::q5_k || format == QuantFormat::q6_k;
+}
+
+/// Whether a block holds a second F16 number after d, a min (Q4_1, Q5_1: m; Q4_K, Q5_K: dmin).
+inline constexpr bool has_min(QuantFormat format) {
+    return format == QuantFormat::q4_1 || format == QuantFormat::q5_1 || format == QuantFormat::q4_k ||
+           format == QuantFormat::q5_k;
+}
+
+/// Values per block: 32 (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) or 256 (the K formats).
+inline constexpr Index quant_block_values(QuantFormat format) {
+    return is_k_format(format) ? Index(k_block_values) : Index(q8_0_block_values);
 }
 
 /// Bytes per block.
-inline Index quant_block_bytes(QuantFormat format) {
+inline constexpr Index quant_block_bytes(QuantFormat format) {
     switch (format) {
         case QuantFormat::q8_0:
             return Index(q8_0_block_bytes);
         case QuantFormat::q4_0:
             return Index(q4_0_block_bytes);
+        case QuantFormat::q4_1:
+            return Index(q4_1_block_bytes);
+        case QuantFormat::q5_0:
+            return Index(q5_0_block_bytes);
+        case QuantFormat::q5_1:
+            return Index(q5_1_block_bytes);
         case QuantFormat::q4_k:
             return Index(q4_k_block_bytes);
         case QuantFormat::q5_k:
@@ -152,8 +177,8 @@ struct QuantizedMatrix {
         return bytes.data() + run.offset + std::size_t(r - run.first_row) * run.row_bytes;
     }
     std::uint8_t* row(Index r) { return const_cast<std::uint8_t*>(static_cast<const QuantizedMatrix&>(*this).row(r)); }
-    /// Whether every block's F16 scales (d, and dmin in Q4_K/Q5_K) of rows first … first +
-    /// count − 1 are finite: then so is every weight, a scale times small integers.
+    /// Whether every block's F16 scales (d, and m or dmin in Q4_1/Q5_1/Q4_K/Q5_K) of rows first …
+    /// first + count − 1 are finite: then so is every weight, a scale times small integers.
     bool finite(Index first, Index count) const {
         const auto finite_half = [](const std::uint8_t* p) { return ((p[1] >> 2) & 0x1F) != 0x1F; };
         for (Index r = first; r < first + count; ++r) {
@@ -162,9 +187,8 @@ struct QuantizedMatrix {
             const std::uint8_t* p = row(r);
             for (Index b = 0; b < blocks; ++b, p += width) {
                 const bool ok = run.format == QuantFormat::q6_k ? finite_half(p + 208)
-                                : run.format == QuantFormat::q4_k || run.format == QuantFormat::q5_k
-                                    ? finite_half(p) && finite_half(p + 2)
-                                    : finite_half(p);
+                                : has_min(run.format)           ? finite_half(p) && finite_half(p + 2)
+                                                                : finite_half(p);
                 if (!ok) return false;
             }
         }
@@ -219,6 +243,13 @@ EIGEN_ALWAYS_INLINE ChunkScales chunk_scales(const std::uint8_t* block, Index su
         const float d = half_at(block);
         const float offset = (Format == QuantFormat::q8_0 ? -128.0f : -8.0f) * d;  // exact: a power of 2
         return {{d, d}, {offset, offset}};
+    } else if constexpr (Format == QuantFormat::q4_1 || Format == QuantFormat::q5_1) {
+        const float d = half_at(block), m = half_at(block + 2);
+        return {{d, d}, {m, m}};
+    } else if constexpr (Format == QuantFormat::q5_0) {
+        const float d = half_at(block);
+        const float offset = -16.0f * d;  // exact: a power of 2
+        return {{d, d}, {offset, offset}};
     } else if constexpr (Format == QuantFormat::q6_k) {
         const float d = half_at(block + 208);
         const auto* scales = reinterpret_cast<const std::int8_t*>(block + 192);
@@ -236,17 +267,12 @@ EIGEN_ALWAYS_INLINE ChunkScales chunk_scales(const std::uint8_t* block, Index su
 /// The block holding chunk c of a row, and the chunk's place in it.
 template <QuantFormat Format>
 EIGEN_ALWAYS_INLINE const std::uint8_t* chunk_block(const std::uint8_t* row, Index c, Index& sub) {
-    if constexpr (Format == QuantFormat::q8_0) {
+    constexpr Index bytes = quant_block_bytes(Format);
+    if constexpr (!is_k_format(Format)) {  // a block is a chunk
         sub = 0;
-        return row + c * Index(q8_0_block_bytes);
-    } else if constexpr (Format == QuantFormat::q4_0) {
-        sub = 0;
-        return row + c * Index(q4_0_block_bytes);
+        return row + c * bytes;
     } else {
         sub = c % 8;
-        constexpr Index bytes = Format == QuantFormat::q4_k   ? Index(q4_k_block_bytes)
-                                : Format == QuantFormat::q5_k ? Index(q5_k_block_bytes)
-                                                              : Index(q6_k_block_bytes);
         return row + (c / 8) * bytes;
     }
 }
@@ -256,11 +282,15 @@ template <QuantFormat Format>
 inline void chunk_codes(const std::uint8_t* block, Index sub, std::uint8_t* u) {
     if constexpr (Format == QuantFormat::q8_0) {
         for (int i = 0; i < 32; ++i) u[i] = std::uint8_t(block[2 + i] ^ 0x80);
-    } else if constexpr (Format == QuantFormat::q4_0) {
+    } else if constexpr (Format == QuantFormat::q4_0 || Format == QuantFormat::q4_1) {
+        const std::uint8_t* q = block + (Format == QuantFormat::q4_0 ? 2 : 4);
         for (int i = 0; i < 16; ++i) {
-            u[i] = std::uint8_t(block[2 + i] & 0x0F);
-            u[i + 16] = std::uint8_t(block[2 + i] >> 4);
+            u[i] = std::uint8_t(q[i] & 0x0F);
+            u[i + 16] = std::uint8_t(q[i] >> 4);
         }
+    } else if constexpr (Format == QuantFormat::q5_0 || Format == QuantFormat::q5_1) {
+        const std::uint8_t* high = block + (Format == QuantFormat::q5_0 ? 2 : 4);
+        for (std::size_t i = 0; i < 32; ++i) u[i] = std::uint8_t(q5_code(high, high + 4, i));
     } else if constexpr (Format == QuantFormat::q6_k) {
         const Index h = sub / 4, k = sub % 4;
         const std::uint8_t* low = block + 64 * h + 32 * (k % 2);
@@ -296,10 +326,28 @@ EIGEN_ALWAYS_INLINE void chunk_codes(const std::uint8_t* block, Index sub, __m12
         const __m128i flip = _mm_set1_epi8(char(0x80));
         c0 = _mm_xor_si128(load(block + 2), flip);
         c1 = _mm_xor_si128(load(block + 18), flip);
-    } else if constexpr (Format == QuantFormat::q4_0) {
-        const __m128i q = load(block + 2);
+    } else if constexpr (Format == QuantFormat::q4_0 || Format == QuantFormat::q4_1) {
+        const __m128i q = load(block + (Format == QuantFormat::q4_0 ? 2 : 4));
         c0 = _mm_and_si128(q, low4);
         c1 = _mm_and_si128(_mm_srli_epi16(q, 4), low4);
+    } else if constexpr (Format == QuantFormat::q5_0 || Format == QuantFormat::q5_1) {
+        const std::uint8_t* high = block + (Format == QuantFormat::q5_0 ? 2 : 4);
+        const __m128i q = load(high + 4);
+        std::uint32_t bits;
+        std::memcpy(&bits, high, 4);
+        // bit i of 16 bits to 16 in byte i: each byte of the 16 bits copied into 8 lanes, tested
+        // against the lane's own bit
+        const __m128i lane_bit = _mm_set_epi8(-128, 64, 32, 16, 8, 4, 2, 1, -128, 64, 32, 16, 8, 4, 2, 1);
+        const __m128i sixteen = _mm_set1_epi8(0x10);
+        const auto fifth = [&](std::uint32_t sixteen_bits) {
+            __m128i x = _mm_cvtsi32_si128(int(sixteen_bits));
+            x = _mm_unpacklo_epi8(x, x);   // b0 b0 b1 b1
+            x = _mm_unpacklo_epi16(x, x);  // b0 × 4, b1 × 4
+            x = _mm_unpacklo_epi32(x, x);  // b0 × 8, b1 × 8
+            return _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(x, lane_bit), lane_bit), sixteen);
+        };
+        c0 = _mm_or_si128(_mm_and_si128(q, low4), fifth(bits & 0xFFFFu));
+        c1 = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(q, 4), low4), fifth(bits >> 16));
     } else if constexpr (Format == QuantFormat::q6_k) {
         const Index h = sub / 4, k = sub % 4;
         const std::uint8_t* low = block + 64 * h + 32 * (k % 2);
@@ -422,6 +470,12 @@ void with_format(QuantFormat format, F&& f) {
             return f(FormatTag<QuantFormat::q8_0>());
         case QuantFormat::q4_0:
             return f(FormatTag<QuantFormat::q4_0>());
+        case QuantFormat::q4_1:
+            return f(FormatTag<QuantFormat::q4_1>());
+        case QuantFormat::q5_0:
+            return f(FormatTag<QuantFormat::q5_0>());
+        case QuantFormat::q5_1:
+            return f(FormatTag<QuantFormat::q5_1>());
         case QuantFormat::q4_k:
             return f(FormatTag<QuantFormat::q4_k>());
         case QuantFormat::q5_k:
