@@ -15,8 +15,10 @@
 // multiply-add of the terms a_t · w_t (each exact with a fused multiply-add, or rounded once)
 // and of earlier partial sums, with at most K roundings on any term's path (a chain over the
 // depth: K; packet lanes then a horizontal sum: K/L + log₂ L); the standard bound of such sums
-// (Higham, Accuracy and Stability of Numerical Algorithms, §3.1) is γ_K Σ|a_t w_t|. The prefill
-// path is also the float kernel's product on the dequantized matrix, bit for bit.
+// (Higham, Accuracy and Stability of Numerical Algorithms, §3.1) is γ_K Σ|a_t w_t|. A decoding
+// step on a format with a min (Q4_1, Q5_1, Q4_K, Q5_K) sums s Σ a v and o Σ a apart: γ_{K+2}
+// Σ|a_t| (|w_t| + 2|o_t|) there (check_product). The prefill path is also the float kernel's
+// product on the dequantized matrix, bit for bit.
 //
 // The model: WeightStorage::stored_quantized, a quantized GGUF file's large matrices kept in
 // their blocks and dequantized in registers inside the products (detail/kernels/quantized_weights.hpp),
@@ -133,6 +135,25 @@ std::vector<float> reference_row(const QuantizedMatrix& m, Index r) {
     return out;
 }
 
+/// |o| of every value of row r: the min its format adds (Q4_1, Q5_1: m; Q4_K, Q5_K: dmin times its
+/// sub-block's min), 0 for the formats without one.
+std::vector<double> row_mins(const QuantizedMatrix& m, Index r) {
+    const QuantFormat format = m.run_of(r).format;
+    std::vector<double> out(std::size_t(m.cols), 0.0);
+    if (!attn::detail::has_min(format)) return out;
+    const Index values = attn::detail::quant_block_values(format), width = attn::detail::quant_block_bytes(format);
+    for (Index b = 0; b < m.cols / values; ++b) {
+        const std::uint8_t* block = m.row(r) + b * width;
+        for (Index i = 0; i < values; ++i) {
+            const double min = values == 32 ? double(attn::detail::load_half(block + 2))
+                                            : double(attn::detail::load_half(block + 2)) *
+                                                  attn::detail::k_scale_and_min(block + 4, std::size_t(i / 32)).min;
+            out[std::size_t(b * values + i)] = std::abs(min);
+        }
+    }
+    return out;
+}
+
 /// The dequantized matrix, transposed: (cols × rows), as the float kernel reads weights (in × out).
 attn::detail::RowMajorMatrix<float> dequantized_transposed(const QuantizedMatrix& m) {
     attn::detail::RowMajorMatrix<float> out(m.cols, m.rows);
@@ -168,7 +189,10 @@ struct Checked {
 };
 
 /// c (+)= a · W(first_row …, from …)ᵀ against the float64 product of the dequantized values, within
-/// γ_K Σ|a_t w_t| (onto c₀: γ_{K+1} (|c₀| + Σ|a_t w_t|), c₀ one term more).
+/// γ_K Σ|a_t w_t| (onto c₀: γ_{K+1} (|c₀| + Σ|a_t w_t|), c₀ one term more). A decoding step on a
+/// format with a min sums the codes' products and the min's apart (Σ a w = s Σ a v + o Σ a), which
+/// may cancel, and its w is the exact s·v + o, not the decoders' rounded one: γ_{K+2} Σ|a_t| (|w_t| +
+/// 2|o_t|) there.
 void check_product(const QuantizedMatrix& m, const attn::detail::RowMajorMatrix<float>& w, Index n, Index first_row,
                    Index count, Index from, Index depth, bool accumulate, Checked& checked) {
     INFO("first row ", first_row, ", count ", count, ", from ", from, ", depth ", depth, ", accumulate ", accumulate);
@@ -179,15 +203,20 @@ void check_product(const QuantizedMatrix& m, const attn::detail::RowMajorMatrix<
     attn::detail::multiply_quantized(n, depth, a.data() + 3, a.cols(), m, first_row, count, from, c.data(), c.cols(),
                                      accumulate);
     // accumulating onto c, its number is one term more: γ_{K+1} (|c₀| + Σ|a w|)
-    const double u = std::ldexp(1.0, -24), terms = double(depth + (accumulate ? 1 : 0));
-    const double gamma = terms * u / (1.0 - terms * u);
+    const double u = std::ldexp(1.0, -24);
     for (Index r = 0; r < n; ++r) {
         for (Index j = 0; j < count; ++j) {
+            const bool streamed_min =
+                n <= attn::detail::kStreamedRows && attn::detail::has_min(m.run_of(first_row + j).format);
+            const std::vector<double> mins =
+                streamed_min ? row_mins(m, first_row + j) : std::vector<double>(std::size_t(m.cols), 0.0);
+            const double terms = double(depth + (accumulate ? 1 : 0) + (streamed_min ? 2 : 0));
+            const double gamma = terms * u / (1.0 - terms * u);
             double exact = 0, magnitude = 0;
             for (Index t = 0; t < depth; ++t) {
                 const double term = double(a(r, t + 3)) * double(w(from + t, first_row + j));
                 exact += term;
-                magnitude += std::abs(term);
+                magnitude += std::abs(term) + 2 * std::abs(double(a(r, t + 3))) * mins[std::size_t(from + t)];
             }
             const double base = accumulate ? double(start(r, j)) : 0.0;
             const double error = std::abs(double(c(r, j)) - (base + exact));
