@@ -9,7 +9,8 @@
 //                                  --keep-rows 0|1
 //                                           the same-run comparison's timings (tools/benchmarks/bench_llamacpp.py):
 //                                           {"prefill": [{"tokens", "seconds"}], "decode": [{"context",
-//                                           "steps", "seconds"}], "peak_rss_bytes"}, each repetition timed
+//                                           "steps", "seconds"}], "peak_rss_bytes", "isa"}, each repetition
+//                                           timed; isa: the vector instructions the kernels were built for
 //   attn_bench_checkpoint DIR [benchmark flags]
 //       checkpoint/forward/threads:T/positions:N   a whole text, logits at every position
 //       checkpoint/prefill/threads:T/positions:N   a prompt into a Decoder, the last logits only
@@ -201,8 +202,10 @@ int peer(int argc, char** argv) {
         decode_json += std::string(decode_json.empty() ? "" : ", ") + "{\"context\": " + std::to_string(context) +
                        ", \"steps\": " + std::to_string(steps) + ", \"seconds\": " + seconds_list(seconds) + "}";
     }
-    std::printf("{\"prefill\": [%s], \"decode\": [%s], \"peak_rss_bytes\": %zu}\n", prefill_json.c_str(),
-                decode_json.c_str(), peak_resident_bytes());
+    // "isa": the vector instructions this build's kernels use (Eigen's packets), for the table to say
+    // which instruction set each figure came from
+    std::printf("{\"prefill\": [%s], \"decode\": [%s], \"peak_rss_bytes\": %zu, \"isa\": \"%s\"}\n",
+                prefill_json.c_str(), decode_json.c_str(), peak_resident_bytes(), Eigen::SimdInstructionSetsInUse());
     return 0;
 }
 

@@ -38,7 +38,7 @@
 //                                        (rows never 4 KiB apart), bf16, and for rows:1 the ways to
 //                                        stream b (float_one_row, float_four_rows, bf16_prefetch,
 //                                        bf16_no_prefetch, bf16_one_row); counters GFLOP/s and
-//                                        weights_GB/s; <layout> q8_0, q4_0, q4_k, q5_k, q6_k: GGUF
+//                                        weights_GB/s; <layout> q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k: GGUF
 //                                        blocks (quantized_weights.hpp), rows:1 and 128, pool_MiB:256,
 //                                        weights_GB/s counting the blocks' bytes. Left
 //                                        out unless the filter names it
@@ -699,7 +699,7 @@ private:
                     half(block + 208);
                 } else {
                     half(block);
-                    if (format == d::QuantFormat::q4_k || format == d::QuantFormat::q5_k) half(block + 2);
+                    if (d::has_min(format)) half(block + 2);
                 }
             }
             matrices.push_back(std::move(m));
@@ -815,7 +815,8 @@ void register_benchmarks() {
         }
     for (const RealShape& shape : kRealShapes)
         for (const attn::detail::QuantFormat format :
-             {attn::detail::QuantFormat::q8_0, attn::detail::QuantFormat::q4_0, attn::detail::QuantFormat::q4_k,
+             {attn::detail::QuantFormat::q8_0, attn::detail::QuantFormat::q4_0, attn::detail::QuantFormat::q4_1,
+              attn::detail::QuantFormat::q5_0, attn::detail::QuantFormat::q5_1, attn::detail::QuantFormat::q4_k,
               attn::detail::QuantFormat::q5_k, attn::detail::QuantFormat::q6_k}) {
             std::string format_name = attn::detail::quant_format_name(format);
             for (char& ch : format_name) ch = char(std::tolower(static_cast<unsigned char>(ch)));

@@ -27,8 +27,8 @@ constexpr std::uint32_t uint8 = 0, int8 = 1, uint16 = 2, int16 = 3, uint32 = 4, 
 
 /// ggml type ids (ggml.h, enum ggml_type) the tests use.
 namespace ggml_id {
-constexpr std::uint32_t F32 = 0, F16 = 1, Q4_0 = 2, Q4_2_removed = 4, Q8_0 = 8, Q3_K = 11, Q4_K = 12, Q5_K = 13,
-                        Q6_K = 14, BF16 = 30, first_unknown = 43;
+constexpr std::uint32_t F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q4_2_removed = 4, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q3_K = 11,
+                        Q4_K = 12, Q5_K = 13, Q6_K = 14, BF16 = 30, first_unknown = 43;
 }
 
 /// Little-endian fields appended one after another.

@@ -410,6 +410,9 @@ TEST_CASE("gguf: byte sizes from each type's block size and block bytes") {
         {ggml::BF16, {5}, 10},
         {ggml::Q8_0, {64, 3}, 6 * 34},
         {ggml::Q4_0, {32, 2, 2}, 4 * 18},
+        {ggml::Q4_1, {64, 3}, 6 * 20},
+        {ggml::Q5_0, {32, 5}, 5 * 22},
+        {ggml::Q5_1, {96}, 3 * 24},
         {ggml::Q4_K, {256, 2}, 2 * 144},
         {ggml::Q5_K, {512}, 2 * 176},
         {ggml::Q6_K, {256, 1, 1, 3}, 3 * 210},
@@ -513,6 +516,15 @@ TEST_CASE("gguf malformed: a row length that is not a multiple of the block size
     GgufWriter k;
     k.tensor("k", {128}, ggml::Q6_K, filled(210));
     expect_malformed(k.bytes(), {"Q6_K block of 256"});
+    const std::pair<std::uint32_t, const char*> narrow_rows[] = {
+        {ggml::Q4_1, "tensor 'n': rows of 80 values are not a multiple of the Q4_1 block of 32 values"},
+        {ggml::Q5_0, "tensor 'n': rows of 80 values are not a multiple of the Q5_0 block of 32 values"},
+        {ggml::Q5_1, "tensor 'n': rows of 80 values are not a multiple of the Q5_1 block of 32 values"}};
+    for (const auto& [id, message] : narrow_rows) {
+        GgufWriter narrow;
+        narrow.tensor("n", {80, 2}, id, filled(6 * 24));
+        expect_malformed(narrow.bytes(), {message});
+    }
 }
 
 TEST_CASE("gguf malformed: ollama #17042: a count of 2^60 in a 100-byte file") {
@@ -723,6 +735,41 @@ TEST_CASE("gguf dequantize: Q8_0 and Q4_0 blocks built by hand") {
     }
 }
 
+TEST_CASE("gguf dequantize: Q4_1, Q5_0 and Q5_1 blocks built by hand") {
+    // Q4_1: d, m, then Q4_0's nibbles: x = d·q + m
+    std::uint8_t q4[20] = {};
+    put_half(q4, 0.5f);
+    put_half(q4 + 2, -3.0f);
+    for (int j = 0; j < 16; ++j) q4[4 + j] = static_cast<std::uint8_t>(j | ((15 - j) << 4));
+    float out[32];
+    attn::dequantize_blocks(attn::GgmlType::Q4_1, q4, 1, out);
+    for (int j = 0; j < 16; ++j) {
+        CHECK(out[j] == 0.5f * static_cast<float>(j) - 3.0f);            // low nibble: value j
+        CHECK(out[j + 16] == 0.5f * static_cast<float>(15 - j) - 3.0f);  // high nibble: value j + 16
+    }
+    // Q5_0 and Q5_1: bit i of the little-endian uint32 qh is value i's fifth bit
+    for (const bool with_min : {false, true}) {
+        CAPTURE(with_min);
+        std::vector<std::uint8_t> block(with_min ? 24 : 22, 0);
+        put_half(block.data(), 0.25f);
+        if (with_min) put_half(block.data() + 2, 1.5f);
+        std::uint8_t* high = block.data() + (with_min ? 4 : 2);
+        std::uint8_t* low = high + 4;
+        float expected[32];
+        for (int i = 0; i < 32; ++i) {
+            const int code = (11 * i + 5) % 32;
+            low[i % 16] |= static_cast<std::uint8_t>(i < 16 ? code & 15 : (code & 15) << 4);
+            high[i / 8] |= static_cast<std::uint8_t>((code >> 4) << (i % 8));
+            expected[i] = with_min ? 0.25f * static_cast<float>(code) + 1.5f : 0.25f * static_cast<float>(code - 16);
+        }
+        attn::dequantize_blocks(with_min ? attn::GgmlType::Q5_1 : attn::GgmlType::Q5_0, block.data(), 1, out);
+        for (int i = 0; i < 32; ++i) {
+            CAPTURE(i);
+            CHECK(out[i] == expected[i]);
+        }
+    }
+}
+
 TEST_CASE("gguf dequantize: Q4_K and Q5_K blocks built by hand") {
     const int scale[8] = {1, 2, 3, 63, 10, 33, 47, 5};
     const int min[8] = {0, 1, 62, 7, 20, 63, 2, 40};
@@ -780,11 +827,10 @@ TEST_CASE("gguf dequantize: a Q6_K block built by hand") {
 }
 
 TEST_CASE("gguf dequantize: gguf-py's blocks give gguf-py's values (tests/data/gguf)") {
-    const std::pair<const char*, attn::GgmlType> files[] = {{"q8_0.txt", attn::GgmlType::Q8_0},
-                                                            {"q4_0.txt", attn::GgmlType::Q4_0},
-                                                            {"q4_k.txt", attn::GgmlType::Q4_K},
-                                                            {"q5_k.txt", attn::GgmlType::Q5_K},
-                                                            {"q6_k.txt", attn::GgmlType::Q6_K}};
+    const std::pair<const char*, attn::GgmlType> files[] = {
+        {"q8_0.txt", attn::GgmlType::Q8_0}, {"q4_0.txt", attn::GgmlType::Q4_0}, {"q4_1.txt", attn::GgmlType::Q4_1},
+        {"q5_0.txt", attn::GgmlType::Q5_0}, {"q5_1.txt", attn::GgmlType::Q5_1}, {"q4_k.txt", attn::GgmlType::Q4_K},
+        {"q5_k.txt", attn::GgmlType::Q5_K}, {"q6_k.txt", attn::GgmlType::Q6_K}};
     for (const auto& [file_name, ggml_type] : files) {
         const std::string name = file_name;
         CAPTURE(name);

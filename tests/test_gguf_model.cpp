@@ -358,13 +358,20 @@ TEST_CASE("GGUF: Gemma files, norms stored as 1 + w, give the checkpoint's logit
     MESSAGE("Gemma GGUF against the checkpoints' goldens: float ", worst32, ", double ", worst64);
 }
 
-TEST_CASE("GGUF: Q8_0 and Q4_0 files against the float64 forward of their dequantized weights") {
+TEST_CASE("GGUF: Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 files against the float64 forward of their dequantized weights") {
     // The goldens: hf_reference.py's float64 forward of the weights gguf-py dequantizes from each
     // file, with the q/k permutation undone in NumPy (tools/references/gguf_models.py). What
     // remains is float32's rounding, and the float32 rope divisors against the reference's llama3
     // formula (9.4e-9 above). Bounds: float 1e-5, double 1e-7; measured below.
     const Converted original{"llama3_rope_scaling", "F32", true};
-    for (const std::string type : {"Q8_0", "Q4_0"}) {
+    const std::map<std::string, attn::GgmlType> types = {{"Q8_0", attn::GgmlType::Q8_0},
+                                                         {"Q4_0", attn::GgmlType::Q4_0},
+                                                         {"Q4_1", attn::GgmlType::Q4_1},
+                                                         {"Q5_0", attn::GgmlType::Q5_0},
+                                                         {"Q5_1", attn::GgmlType::Q5_1}};
+    for (const auto& entry : types) {
+        const std::string type = entry.first;  // not a structured binding: CAPTURE's lambda captures it
+        const attn::GgmlType ggml_type = entry.second;
         CAPTURE(type);
         const auto path = gguf_file(original.checkpoint, type);
         const attn::SafeTensors golden = attn::SafeTensors::open(
@@ -382,8 +389,7 @@ TEST_CASE("GGUF: Q8_0 and Q4_0 files against the float64 forward of their dequan
         MESSAGE(type, ": float ", error32, ", double ", error64, " from the golden; ", from_original,
                 " from the unquantized checkpoint");
         const attn::GgufFile file = attn::GgufFile::open(path);
-        CHECK(file.tensor("blk.0.attn_q.weight").type ==
-              (type == "Q8_0" ? attn::GgmlType::Q8_0 : attn::GgmlType::Q4_0));
+        CHECK(file.tensor("blk.0.attn_q.weight").type == ggml_type);
     }
 }
 

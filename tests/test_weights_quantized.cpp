@@ -15,8 +15,10 @@
 // multiply-add of the terms a_t · w_t (each exact with a fused multiply-add, or rounded once)
 // and of earlier partial sums, with at most K roundings on any term's path (a chain over the
 // depth: K; packet lanes then a horizontal sum: K/L + log₂ L); the standard bound of such sums
-// (Higham, Accuracy and Stability of Numerical Algorithms, §3.1) is γ_K Σ|a_t w_t|. The prefill
-// path is also the float kernel's product on the dequantized matrix, bit for bit.
+// (Higham, Accuracy and Stability of Numerical Algorithms, §3.1) is γ_K Σ|a_t w_t|. A decoding
+// step on a format with a min (Q4_1, Q5_1, Q4_K, Q5_K) sums s Σ a v and o Σ a apart: γ_{K+2}
+// Σ|a_t| (|w_t| + 2|o_t|) there (check_product). The prefill path is also the float kernel's
+// product on the dequantized matrix, bit for bit.
 //
 // The model: WeightStorage::stored_quantized, a quantized GGUF file's large matrices kept in
 // their blocks and dequantized in registers inside the products (detail/kernels/quantized_weights.hpp),
@@ -58,8 +60,8 @@ using attn::detail::Index;
 using attn::detail::QuantFormat;
 using attn::detail::QuantizedMatrix;
 
-constexpr QuantFormat kFormats[] = {QuantFormat::q8_0, QuantFormat::q4_0, QuantFormat::q4_k, QuantFormat::q5_k,
-                                    QuantFormat::q6_k};
+constexpr QuantFormat kFormats[] = {QuantFormat::q8_0, QuantFormat::q4_0, QuantFormat::q4_1, QuantFormat::q5_0,
+                                    QuantFormat::q5_1, QuantFormat::q4_k, QuantFormat::q5_k, QuantFormat::q6_k};
 
 /// A random finite F16 number of magnitude 2^-10 … 2^-1 (or, one time in eight, subnormal).
 std::uint16_t random_half(std::mt19937& engine) {
@@ -88,8 +90,7 @@ QuantizedMatrix random_matrix(Index cols, const std::vector<std::pair<QuantForma
                 put_half(block + 208, random_half(engine));
             } else {
                 put_half(block, random_half(engine));
-                if (run.format == QuantFormat::q4_k || run.format == QuantFormat::q5_k)
-                    put_half(block + 2, random_half(engine));
+                if (attn::detail::has_min(run.format)) put_half(block + 2, random_half(engine));
             }
         }
     }
@@ -111,6 +112,15 @@ std::vector<float> reference_row(const QuantizedMatrix& m, Index r) {
             case QuantFormat::q4_0:
                 attn::detail::dequantize_q4_0_block(block, o);
                 break;
+            case QuantFormat::q4_1:
+                attn::detail::dequantize_q4_1_block(block, o);
+                break;
+            case QuantFormat::q5_0:
+                attn::detail::dequantize_q5_0_block(block, o);
+                break;
+            case QuantFormat::q5_1:
+                attn::detail::dequantize_q5_1_block(block, o);
+                break;
             case QuantFormat::q4_k:
                 attn::detail::dequantize_q4_k_block(block, o);
                 break;
@@ -120,6 +130,25 @@ std::vector<float> reference_row(const QuantizedMatrix& m, Index r) {
             case QuantFormat::q6_k:
                 attn::detail::dequantize_q6_k_block(block, o);
                 break;
+        }
+    }
+    return out;
+}
+
+/// |o| of every value of row r: the min its format adds (Q4_1, Q5_1: m; Q4_K, Q5_K: dmin times its
+/// sub-block's min), 0 for the formats without one.
+std::vector<double> row_mins(const QuantizedMatrix& m, Index r) {
+    const QuantFormat format = m.run_of(r).format;
+    std::vector<double> out(std::size_t(m.cols), 0.0);
+    if (!attn::detail::has_min(format)) return out;
+    const Index values = attn::detail::quant_block_values(format), width = attn::detail::quant_block_bytes(format);
+    for (Index b = 0; b < m.cols / values; ++b) {
+        const std::uint8_t* block = m.row(r) + b * width;
+        for (Index i = 0; i < values; ++i) {
+            const double min = values == 32 ? double(attn::detail::load_half(block + 2))
+                                            : double(attn::detail::load_half(block + 2)) *
+                                                  attn::detail::k_scale_and_min(block + 4, std::size_t(i / 32)).min;
+            out[std::size_t(b * values + i)] = std::abs(min);
         }
     }
     return out;
@@ -160,7 +189,10 @@ struct Checked {
 };
 
 /// c (+)= a · W(first_row …, from …)ᵀ against the float64 product of the dequantized values, within
-/// γ_K Σ|a_t w_t| (onto c₀: γ_{K+1} (|c₀| + Σ|a_t w_t|), c₀ one term more).
+/// γ_K Σ|a_t w_t| (onto c₀: γ_{K+1} (|c₀| + Σ|a_t w_t|), c₀ one term more). A decoding step on a
+/// format with a min sums the codes' products and the min's apart (Σ a w = s Σ a v + o Σ a), which
+/// may cancel, and its w is the exact s·v + o, not the decoders' rounded one: γ_{K+2} Σ|a_t| (|w_t| +
+/// 2|o_t|) there.
 void check_product(const QuantizedMatrix& m, const attn::detail::RowMajorMatrix<float>& w, Index n, Index first_row,
                    Index count, Index from, Index depth, bool accumulate, Checked& checked) {
     INFO("first row ", first_row, ", count ", count, ", from ", from, ", depth ", depth, ", accumulate ", accumulate);
@@ -171,15 +203,20 @@ void check_product(const QuantizedMatrix& m, const attn::detail::RowMajorMatrix<
     attn::detail::multiply_quantized(n, depth, a.data() + 3, a.cols(), m, first_row, count, from, c.data(), c.cols(),
                                      accumulate);
     // accumulating onto c, its number is one term more: γ_{K+1} (|c₀| + Σ|a w|)
-    const double u = std::ldexp(1.0, -24), terms = double(depth + (accumulate ? 1 : 0));
-    const double gamma = terms * u / (1.0 - terms * u);
+    const double u = std::ldexp(1.0, -24);
     for (Index r = 0; r < n; ++r) {
         for (Index j = 0; j < count; ++j) {
+            const bool streamed_min =
+                n <= attn::detail::kStreamedRows && attn::detail::has_min(m.run_of(first_row + j).format);
+            const std::vector<double> mins =
+                streamed_min ? row_mins(m, first_row + j) : std::vector<double>(std::size_t(m.cols), 0.0);
+            const double terms = double(depth + (accumulate ? 1 : 0) + (streamed_min ? 2 : 0));
+            const double gamma = terms * u / (1.0 - terms * u);
             double exact = 0, magnitude = 0;
             for (Index t = 0; t < depth; ++t) {
                 const double term = double(a(r, t + 3)) * double(w(from + t, first_row + j));
                 exact += term;
-                magnitude += std::abs(term);
+                magnitude += std::abs(term) + 2 * std::abs(double(a(r, t + 3))) * mins[std::size_t(from + t)];
             }
             const double base = accumulate ? double(start(r, j)) : 0.0;
             const double error = std::abs(double(c(r, j)) - (base + exact));
@@ -283,16 +320,20 @@ using attn::Index;
 const std::filesystem::path kGgufModels = std::filesystem::path(ATTN_TEST_DATA_DIR) / "gguf" / "models";
 
 /// The quantized files: tiny Llama checkpoints written by tools/references/gguf_models.py (Q8_0,
-/// Q4_0: width 64) and gguf_kquant_models.py (llama.cpp's Q4_K_M, Q5_K_M and Q6_K: width 256; Q4_K_M's
-/// last layer fuses Q4_K queries and keys with Q6_K values), each with the float64 forward of its
-/// dequantized weights (.golden.safetensors).
+/// Q4_0, Q4_1, Q5_0, Q5_1: width 64) and gguf_kquant_models.py (llama.cpp's Q4_K_M, Q5_K_M and Q6_K:
+/// width 256; Q4_K_M's last layer fuses Q4_K queries and keys with Q6_K values; and Q4_K_M and Q5_K_M
+/// at width 96, not whole K blocks, where llama.cpp falls back to Q5_0, Q5_1 and Q8_0 beside K blocks
+/// in the MLP's down projection, as it does for SmolLM2-135M's width 576), each with the float64
+/// forward of its dequantized weights (.golden.safetensors).
 struct QuantizedFile {
     const char* name;  ///< <checkpoint>.<type>
 };
 
 const QuantizedFile kFiles[] = {
-    {"llama3_rope_scaling.Q8_0"}, {"llama3_rope_scaling.Q4_0"}, {"llama_kquant.Q4_K_M"},
-    {"llama_kquant.Q5_K_M"},      {"llama_kquant.Q6_K"},
+    {"llama3_rope_scaling.Q8_0"},   {"llama3_rope_scaling.Q4_0"}, {"llama3_rope_scaling.Q4_1"},
+    {"llama3_rope_scaling.Q5_0"},   {"llama3_rope_scaling.Q5_1"}, {"llama_kquant.Q4_K_M"},
+    {"llama_kquant.Q5_K_M"},        {"llama_kquant.Q6_K"},        {"llama_kquant_narrow.Q4_K_M"},
+    {"llama_kquant_narrow.Q5_K_M"},
 };
 
 std::filesystem::path path_of(const QuantizedFile& file) {

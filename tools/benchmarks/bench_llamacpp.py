@@ -7,6 +7,8 @@
       [--attn-weights converted,stored_16_bit] [--attn-keep-rows auto|0|1|0,1]
   /usr/bin/python3 tools/benchmarks/bench_llamacpp.py --models gemma3-270m:F32,mistral-small:F32 --threads 1,2
       --prefill 512,4096 --decode 4096 --reps 3 --steps 16 --out docs/bench/2026-12-02-windows/windows.md
+  /usr/bin/python3 tools/benchmarks/bench_llamacpp.py --models gpt2-small:Q8_0,smollm2-135m:Q4_K_M --threads 1,2
+      --attn-weights stored_quantized,converted --out docs/bench/2026-12-02-quantized-speed/real_size.md
 
 For each model:dtype (F32 or BF16) of the shapes
   gpt2-small    GPT2LMHeadModel: 12 layers, 12 heads, width 768, 50257 tokens, tied (124 M parameters);
@@ -34,6 +36,18 @@ For each model:dtype (F32 or BF16) of the shapes
   4. timings, 1 and 2 threads, each system in a process of its own: prefill of --prefill tokens
      (one batch; 128 and 512 by default), decode of --steps tokens one at a time after a context of
      --decode positions (128 and 512), medians over --reps; peak RSS. The table has a column per length.
+Quantized files. A dtype of QUANTIZED (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K_M, Q5_K_M, Q6_K) times the
+F32 checkpoint's GGUF quantized by the peer's llama_model_quantize (`llama_peer ... quantize --type T`,
+cached beside the F32 file): llama.cpp and attn run on that one file (attn with --attn-weights
+stored_quantized: the blocks kept, dequantized in registers inside the products; converted: every weight
+dequantized to float at load). The agreement check's reference is tools/references/hf_reference.py's
+float64 forward of the weights gguf-py dequantizes from the file (gguf_models.dequantized_checkpoint:
+GPT-2 and Llama shapes); attn is held to F32's tolerance (float arithmetic on exactly those weights),
+llama.cpp to QUANTIZED_LLAMA_TOLERANCE (its quantized products round the activations to 8 bits).
+PyTorch is not run on them (it would run the unquantized checkpoint, another model); the table says so.
+The table lists the file's tensor types, and each system's instruction set (llama.cpp: the features of
+the CPU backend it loaded; attn: the build's, "isa" in its JSON).
+
 llama.cpp runs twice: with a float32 KV cache and flash attention off (float32 end to end,
 the other peers' arithmetic) and with its defaults (float16 cache, flash attention auto).
 Mistral's GGUF is written as llama.cpp's granite_swa (hf_to_gguf.py --mistral-swa), whose graph is
@@ -48,11 +62,13 @@ equal), in the same run, and the table "the window's saving" gives the time with
 the time with it for every length.
 
 attn's hook. --attn-bench is a command template run once per thread count, per weight storage
-of --attn-weights (attn::LoadOptions: converted to float, or the checkpoint's 16-bit matrices
-kept) and per keep_rows in (0, 1), with {hf_dir} {gguf} {threads} {prefill} {decode} {steps}
-{reps} {keep_rows} {weights} filled in (lists comma-separated); it must print one JSON object like tools/benchmarks/peers/llama_peer.cpp's
+of --attn-weights (attn::LoadOptions: converted to float, the checkpoint's 16-bit matrices
+kept, or a quantized file's blocks kept) and per keep_rows in (0, 1), with {model} (what attn loads:
+the checkpoint directory, or the .gguf file for a quantized dtype) {hf_dir} {gguf} {threads} {prefill}
+{decode} {steps} {reps} {keep_rows} {weights} filled in (lists comma-separated); it must print one JSON
+object like tools/benchmarks/peers/llama_peer.cpp's
 bench: {"prefill": [{"tokens": n, "seconds": [...]}], "decode": [{"context": n, "steps": s,
-"seconds": [...]}], "peak_rss_bytes": b}. --attn-logits ({hf_dir} {gguf} {tokens} {weights}) prints
+"seconds": [...]}], "peak_rss_bytes": b} (and may add "isa"). --attn-logits ({model} {hf_dir} {gguf} {tokens} {weights}) prints
 {"logits": [vocab floats of the last position]} and joins the agreement check. --attn-keep-rows auto
 runs keep_rows 1 only where the kept rows (layers × heads × n × n floats for the longest prefill) take
 at most 1 GiB: 4,096 positions of mistral-small would take 16 GiB.
@@ -71,6 +87,7 @@ import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -83,6 +100,13 @@ from benchmarks.peers import llamacpp_setup  # noqa: E402
 
 PROMPT_LENGTH = 16
 TOLERANCE = {"F32": 2e-3, "F16": 1e-2, "BF16": 5e-2}  # a wrong layout convention gives O(1)
+# the peer's quantize --type names; the F32 GGUF quantized to them by llama_model_quantize
+QUANTIZED = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K_M", "Q5_K_M", "Q6_K")
+# llama.cpp's quantized products round the activations to 8 bits: 1.6-4e-2 from the exact forward on 4-layer
+# files (docs/bench/2026-12-02-quantized), more with more layers; a wrong layout still gives O(1)
+QUANTIZED_LLAMA_TOLERANCE = 0.2
+PYTORCH_NOT_QUANTIZED = ("not run: PyTorch eager has no GGUF block formats; on the F32 checkpoint it would run "
+                         "the unquantized weights, another model")
 NO_WINDOW = ", no window"  # the suffix of attn's row on a checkpoint's unwindowed copy
 LLAMA_VARIANTS = {
     "llama.cpp": ["--kv-type", "f32", "--flash-attn", "off"],
@@ -148,6 +172,30 @@ def prepare(shape, dtype, cache, llama):
     return hf_dir, gguf
 
 
+def quantized_file(f32_gguf, type_name, llama):
+    """The F32 GGUF quantized to type_name by the peer's llama_model_quantize, written beside it when missing
+    or older than it."""
+    path = f32_gguf.with_name(f"{f32_gguf.stem}.{type_name}.gguf")
+    if not path.is_file() or path.stat().st_mtime < f32_gguf.stat().st_mtime:
+        partial = path.with_suffix(".partial")
+        subprocess.run([str(llama.harness), "--backends", str(llama.backends), "--model", str(f32_gguf), "--threads",
+                        "2", "quantize", "--out", str(partial), "--type", type_name],
+                       check=True, capture_output=True, text=True)
+        partial.rename(path)
+    return path
+
+
+def tensor_types(gguf_path, llama):
+    """{ggml type name: tensor count} of a GGUF file (gguf-py of the pinned tree)."""
+    from benchmarks.peers import hf_to_gguf
+
+    gguf = hf_to_gguf.load_gguf(llama.source / "gguf-py")
+    counts = {}
+    for t in gguf.GGUFReader(str(gguf_path)).tensors:
+        counts[t.tensor_type.name] = counts.get(t.tensor_type.name, 0) + 1
+    return dict(sorted(counts.items()))
+
+
 def unwindowed_copy(hf_dir, longest):
     """A copy of a checkpoint with sliding windows whose windows never bite (None when it has none):
     the same safetensors files, linked, and a config.json with Mistral's sliding_window null or Gemma's
@@ -204,7 +252,8 @@ def agreement(hf_dir, gguf, dtype, llama, attn_logits, attn_weights):
         systems[name] = run_json(command, name)["logits"]
     if attn_logits:
         for weights in attn_weights:
-            command = shlex.split(attn_logits.format(hf_dir=hf_dir, gguf=gguf, tokens=listed, weights=weights))
+            command = shlex.split(attn_logits.format(model=hf_dir, hf_dir=hf_dir, gguf=gguf, tokens=listed,
+                                                     weights=weights))
             systems[attn_name(weights)] = run_json(command, "attn logits")["logits"]
     shared_reference = ROOT / "tools" / "hf_reference.py"
     shared_reference = ROOT / "tools" / "references" / "hf_reference.py"
@@ -222,6 +271,46 @@ def agreement(hf_dir, gguf, dtype, llama, attn_logits, attn_weights):
     if over:
         raise RuntimeError(f"{hf_dir.name}: logits disagree with the float64 reference beyond "
                            f"{TOLERANCE[dtype]}: {over}")
+    return result
+
+
+def quantized_tolerance(system):
+    """A quantized file's agreement tolerance: attn's products are float on the file's dequantized weights
+    (F32's tolerance); llama.cpp's round the activations to 8 bits."""
+    return TOLERANCE["F32"] if system.startswith("attn") else QUANTIZED_LLAMA_TOLERANCE
+
+
+def quantized_agreement(hf_dir, gguf, llama, attn_logits, attn_weights):
+    """The 16-token check on a quantized file: llama.cpp's and attn's last logits against the float64
+    forward of the weights gguf-py dequantizes from it (no PyTorch: see PYTORCH_NOT_QUANTIZED)."""
+    from benchmarks.peers import hf_to_gguf
+    from references import gguf_models, hf_reference
+
+    config = json.loads((hf_dir / "config.json").read_text(encoding="utf-8"))
+    tokens = prompt_tokens(config["vocab_size"])
+    listed = ",".join(map(str, tokens))
+    systems = {}
+    for name, flags in LLAMA_VARIANTS.items():
+        command = [str(llama.harness), "--backends", str(llama.backends), "--model", str(gguf), "--threads", "2",
+                   *flags, "logits", "--tokens", listed]
+        systems[name] = run_json(command, name)["logits"]
+    if attn_logits:
+        for weights in attn_weights:
+            command = shlex.split(attn_logits.format(model=gguf, hf_dir=hf_dir, gguf=gguf, tokens=listed,
+                                                     weights=weights))
+            systems[attn_name(weights, quantized=True)] = run_json(command, "attn logits")["logits"]
+    gguf_module = hf_to_gguf.load_gguf(llama.source / "gguf-py")
+    with tempfile.TemporaryDirectory() as scratch:
+        dequantized = Path(scratch) / "dequantized"
+        gguf_models.dequantized_checkpoint(gguf_module, gguf, hf_dir, dequantized)
+        reference = [float(v) for v in hf_reference.run(hf_reference.load(dequantized), tokens)[0][-1]]
+    result = {"tokens": tokens, "tolerance": {name: quantized_tolerance(name) for name in systems},
+              "reference": "tools/references/hf_reference.py on the file's dequantized weights",
+              "max_relative_difference": {name: relative_difference(v, reference) for name, v in systems.items()}}
+    over = {k: v for k, v in result["max_relative_difference"].items() if v > quantized_tolerance(k)}
+    if over:
+        raise RuntimeError(f"{gguf.name}: logits disagree with the float64 forward of its dequantized weights "
+                           f"beyond their tolerances: {over}")
     return result
 
 
@@ -257,7 +346,8 @@ def long_agreement(hf_dir, gguf, dtype, llama, attn_logits, attn_weights, no_win
     if attn_logits:
         for directory, name in ((hf_dir, attn_name(weights)), (no_window, attn_name(weights) + NO_WINDOW)):
             if directory is not None:
-                command = shlex.split(attn_logits.format(hf_dir=directory, gguf=gguf, tokens=listed, weights=weights))
+                command = shlex.split(attn_logits.format(model=directory, hf_dir=directory, gguf=gguf, tokens=listed,
+                                                         weights=weights))
                 systems[name] = run_json(command, "attn logits")["logits"]
     result = {"tokens": length, "reference": "pytorch-eager float32",
               "tolerance": {name: tolerance_of(name, dtype) for name in systems},
@@ -271,8 +361,9 @@ def long_agreement(hf_dir, gguf, dtype, llama, attn_logits, attn_weights, no_win
     return result
 
 
-def bench_commands(hf_dir, gguf, threads, args, llama, no_window=None):
-    """(row name, command) of every system timed; no_window: the checkpoint's unwindowed copy, for attn."""
+def bench_commands(hf_dir, gguf, threads, args, llama, no_window=None, quantized=False):
+    """(row name, command) of every system timed; no_window: the checkpoint's unwindowed copy, for attn;
+    quantized: gguf is a quantized file, which attn loads and PyTorch does not run (PYTORCH_NOT_QUANTIZED)."""
     lists = {"prefill": args.prefill, "decode": args.decode}
     timing = ["--steps", str(args.steps), "--reps", str(args.reps)]
     common = ["--prefill", lists["prefill"], "--decode", lists["decode"], *timing]
@@ -281,19 +372,20 @@ def bench_commands(hf_dir, gguf, threads, args, llama, no_window=None):
                      str(threads), *flags, "bench", *common]
     torch_lists = {k: ",".join(n for n in v.split(",") if not args.pytorch_up_to or int(n) <= args.pytorch_up_to)
                    for k, v in lists.items()}
-    if torch_lists["prefill"] or torch_lists["decode"]:  # an empty list: none of that kind
+    if not quantized and (torch_lists["prefill"] or torch_lists["decode"]):  # an empty list: none of that kind
         yield "pytorch-eager", [sys.executable, str(PEERS / "torch_peer.py"), str(hf_dir), "--threads", str(threads),
                                 "bench", "--prefill", torch_lists["prefill"], "--decode", torch_lists["decode"],
                                 *timing]
     if args.attn_bench:
         def attn_command(directory, keep_rows, weights):
             return shlex.split(args.attn_bench.format(
-                hf_dir=directory, gguf=gguf, threads=threads, prefill=lists["prefill"], decode=lists["decode"],
-                steps=args.steps, reps=args.reps, keep_rows=keep_rows, weights=weights))
+                model=gguf if quantized else directory, hf_dir=directory, gguf=gguf, threads=threads,
+                prefill=lists["prefill"], decode=lists["decode"], steps=args.steps, reps=args.reps,
+                keep_rows=keep_rows, weights=weights))
 
         for weights in args.attn_weights.split(","):
             for keep_rows in keep_rows_choices(hf_dir, args):
-                name = attn_name(weights) + (", keeping attention rows" if keep_rows else "")
+                name = attn_name(weights, quantized) + (", keeping attention rows" if keep_rows else "")
                 yield name, attn_command(hf_dir, keep_rows, weights)
         if no_window is not None:
             weights = args.attn_weights.split(",")[0]
@@ -301,8 +393,11 @@ def bench_commands(hf_dir, gguf, threads, args, llama, no_window=None):
 
 
 
-def attn_name(weights):
-    """attn's row name for a weight storage: "attn" for float weights."""
+def attn_name(weights, quantized=False):
+    """attn's row name for a weight storage: "attn" for float weights; on a quantized file "attn, kept
+    quantized" (stored_quantized) or "attn, dequantized at load" (converted)."""
+    if quantized:
+        return "attn, kept quantized" if weights == "stored_quantized" else "attn, dequantized at load"
     return "attn" if weights == "converted" else "attn, 16-bit weights"
 
 
@@ -370,6 +465,11 @@ def markdown(results, cpu, llama, args):
                   f"Logits against {entry['agreement'].get('reference', 'float64')} "
                   "(float64; 16-token prompt; max |a − b| / max |b|): "
                   + ", ".join(f"{k} {v:.1e}" for k, v in agree.items()) + ".", ""]
+        if "tensor_types" in entry:  # a quantized file
+            lines += [f"File: {entry['file']}, quantized from the F32 GGUF by llama_model_quantize; tensors: "
+                      + ", ".join(f"{n} {t}" for t, n in entry["tensor_types"].items()) + ".", ""]
+        for system, reason in entry.get("skipped", {}).items():
+            lines += [f"{system}: {reason}.", ""]
         if "long_agreement" in entry:
             long = entry["long_agreement"]
             lines += [f"At {long['tokens']} positions (past the windows), against {long['reference']}: "
@@ -387,15 +487,34 @@ def markdown(results, cpu, llama, args):
             lines.append(f"| {row['system']} | {row['threads']} | {' | '.join(cells)} | {s['peak_rss_mib']:.0f} "
                          f"| {row['load_average']:.1f} |")
         lines.append("")
+        isa = {}  # the instruction set each system's figures came from, as its process reported it
+        for row in entry["rows"]:
+            found = row.get("raw", {}).get("isa") or row.get("raw", {}).get("cpu_backend")
+            if found:
+                isa.setdefault(found, []).append(row["system"])
+        if isa:
+            lines += ["Instruction sets: " + "; ".join(
+                f"{', '.join(dict.fromkeys(systems))}: {found}" for found, systems in isa.items()) + ".", ""]
         lines += window_saving(entry)
     return "\n".join(lines)
+
+
+def parse_model(spec):
+    """--models' shape:dtype -> (shape, dtype); dtype one of TOLERANCE's (the checkpoint's own) or QUANTIZED's
+    (its F32 GGUF quantized by llama.cpp)."""
+    shape, _, dtype = spec.partition(":")
+    if not shape or (dtype not in TOLERANCE and dtype not in QUANTIZED):
+        raise SystemExit(f"--models {spec!r}: expected shape:dtype, the dtype one of "
+                         f"{', '.join(sorted(TOLERANCE))} or, quantized by llama.cpp, {', '.join(QUANTIZED)}")
+    return shape, dtype
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default="gpt2-small:F32",
                         help="comma-separated shape:dtype; shapes gpt2-small, smollm2-135m, pythia-160m, qwen3-0.6b, "
-                             "gemma3-270m, mistral-small")
+                             "gemma3-270m, mistral-small; dtypes F32, F16, BF16, or a quantized type (QUANTIZED: "
+                             "gpt2-small and smollm2-135m)")
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--prefill", default="128,512", help="comma-separated prompt lengths timed as one batch")
     parser.add_argument("--decode", default="128,512",
@@ -405,10 +524,10 @@ def main():
     parser.add_argument("--cache", type=Path, default=llamacpp_setup.DEFAULT_CACHE)
     parser.add_argument("--out", type=Path, default=run_folder(ROOT) / "real_size.md")
     attn_bench = ROOT / "build" / "bench" / "bench" / "attn_bench_checkpoint"  # cmake --workflow --preset bench
-    default_bench = (f"{attn_bench} {{hf_dir}} peer --threads {{threads}} --prefill {{prefill}} --decode {{decode}} "
+    default_bench = (f"{attn_bench} {{model}} peer --threads {{threads}} --prefill {{prefill}} --decode {{decode}} "
                      "--steps {steps} --reps {reps} --keep-rows {keep_rows} --weights {weights}"
                      ) if attn_bench.exists() else None
-    default_logits = f"{attn_bench} {{hf_dir}} logits {{tokens}} --weights {{weights}}" if attn_bench.exists() else None
+    default_logits = f"{attn_bench} {{model}} logits {{tokens}} --weights {{weights}}" if attn_bench.exists() else None
     parser.add_argument("--attn-bench", default=default_bench,
                         help="command template for attn's timings (see above; default: build/bench's "
                              "attn_bench_checkpoint if it is built)")
@@ -418,7 +537,8 @@ def main():
                         help="keep_rows values attn runs with: 0, 1, 0,1 or auto (see above)")
     parser.add_argument("--attn-weights", default="converted",
                         help="comma-separated weight storages attn runs with: converted (float), stored_16_bit "
-                             "(a 16-bit checkpoint's matrices kept in 16 bits)")
+                             "(a 16-bit checkpoint's matrices kept in 16 bits), stored_quantized (a quantized "
+                             "file's blocks kept)")
     parser.add_argument("--pytorch-up-to", type=int, default=0, metavar="N",
                         help="time the PyTorch peer only at prefill lengths and decode contexts up to N (0: all); "
                              "for a run short of time, its longest lengths being the slowest")
@@ -451,20 +571,28 @@ def main():
         args.out.write_text(markdown(kept, cpu, llama, args), encoding="utf-8")
 
     for spec in args.models.split(","):
-        shape, _, dtype = spec.partition(":")
-        if dtype not in TOLERANCE:
-            raise SystemExit(f"--models {spec!r}: the dtype after ':' must be one of {sorted(TOLERANCE)}")
-        hf_dir, gguf = prepare(shape, dtype, cache, llama)
+        shape, dtype = parse_model(spec)
+        quantized = dtype in QUANTIZED
+        if quantized and args.long_agreement:
+            raise SystemExit(f"--models {spec!r}: --long-agreement is for the F32/BF16 checkpoints' windows")
+        hf_dir, gguf = prepare(shape, "F32" if quantized else dtype, cache, llama)
+        if quantized:
+            gguf = quantized_file(gguf, dtype, llama)
         longest = max(int(n) for n in args.prefill.split(",") + [str(int(c) + args.steps)
                                                                  for c in args.decode.split(",")])
-        no_window = unwindowed_copy(hf_dir, longest) if args.attn_bench else None
+        no_window = unwindowed_copy(hf_dir, longest) if args.attn_bench and not quantized else None
         entry = {"model": shape, "dtype": dtype, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                  "reps": args.reps, "steps": args.steps,
                  "prefill": [int(n) for n in args.prefill.split(",")],
-                 "decode": [int(n) for n in args.decode.split(",")],
-                 "agreement": agreement(hf_dir, gguf, dtype, llama, args.attn_logits,
-                                        args.attn_weights.split(",")),
-                 "rows": []}
+                 "decode": [int(n) for n in args.decode.split(",")]}
+        if quantized:
+            entry.update({"file": gguf.name, "tensor_types": tensor_types(gguf, llama),
+                          "skipped": {"PyTorch eager": PYTORCH_NOT_QUANTIZED},
+                          "agreement": quantized_agreement(hf_dir, gguf, llama, args.attn_logits,
+                                                           args.attn_weights.split(","))})
+        else:
+            entry["agreement"] = agreement(hf_dir, gguf, dtype, llama, args.attn_logits, args.attn_weights.split(","))
+        entry["rows"] = []
         print(f"{shape} {dtype}: agreement {entry['agreement']['max_relative_difference']}", flush=True)
         if args.long_agreement:
             entry["long_agreement"] = long_agreement(hf_dir, gguf, dtype, llama, args.attn_logits,
@@ -475,7 +603,7 @@ def main():
             continue
         results.append(entry)
         for threads in [int(t) for t in args.threads.split(",")]:
-            for system, command in bench_commands(hf_dir, gguf, threads, args, llama, no_window):
+            for system, command in bench_commands(hf_dir, gguf, threads, args, llama, no_window, quantized):
                 load_average, started = os.getloadavg()[0], time.strftime("%H:%M:%S UTC", time.gmtime())
                 extra_env = {"OMP_WAIT_POLICY": args.omp_wait_policy} if system == "pytorch-eager" else None
                 raw = run_json(command, system, extra_env)

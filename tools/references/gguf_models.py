@@ -19,8 +19,8 @@ Files, <checkpoint>.<type>.gguf:
     the same function of (validate_llamacpp.gemma_as_llama_cpp_runs: query_pre_attn_scalar and
     transformers' dtype-rounded √C folded into the weights, which GGUF cannot say): the file's
     logits are the checkpoint's, its weights are not.
-  * llama3_rope_scaling at Q8_0 and at Q4_0 (its width 64, MLP 96 and heads 2 × 32 are whole blocks
-    of 32), with <checkpoint>.<type>.golden.safetensors: `ids` (I64, the whole context, seeded) and
+  * llama3_rope_scaling at Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 (its width 64, MLP 96 and heads 2 × 32
+    are whole blocks of 32), with <checkpoint>.<type>.golden.safetensors: `ids` (I64, the whole context, seeded) and
     `logits` (F64, n × V) of hf_reference.py's float64 forward of the weights gguf-py dequantizes
     from the file, the converter's q/k permutation undone here in NumPy.
 """
@@ -57,7 +57,7 @@ FILES = {
     "qwen2_bias": ["F32"],
     "gpt_neox_parallel": ["F32"],
     "gpt_neox_sequential": ["F32"],
-    "llama3_rope_scaling": ["F32", "Q8_0", "Q4_0"],
+    "llama3_rope_scaling": ["F32", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"],
     "llama_linear_rope_parameters": ["F32"],
     "llama_linear_rope_scaling_type": ["F32"],
     "qwen3_qk_norm": ["F32"],
@@ -68,7 +68,7 @@ FILES = {
     "gemma3_layer_types": ["F32"],
 }
 GEMMA = ("gemma2_softcap_window", "gemma3_pattern", "gemma3_layer_types")
-QUANTIZED = ("Q8_0", "Q4_0")
+QUANTIZED = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1")
 
 
 def inverse_rotary_pairs_permutation(weight, heads):
@@ -78,22 +78,37 @@ def inverse_rotary_pairs_permutation(weight, heads):
 
 
 def dequantized_checkpoint(gguf, gguf_path, hf_dir, out_dir):
-    """A Llama checkpoint directory (config.json, model.safetensors in F32) holding the weights
-    gguf-py dequantizes from gguf_path, under their Hugging Face names and layout."""
+    """A checkpoint directory (config.json, model.safetensors in F32) holding the weights gguf-py
+    dequantizes from gguf_path, under their Hugging Face names and layout: a Llama's (the converter's
+    q/k row permutation undone) or a GPT-2's (its Conv1D weights, which GGUF stores transposed as
+    (out × in), transposed back). Tensors the GGUF file does not hold (old GPT-2 files' causal-mask
+    buffers) are copied as they are."""
     config = json.loads((hf_dir / "config.json").read_text(encoding="utf-8"))
-    if config["model_type"] != "llama":
-        raise ValueError(f"{hf_dir}: only Llama checkpoints are dequantized back here")
+    kind = config["model_type"]
+    if kind not in ("llama", "gpt2"):
+        raise ValueError(f"{hf_dir}: only Llama and GPT-2 checkpoints are dequantized back here, not {kind!r}")
     _, originals = hf_to_gguf.read_checkpoint(hf_dir)
-    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, config["num_hidden_layers"])
+    layers = config["n_layer"] if kind == "gpt2" else config["num_hidden_layers"]
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.GPT2 if kind == "gpt2" else gguf.MODEL_ARCH.LLAMA, layers)
     reader = gguf.GGUFReader(str(gguf_path))
     stored = {t.name: t for t in reader.tensors}
-    heads = config["num_attention_heads"]
+    heads = config.get("num_attention_heads", config.get("n_head"))
     kv_heads = config.get("num_key_value_heads", heads)
     tensors = {}
     for name, original in originals.items():
-        _, gguf_name = names.get_type_and_name(name, try_suffixes=(".weight", ".bias"))
-        t = stored[gguf_name]
-        values = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32).reshape(original.shape)
+        plain = name.removeprefix("transformer.") if kind == "gpt2" else name
+        found = names.get_type_and_name(plain, try_suffixes=(".weight", ".bias"))
+        if found is None or found[1] not in stored:
+            if kind == "gpt2" and plain.endswith((".attn.bias", ".attn.masked_bias")) and original.ndim != 1:
+                tensors[name] = ("F32", original)  # a mask buffer, not a weight
+                continue
+            raise ValueError(f"{gguf_path}: no tensor for {name!r}")
+        t = stored[found[1]]
+        values = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32)
+        if kind == "gpt2" and plain.endswith(hf_to_gguf.CONV1D_SUFFIXES):
+            values = np.ascontiguousarray(values.reshape(original.T.shape).T)  # (out × in) back to (in × out)
+        else:
+            values = values.reshape(original.shape)
         if name.endswith("q_proj.weight"):
             values = inverse_rotary_pairs_permutation(values, heads)
         elif name.endswith("k_proj.weight"):

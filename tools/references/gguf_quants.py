@@ -8,8 +8,9 @@ gguf-py decodes them to, for tests/test_gguf.cpp to compare attn's dequantizatio
 gguf-py is the pinned llama.cpp peer's (tools/benchmarks/peers/llamacpp_setup.py installs
 it under ~/.cache/attn-peers/llama.cpp-<commit>/gguf-py); it needs NumPy only.
 
-Q8_0 and Q4_0: seeded normal floats (plus an all-zero block and one with a large outlier)
-quantized by gguf.quants.quantize, then dequantized by gguf.quants.dequantize. Q4_K, Q5_K
+Q8_0, Q4_0, and after the K formats Q4_1, Q5_0 and Q5_1: seeded normal floats (plus an all-zero
+block and one with a large outlier) quantized by gguf.quants.quantize, then dequantized by
+gguf.quants.dequantize. Q4_K, Q5_K
 and Q6_K (gguf-py dequantizes them but cannot quantize them): seeded random bytes, with the
 F16 super-block scales d (and dmin) drawn as small finite numbers so that every value is
 finite, dequantized by gguf.quants.dequantize.
@@ -64,7 +65,7 @@ def main():
     OUT.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(SEED)
 
-    for qtype in (T.Q8_0, T.Q4_0):
+    def quantized_blocks(qtype):
         block_values = GGML_QUANT_SIZES[qtype][0]
         floats = rng.standard_normal((4, block_values)).astype(np.float32)
         floats[1] = 0  # d = 0
@@ -73,6 +74,9 @@ def main():
         blocks = quants.quantize(row, qtype).reshape(4, -1)
         values = quants.dequantize(blocks.reshape(1, -1), qtype)
         write(OUT / f"{qtype.name.lower()}.txt", qtype.name, blocks, values)
+
+    for qtype in (T.Q8_0, T.Q4_0):
+        quantized_blocks(qtype)
 
     # Byte offsets of the F16 scales in each K block: (d, dmin) or d alone.
     scale_offsets = {T.Q4_K: (0, 2), T.Q5_K: (0, 2), T.Q6_K: (208,)}
@@ -85,6 +89,10 @@ def main():
         values = quants.dequantize(blocks.reshape(1, -1), qtype)
         assert np.all(np.isfinite(values))
         write(OUT / f"{qtype.name.lower()}.txt", qtype.name, blocks, values)
+
+    # after the K formats, so that the files above keep their bytes (one generator for all)
+    for qtype in (T.Q4_1, T.Q5_0, T.Q5_1):
+        quantized_blocks(qtype)
 
 
 if __name__ == "__main__":

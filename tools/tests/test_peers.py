@@ -466,3 +466,77 @@ def test_pytorch_up_to_drops_its_longest_lengths_only(tmp_path):
     text = bench_llamacpp.markdown([entry], {"model_name": "c", "cores": 2, "vector_extensions": []},
                                    type("L", (), {"release": "v", "commit": "0" * 12}), args)
     assert "| pytorch-eager | 1 | 512 (512) | not run | 10.00 (10.00) | not run | 1 | 1.0 |" in text
+
+
+def test_quantized_models_parse_and_run_on_the_quantized_file(tmp_path):
+    assert bench_llamacpp.parse_model("gpt2-small:Q4_K_M") == ("gpt2-small", "Q4_K_M")
+    assert bench_llamacpp.parse_model("smollm2-135m:BF16") == ("smollm2-135m", "BF16")
+    for bad in ("gpt2-small", "gpt2-small:Q3_K_S", ":Q8_0"):
+        with pytest.raises(SystemExit, match="expected shape:dtype"):
+            bench_llamacpp.parse_model(bad)
+    args = type("A", (), {"prefill": "128", "decode": "128", "steps": 16, "reps": 1, "pytorch_up_to": 0,
+                          "attn_keep_rows": "0", "attn_weights": "stored_quantized,converted",
+                          "attn_bench": "attn {model} peer --weights {weights} --hf {hf_dir}"})
+    llama = type("L", (), {"harness": "llama_peer", "backends": "b"})
+    commands = dict(bench_llamacpp.bench_commands(tmp_path, "m.Q8_0.gguf", 1, args, llama, quantized=True))
+    assert set(commands) == {"llama.cpp", "llama.cpp defaults", "attn, kept quantized", "attn, dequantized at load"}
+    assert commands["attn, kept quantized"] == ["attn", "m.Q8_0.gguf", "peer", "--weights", "stored_quantized",
+                                                "--hf", str(tmp_path)]
+    assert commands["attn, dequantized at load"][1] == "m.Q8_0.gguf"
+    assert commands["llama.cpp"][4] == "m.Q8_0.gguf"
+    args.attn_weights = "converted"  # an F32 checkpoint: attn loads the directory, PyTorch runs
+    commands = dict(bench_llamacpp.bench_commands(tmp_path, "m.gguf", 1, args, llama))
+    assert commands["attn"][1] == str(tmp_path) and "pytorch-eager" in commands
+
+
+def test_markdown_of_a_quantized_file_names_its_types_the_skipped_peer_and_the_instruction_sets():
+    raw = {"prefill": [{"tokens": 128, "seconds": [1.0]}], "decode": [{"context": 128, "steps": 16,
+                                                                       "seconds": [0.16]}], "peak_rss_bytes": 2**20}
+    rows = [{"system": "llama.cpp", "threads": 1, "load_average": 1.0, "summary": bench_llamacpp.summarize(raw),
+             "raw": {**raw, "cpu_backend": "AVX2 FMA"}},
+            {"system": "attn, kept quantized", "threads": 1, "load_average": 1.0,
+             "summary": bench_llamacpp.summarize(raw), "raw": {**raw, "isa": "AVX512, FMA"}}]
+    entry = {"model": "gpt2-small", "dtype": "Q4_K_M", "prefill": [128], "decode": [128], "file": "g.Q4_K_M.gguf",
+             "tensor_types": {"F32": 98, "Q4_K": 40}, "skipped": {"PyTorch eager": "not run: because"},
+             "agreement": {"reference": "r", "max_relative_difference": {"attn, kept quantized": 1e-6}},
+             "rows": rows}
+    args = type("A", (), {"steps": 16, "reps": 1, "omp_wait_policy": "PASSIVE"})
+    text = bench_llamacpp.markdown([entry], {"model_name": "c", "cores": 2, "vector_extensions": []},
+                                   type("L", (), {"release": "v", "commit": "0" * 12}), args)
+    assert "## gpt2-small Q4_K_M" in text and "tensors: 98 F32, 40 Q4_K." in text
+    assert "PyTorch eager: not run: because." in text
+    assert "Instruction sets: llama.cpp: AVX2 FMA; attn, kept quantized: AVX512, FMA." in text
+
+
+@pytest.mark.skipif(validate_llamacpp.installed() is None,
+                    reason="the pinned llama.cpp is not installed (tools/benchmarks/peers/llamacpp_setup.py)")
+@pytest.mark.parametrize("shape, overrides", [
+    ("gpt2-small", {"n_embd": 64, "n_layer": 2, "n_head": 2, "n_positions": 32, "n_ctx": 32, "vocab_size": 40}),
+    ("smollm2-135m", {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 2,
+                      "num_key_value_heads": 1, "head_dim": 32, "vocab_size": 40, "max_position_embeddings": 32})])
+def test_quantized_agreement_against_the_files_dequantized_weights(tmp_path, shape, overrides):
+    """A quantized row's check: the F32 GGUF quantized by llama_model_quantize (quantized_file), the
+    reference the float64 forward of its dequantized weights (gguf_models.dequantized_checkpoint, which
+    gives an F32 file's weights back exactly, GPT-2's transposed Conv1D weights included); attn stood in
+    for by hf_reference on those weights, so it agrees to float64 rounding."""
+    from references import gguf_models
+
+    llama = validate_llamacpp.installed()
+    architecture, config = hf_checkpoints.SHAPES[shape]
+    hf_dir = tmp_path / shape
+    hf_checkpoints.write_checkpoint(hf_dir, architecture, {**config, **overrides}, "F32", seed=3)
+    f32 = tmp_path / f"{shape}.gguf"
+    hf_to_gguf.convert(hf_dir, f32, "F32", llama.source / "gguf-py")
+    gguf = hf_to_gguf.load_gguf(llama.source / "gguf-py")
+    gguf_models.dequantized_checkpoint(gguf, f32, hf_dir, tmp_path / "back")
+    original = safetensors_io.read_float32(hf_dir / "model.safetensors")[0]
+    back = safetensors_io.read_float32(tmp_path / "back" / "model.safetensors")[0]
+    assert set(back) == set(original)
+    for name, values in original.items():
+        np.testing.assert_array_equal(back[name], values, err_msg=name)
+    quantized = bench_llamacpp.quantized_file(f32, "Q8_0", llama)
+    assert quantized.name == f"{shape}.Q8_0.gguf"
+    assert "Q8_0" in bench_llamacpp.tensor_types(quantized, llama)
+    result = bench_llamacpp.quantized_agreement(hf_dir, quantized, llama, None, [])
+    assert set(result["max_relative_difference"]) == {"llama.cpp", "llama.cpp defaults"}
+    assert result["reference"] == "tools/references/hf_reference.py on the file's dequantized weights"

@@ -43,7 +43,8 @@
 // converted from byte-level tokenizers hold fragments that are not, and nothing here
 // interprets them. Keys and tensor names, which are looked up and printed, must be UTF-8.
 //
-// Tensor types read: F32, F16, BF16 and the block formats Q8_0, Q4_0, Q4_K, Q5_K, Q6_K
+// Tensor types read: F32, F16, BF16 and the block formats Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K,
+// Q6_K
 // (see attn/detail/kernels/quantized.hpp for their byte layouts).
 //
 // open() reads the header with pread (through detail::ReadOnlyFile, which refuses to
@@ -137,6 +138,9 @@ enum class GgmlType : std::uint32_t {
     F32 = 0,
     F16 = 1,
     Q4_0 = 2,
+    Q4_1 = 3,
+    Q5_0 = 6,
+    Q5_1 = 7,
     Q8_0 = 8,
     Q4_K = 12,
     Q5_K = 13,
@@ -144,8 +148,8 @@ enum class GgmlType : std::uint32_t {
     BF16 = 30,
 };
 
-/// Values per block of the type (1 for F32, F16, BF16; 32 for Q8_0 and Q4_0; 256 for the
-/// K formats).
+/// Values per block of the type (1 for F32, F16, BF16; 32 for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1;
+/// 256 for the K formats).
 inline std::size_t ggml_block_values(GgmlType type) {
     switch (type) {
         case GgmlType::F32:
@@ -156,6 +160,12 @@ inline std::size_t ggml_block_values(GgmlType type) {
             return detail::q8_0_block_values;
         case GgmlType::Q4_0:
             return detail::q4_0_block_values;
+        case GgmlType::Q4_1:
+            return detail::q4_1_block_values;
+        case GgmlType::Q5_0:
+            return detail::q5_0_block_values;
+        case GgmlType::Q5_1:
+            return detail::q5_1_block_values;
         case GgmlType::Q4_K:
         case GgmlType::Q5_K:
         case GgmlType::Q6_K:
@@ -164,8 +174,8 @@ inline std::size_t ggml_block_values(GgmlType type) {
     return 0;
 }
 
-/// Bytes per block of the type (4, 2, 2 for F32, F16, BF16; 34, 18, 144, 176, 210 for
-/// Q8_0, Q4_0, Q4_K, Q5_K, Q6_K).
+/// Bytes per block of the type (4, 2, 2 for F32, F16, BF16; 34, 18, 20, 22, 24, 144, 176, 210
+/// for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K).
 inline std::size_t ggml_block_bytes(GgmlType type) {
     switch (type) {
         case GgmlType::F32:
@@ -177,6 +187,12 @@ inline std::size_t ggml_block_bytes(GgmlType type) {
             return detail::q8_0_block_bytes;
         case GgmlType::Q4_0:
             return detail::q4_0_block_bytes;
+        case GgmlType::Q4_1:
+            return detail::q4_1_block_bytes;
+        case GgmlType::Q5_0:
+            return detail::q5_0_block_bytes;
+        case GgmlType::Q5_1:
+            return detail::q5_1_block_bytes;
         case GgmlType::Q4_K:
             return detail::q4_k_block_bytes;
         case GgmlType::Q5_K:
@@ -243,6 +259,9 @@ inline bool is_supported_ggml_type(std::uint32_t id) {
         case GgmlType::F32:
         case GgmlType::F16:
         case GgmlType::Q4_0:
+        case GgmlType::Q4_1:
+        case GgmlType::Q5_0:
+        case GgmlType::Q5_1:
         case GgmlType::Q8_0:
         case GgmlType::Q4_K:
         case GgmlType::Q5_K:
@@ -283,6 +302,15 @@ inline void dequantize_blocks(GgmlType type, const std::uint8_t* bytes, std::siz
                 break;
             case GgmlType::Q4_0:
                 detail::dequantize_q4_0_block(block, o);
+                break;
+            case GgmlType::Q4_1:
+                detail::dequantize_q4_1_block(block, o);
+                break;
+            case GgmlType::Q5_0:
+                detail::dequantize_q5_0_block(block, o);
+                break;
+            case GgmlType::Q5_1:
+                detail::dequantize_q5_1_block(block, o);
                 break;
             case GgmlType::Q4_K:
                 detail::dequantize_q4_k_block(block, o);
@@ -1134,7 +1162,8 @@ private:
             if (!type_name) fail(where, ": ggml type id ", type, " is unknown");
             if (!detail::is_supported_ggml_type(type))
                 fail(where, ": ggml type ", type_name, " (", type,
-                     ") is not supported (attn reads F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K)");
+                     ") is not supported (attn reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and "
+                     "Q6_K)");
             t.type = static_cast<GgmlType>(type);
             const std::uint64_t block = ggml_block_values(t.type), width = ggml_block_bytes(t.type);
             if (t.dims[0] % block != 0)

@@ -8,8 +8,8 @@
 // so a Linear weight that PyTorch holds as [out, in] and GGUF as dims {in, out} has the shape
 // {out, in} here too: the same tensor table describes both files.
 //
-// Values: F32, F16 and BF16 widen exactly; the block formats (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) are
-// dequantized as llama.cpp's dequantize_row_* does (GgufFile::dequantize_rows), a few rows at a
+// Values: F32, F16 and BF16 widen exactly; the block formats (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
+// Q5_K, Q6_K) are dequantized as llama.cpp's dequantize_row_* does (GgufFile::dequantize_rows), a few rows at a
 // time, so that no float copy of a whole large tensor is made.
 
 #include <algorithm>

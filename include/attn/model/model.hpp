@@ -59,8 +59,8 @@ enum class WeightStorage {
     /// matrices, embedding() and unembedding() are then not there (argument_error).
     stored_16_bit,
     /// A GGUF file's large matrices (q/k/v, attention output, MLP, embedding and unembedding)
-    /// whose tensors are in a block format (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) kept in it, as the
-    /// file's bytes, and dequantized in registers inside the products, accumulating in float
+    /// whose tensors are in a block format (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) kept
+    /// in it, as the file's bytes, and dequantized in registers inside the products, accumulating in float
     /// (detail/kernels/quantized_weights.hpp): a Q4_K matrix takes 4.5 bits a weight, and a
     /// decoding step reads that many. The products equal the converted model's to float
     /// rounding (within γ_K Σ|a w| over a product's depth K); an embedding row is dequantized
@@ -153,7 +153,7 @@ public:
     /// tokenizer in its metadata (Tokenizer::from_gguf: llama.cpp's ids; empty when the file
     /// has none, then pass ids). F32, F16 and BF16
     /// tensors convert to T as they are read, one at a time; GGUF's block formats (Q8_0, Q4_0,
-    /// Q4_K, Q5_K, Q6_K) are dequantized to T. Throws io_error for a missing file and
+    /// Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) are dequantized to T. Throws io_error for a missing file and
     /// format_error for anything malformed, unsupported, missing or misshapen, naming the
     /// file, key or tensor. With options.weights = WeightStorage::stored_16_bit (Model<float>
     /// only, else argument_error) the large matrices stay 16-bit: format_error naming the
@@ -700,8 +700,8 @@ private:
     /// The block format of a GGUF type name, or none (F32, F16, BF16).
     static std::optional<detail::QuantFormat> block_format(const std::string& type) {
         using detail::QuantFormat;
-        for (const QuantFormat format :
-             {QuantFormat::q8_0, QuantFormat::q4_0, QuantFormat::q4_k, QuantFormat::q5_k, QuantFormat::q6_k})
+        for (const QuantFormat format : {QuantFormat::q8_0, QuantFormat::q4_0, QuantFormat::q4_1, QuantFormat::q5_0,
+                                         QuantFormat::q5_1, QuantFormat::q4_k, QuantFormat::q5_k, QuantFormat::q6_k})
             if (type == detail::quant_format_name(format)) return format;
         return std::nullopt;
     }

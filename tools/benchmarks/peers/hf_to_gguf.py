@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A Hugging Face checkpoint directory -> GGUF, with the gguf writer of llama.cpp's own tree.
 
-  /usr/bin/python3 tools/benchmarks/peers/hf_to_gguf.py HF_DIR OUT.gguf --type F32|F16|BF16|Q8_0|Q4_0 --gguf-py LLAMA_CPP/gguf-py
+  /usr/bin/python3 tools/benchmarks/peers/hf_to_gguf.py HF_DIR OUT.gguf --type F32|F16|BF16|Q8_0|Q4_0|Q4_1|Q5_0|Q5_1 --gguf-py LLAMA_CPP/gguf-py
 
 Follows llama.cpp's convert_hf_to_gguf.py (conversion/{base,gpt2,llama,gptneox,qwen,olmo,phi,gemma}.py of
 the pinned tree):
@@ -43,9 +43,9 @@ the pinned tree):
     for every layer, logit_scale 1, and the attention sinks it requires set to -1e30 (exp(-1e30 -
     max) = 0 in ggml's softmax: no sink).
   * tensor types: 1-D tensors, *_norm.weight and the position table stay F32, every other weight
-    takes --type (as the converter's MOSTLY_* file types do); with Q8_0 or Q4_0 (gguf-py's
-    quantizers, as llama-quantize's Q8_0 / Q4_0 files) a matrix whose rows are not whole blocks of
-    32 stays F32.
+    takes --type (as the converter's MOSTLY_* file types do); with Q8_0, Q4_0, Q4_1, Q5_0 or Q5_1
+    (gguf-py's quantizers, as llama-quantize's files of those types) a matrix whose rows are not
+    whole blocks of 32 stays F32.
   * tokenizer: the checkpoints are random and have none, so the vocabulary is llama.cpp's
     "none" model with vocab_size dummy tokens (the converter's _set_vocab_none); callers pass
     token ids, never text.
@@ -63,7 +63,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tools/: the role
 from common import safetensors_io  # noqa: E402
 
 CONV1D_SUFFIXES = (".attn.c_attn.weight", ".attn.c_proj.weight", ".mlp.c_fc.weight", ".mlp.c_proj.weight")
-TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0")
+TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1")
 
 
 def rotary_pairs_permutation(weight, heads):
@@ -306,7 +306,8 @@ def convert(hf_dir, out_path, type_name, gguf_py, mistral_swa=False):
     qtype = getattr(gguf.GGMLQuantizationType, type_name)
     file_type = {"F32": gguf.LlamaFileType.ALL_F32, "F16": gguf.LlamaFileType.MOSTLY_F16,
                  "BF16": gguf.LlamaFileType.MOSTLY_BF16, "Q8_0": gguf.LlamaFileType.MOSTLY_Q8_0,
-                 "Q4_0": gguf.LlamaFileType.MOSTLY_Q4_0}[type_name]
+                 "Q4_0": gguf.LlamaFileType.MOSTLY_Q4_0, "Q4_1": gguf.LlamaFileType.MOSTLY_Q4_1,
+                 "Q5_0": gguf.LlamaFileType.MOSTLY_Q5_0, "Q5_1": gguf.LlamaFileType.MOSTLY_Q5_1}[type_name]
     names = gguf.get_tensor_name_map(arch, layers)
     writer = gguf.GGUFWriter(str(out_path), gguf.MODEL_ARCH_NAMES[arch])
     writer.add_name(f"random {config['model_type']} ({Path(hf_dir).name})")

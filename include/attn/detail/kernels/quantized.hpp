@@ -9,6 +9,10 @@
 //   Q8_0     32     34    [0,2) d: F16 scale  [2,34) 32 × int8 q           x = d·q
 //   Q4_0     32     18    [0,2) d: F16 scale  [2,18) 16 bytes of 4-bit q   x = d·(q − 8)
 //                         byte j holds value j in its low nibble and value j + 16 in its high one
+//   Q4_1     32     20    [0,2) d  [2,4) m: F16 min  [4,20) 4-bit q, as Q4_0      x = d·q + m
+//   Q5_0     32     22    [0,2) d  [2,6) qh: 32 fifth bits  [6,22) 4-bit q      x = d·(q − 16)
+//                         value i takes bit i of qh (little-endian uint32) as its fifth bit (worth 16)
+//   Q5_1     32     24    [0,2) d  [2,4) m  [4,8) qh  [8,24) 4-bit q, as Q5_0    x = d·q + m
 //   Q4_K    256    144    [0,2) d: F16  [2,4) dmin: F16  [4,16) 8 × (6-bit scale, 6-bit min)
 //                         [16,144) 128 bytes of 4-bit q;          x = d·scale[s]·q − dmin·min[s]
 //   Q5_K    256    176    as Q4_K, then [16,48) 32 bytes of high bits qh, [48,176) 4-bit q;
@@ -32,6 +36,9 @@ namespace attn::detail {
 /// Values per block and bytes per block of each format.
 inline constexpr std::size_t q8_0_block_values = 32, q8_0_block_bytes = 34;
 inline constexpr std::size_t q4_0_block_values = 32, q4_0_block_bytes = 18;
+inline constexpr std::size_t q4_1_block_values = 32, q4_1_block_bytes = 20;
+inline constexpr std::size_t q5_0_block_values = 32, q5_0_block_bytes = 22;
+inline constexpr std::size_t q5_1_block_values = 32, q5_1_block_bytes = 24;
 inline constexpr std::size_t k_block_values = 256;  // the K formats' super-block
 inline constexpr std::size_t q4_k_block_bytes = 144;
 inline constexpr std::size_t q5_k_block_bytes = 176;
@@ -57,6 +64,40 @@ inline void dequantize_q4_0_block(const std::uint8_t* block, float* out) {
         out[j] = static_cast<float>((q[j] & 0x0F) - 8) * d;
         out[j + 16] = static_cast<float>((q[j] >> 4) - 8) * d;
     }
+}
+
+/// One Q4_1 block (20 bytes) → 32 floats: the codes 0..15 of Q4_0's layout, times d, plus the
+/// min m (ggml's order: x·d + m, one rounding).
+inline void dequantize_q4_1_block(const std::uint8_t* block, float* out) {
+    const float d = load_half(block);
+    const float m = load_half(block + 2);
+    const std::uint8_t* q = block + 4;
+    for (std::size_t j = 0; j < q4_1_block_values / 2; ++j) {
+        out[j] = static_cast<float>(q[j] & 0x0F) * d + m;
+        out[j + 16] = static_cast<float>(q[j] >> 4) * d + m;
+    }
+}
+
+/// The 5-bit code of value i (0..31) of a Q5_0 or Q5_1 block: the nibble of Q4_0's layout in
+/// `low` (16 bytes), and bit i of the little-endian uint32 at `high` as its fifth bit.
+inline int q5_code(const std::uint8_t* high, const std::uint8_t* low, std::size_t i) {
+    const int nibble = i < 16 ? (low[i] & 0x0F) : (low[i - 16] >> 4);
+    return nibble | (((high[i / 8] >> (i % 8)) & 1) << 4);
+}
+
+/// One Q5_0 block (22 bytes) → 32 floats. The 5-bit codes 0..31 stand for −16..15.
+inline void dequantize_q5_0_block(const std::uint8_t* block, float* out) {
+    const float d = load_half(block);
+    for (std::size_t i = 0; i < q5_0_block_values; ++i)
+        out[i] = static_cast<float>(q5_code(block + 2, block + 6, i) - 16) * d;
+}
+
+/// One Q5_1 block (24 bytes) → 32 floats: 5-bit codes 0..31, times d, plus the min m.
+inline void dequantize_q5_1_block(const std::uint8_t* block, float* out) {
+    const float d = load_half(block);
+    const float m = load_half(block + 2);
+    for (std::size_t i = 0; i < q5_1_block_values; ++i)
+        out[i] = static_cast<float>(q5_code(block + 4, block + 8, i)) * d + m;
 }
 
 /// Scale and min of sub-block s (0..7) of a Q4_K or Q5_K block: eight 6-bit pairs packed

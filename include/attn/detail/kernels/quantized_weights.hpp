@@ -1,7 +1,7 @@
 #pragma once
-// Weight matrices kept in GGUF's block formats (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) and the products
-// that read them, dequantizing in registers: a decoding step reads every weight once and is
-// bound by memory, and a Q4_K weight is 4.5 bits where a float is 32.
+// Weight matrices kept in GGUF's block formats (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) and
+// the products that read them, dequantizing in registers: a decoding step reads every weight once
+// and is bound by memory, and a Q4_K weight is 4.5 bits where a float is 32.
 //
 // Layout. A QuantizedMatrix is (rows × cols) as the file stores a Linear weight: row j is output
 // j, its cols inputs quantized along the row in blocks of 32 or 256 values (quantized.hpp has
@@ -14,26 +14,39 @@
 // runs of rows in different formats (a Q4_K_M file's attn_q in Q4_K and attn_v in Q6_K fused
 // into one [Wq Wk Wv]).
 //
-// Decoding. Every format decodes in chunks of 32 consecutive values of a row (a Q8_0 or Q4_0
-// block; a sub-block of 32 of Q4_K, Q5_K; a quarter of a Q6_K half) into 32 unsigned byte codes
-// u and a scale and offset per 16 values, w = scale · u + offset:
+// Decoding. Every format decodes in chunks of 32 consecutive values of a row (a block of Q8_0,
+// Q4_0, Q4_1, Q5_0 or Q5_1; a sub-block of 32 of Q4_K, Q5_K; a quarter of a Q6_K half) into 32
+// unsigned byte codes u and a scale and offset per 16 values, w = scale · u + offset:
 //   Q8_0  u = q + 128,  scale d,        offset −128 d
 //   Q4_0  u = q,        scale d,        offset −8 d
+//   Q4_1  u = q,        scale d,        offset m            (Q5_1: q with its fifth bit)
+//   Q5_0  u = q,        scale d,        offset −16 d        (q with its fifth bit)
 //   Q4_K  u = q,        scale d·sc,     offset −dmin·m      (Q5_K: q with its fifth bit)
 //   Q6_K  u = q,        scale d·sc,     offset −32 d·sc
 // Every scale·u is exact in float (at most 11 + 8 + 8 significant bits), and so is the whole of
-// w but for Q4_K/Q5_K's one subtraction, which a fused multiply-add and a multiply then an add
-// both round once: the values are those of quantized.hpp's decoders, bit for bit, whatever the
-// instruction set. The codes are cut out of the bytes with 16-byte integer operations (SSE2,
-// every x86-64), widened to float a packet at a time (AVX-512: 16 lanes from 16 bytes, AVX2:
-// 8, AVX: 4 and 4 with SSE4.1, SSE2: 4), and go into float fused multiply-adds; elsewhere a
-// chunk is decoded into 32 floats in memory first.
+// w but for the one addition of a min (Q4_1, Q5_1, Q4_K, Q5_K), which a fused multiply-add and a
+// multiply then an add both round once: the values are those of quantized.hpp's decoders, bit for
+// bit, whatever the instruction set. The codes are cut out of the bytes with 16-byte integer
+// operations (SSE2, every x86-64; Q5_0 and Q5_1's fifth bits spread from their 32-bit word by
+// unpacking and a per-lane bit test), widened to float a packet at a time (AVX-512: 16 lanes
+// from 16 bytes, AVX2: 8, AVX: 4 and 4 with SSE4.1, SSE2: 4), and go into float fused
+// multiply-adds; elsewhere a chunk is decoded into 32 floats in memory first.
 //
 // Products, c (n × count) (+)= a (n × depth) · Wᵀ for rows first … first + count − 1 of W and
 // its columns from … from + depth − 1 (multiply_quantized):
-//   - up to kStreamedRows rows of a (a decoding step): each row of W is streamed once, each
-//     chunk decoded in registers and multiplied into one float packet accumulator per (row of
-//     a, row of W), four rows of W at a time; the accumulator's lanes are summed at the end.
+//   - up to kStreamedRows rows of a (a decoding step): each row of W is streamed once, four rows
+//     at a time, the next four prefetched (a row of 768 values is 7–13 cache lines, too short a
+//     stream for the hardware prefetchers: Q8_0 read at 5.5 GB/s without, 8–13 with). A chunk's
+//     codes are widened to float as integers v (chunk_factors: signed q − bias where the
+//     format's offset is a whole multiple of its scale, so that it drops out), their products
+//     with a summed per scale and that sum multiplied by the scale into one float packet
+//     accumulator per (row of a, row of W); a format with a min adds the min times a's chunk
+//     sums into a second (Σ a w = s Σ a v + o Σ a). A K block's scales are decoded once for its
+//     eight chunks. The accumulators' lanes are summed at the end. This takes fewer
+//     instructions a weight than forming each w (no offset per value, one multiply by the scale
+//     per 32 or 16 values): on AMD EPYC (Zen 4, AVX-512, one thread) Q8_0 from 5.5 to 8–13 GB/s,
+//     Q4_K 8.7 to 11.6 G weights/s, Q5_0 4.5–7 to 9–11, Q6_K 4–7 to 9
+//     (docs/bench/2026-12-02-quantized-speed).
 //   - more rows (a prefill): a block of W's rows (a tile's columns of c) by a block of the depth
 //     is decoded into a float panel in L1 (32 KiB), laid out as the float kernel's packed
 //     panels, and the register-tiled kernel (tiles.hpp) runs every row tile of a over it: each
@@ -41,9 +54,11 @@
 //     multiply-add chain over the depth in order, so a prefill has the bits of the float
 //     product on the dequantized matrix.
 // Both round differently from each other; each is within the bound of float summation over
-// the depth K: |ĉ − c| ≤ γ_K · Σ_t |a_t · w_t|, γ_K = K·u / (1 − K·u), u = 2⁻²⁴
-// (tests/test_weights_quantized.cpp). Threads share a product by its columns (rows of W) or its
-// rows, as the callers share every product; each entry's operations are the same in any share.
+// the depth K: |ĉ − c| ≤ γ_K · Σ_t |a_t · w_t|, γ_K = K·u / (1 − K·u), u = 2⁻²⁴; but a decoding
+// step's product on a format with a min sums s·v and the min o apart, which may cancel: its
+// bound is γ_{K+1} · Σ_t |a_t| (|w_t| + 2|o_t|) (tests/test_weights_quantized.cpp). Threads share a product by its
+// columns (rows of W) or its rows, as the callers share every product; each entry's operations are the same in any
+// share.
 
 #include <Eigen/Core>
 
@@ -78,7 +93,7 @@
 namespace attn::detail {
 
 /// The block formats a QuantizedMatrix holds.
-enum class QuantFormat { q8_0, q4_0, q4_k, q5_k, q6_k };
+enum class QuantFormat { q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k };
 
 inline const char* quant_format_name(QuantFormat format) {
     switch (format) {
@@ -86,6 +101,12 @@ inline const char* quant_format_name(QuantFormat format) {
             return "Q8_0";
         case QuantFormat::q4_0:
             return "Q4_0";
+        case QuantFormat::q4_1:
+            return "Q4_1";
+        case QuantFormat::q5_0:
+            return "Q5_0";
+        case QuantFormat::q5_1:
+            return "Q5_1";
         case QuantFormat::q4_k:
             return "Q4_K";
         case QuantFormat::q5_k:
@@ -96,19 +117,35 @@ inline const char* quant_format_name(QuantFormat format) {
     return "?";
 }
 
-/// Values per block: 32 (Q8_0, Q4_0) or 256 (the K formats).
-inline Index quant_block_values(QuantFormat format) {
-    return format == QuantFormat::q8_0 || format == QuantFormat::q4_0 ? Index(q8_0_block_values)
-                                                                      : Index(k_block_values);
+/// Whether the format is one of the K formats (blocks of 256 values), not a block of 32.
+inline constexpr bool is_k_format(QuantFormat format) {
+    return format == QuantFormat::q4_k || format == QuantFormat::q5_k || format == QuantFormat::q6_k;
+}
+
+/// Whether a block holds a second F16 number after d, a min (Q4_1, Q5_1: m; Q4_K, Q5_K: dmin).
+inline constexpr bool has_min(QuantFormat format) {
+    return format == QuantFormat::q4_1 || format == QuantFormat::q5_1 || format == QuantFormat::q4_k ||
+           format == QuantFormat::q5_k;
+}
+
+/// Values per block: 32 (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) or 256 (the K formats).
+inline constexpr Index quant_block_values(QuantFormat format) {
+    return is_k_format(format) ? Index(k_block_values) : Index(q8_0_block_values);
 }
 
 /// Bytes per block.
-inline Index quant_block_bytes(QuantFormat format) {
+inline constexpr Index quant_block_bytes(QuantFormat format) {
     switch (format) {
         case QuantFormat::q8_0:
             return Index(q8_0_block_bytes);
         case QuantFormat::q4_0:
             return Index(q4_0_block_bytes);
+        case QuantFormat::q4_1:
+            return Index(q4_1_block_bytes);
+        case QuantFormat::q5_0:
+            return Index(q5_0_block_bytes);
+        case QuantFormat::q5_1:
+            return Index(q5_1_block_bytes);
         case QuantFormat::q4_k:
             return Index(q4_k_block_bytes);
         case QuantFormat::q5_k:
@@ -152,8 +189,8 @@ struct QuantizedMatrix {
         return bytes.data() + run.offset + std::size_t(r - run.first_row) * run.row_bytes;
     }
     std::uint8_t* row(Index r) { return const_cast<std::uint8_t*>(static_cast<const QuantizedMatrix&>(*this).row(r)); }
-    /// Whether every block's F16 scales (d, and dmin in Q4_K/Q5_K) of rows first … first +
-    /// count − 1 are finite: then so is every weight, a scale times small integers.
+    /// Whether every block's F16 scales (d, and m or dmin in Q4_1/Q5_1/Q4_K/Q5_K) of rows first …
+    /// first + count − 1 are finite: then so is every weight, a scale times small integers.
     bool finite(Index first, Index count) const {
         const auto finite_half = [](const std::uint8_t* p) { return ((p[1] >> 2) & 0x1F) != 0x1F; };
         for (Index r = first; r < first + count; ++r) {
@@ -162,9 +199,8 @@ struct QuantizedMatrix {
             const std::uint8_t* p = row(r);
             for (Index b = 0; b < blocks; ++b, p += width) {
                 const bool ok = run.format == QuantFormat::q6_k ? finite_half(p + 208)
-                                : run.format == QuantFormat::q4_k || run.format == QuantFormat::q5_k
-                                    ? finite_half(p) && finite_half(p + 2)
-                                    : finite_half(p);
+                                : has_min(run.format)           ? finite_half(p) && finite_half(p + 2)
+                                                                : finite_half(p);
                 if (!ok) return false;
             }
         }
@@ -219,6 +255,13 @@ EIGEN_ALWAYS_INLINE ChunkScales chunk_scales(const std::uint8_t* block, Index su
         const float d = half_at(block);
         const float offset = (Format == QuantFormat::q8_0 ? -128.0f : -8.0f) * d;  // exact: a power of 2
         return {{d, d}, {offset, offset}};
+    } else if constexpr (Format == QuantFormat::q4_1 || Format == QuantFormat::q5_1) {
+        const float d = half_at(block), m = half_at(block + 2);
+        return {{d, d}, {m, m}};
+    } else if constexpr (Format == QuantFormat::q5_0) {
+        const float d = half_at(block);
+        const float offset = -16.0f * d;  // exact: a power of 2
+        return {{d, d}, {offset, offset}};
     } else if constexpr (Format == QuantFormat::q6_k) {
         const float d = half_at(block + 208);
         const auto* scales = reinterpret_cast<const std::int8_t*>(block + 192);
@@ -236,17 +279,12 @@ EIGEN_ALWAYS_INLINE ChunkScales chunk_scales(const std::uint8_t* block, Index su
 /// The block holding chunk c of a row, and the chunk's place in it.
 template <QuantFormat Format>
 EIGEN_ALWAYS_INLINE const std::uint8_t* chunk_block(const std::uint8_t* row, Index c, Index& sub) {
-    if constexpr (Format == QuantFormat::q8_0) {
+    constexpr Index bytes = quant_block_bytes(Format);
+    if constexpr (!is_k_format(Format)) {  // a block is a chunk
         sub = 0;
-        return row + c * Index(q8_0_block_bytes);
-    } else if constexpr (Format == QuantFormat::q4_0) {
-        sub = 0;
-        return row + c * Index(q4_0_block_bytes);
+        return row + c * bytes;
     } else {
         sub = c % 8;
-        constexpr Index bytes = Format == QuantFormat::q4_k   ? Index(q4_k_block_bytes)
-                                : Format == QuantFormat::q5_k ? Index(q5_k_block_bytes)
-                                                              : Index(q6_k_block_bytes);
         return row + (c / 8) * bytes;
     }
 }
@@ -256,11 +294,15 @@ template <QuantFormat Format>
 inline void chunk_codes(const std::uint8_t* block, Index sub, std::uint8_t* u) {
     if constexpr (Format == QuantFormat::q8_0) {
         for (int i = 0; i < 32; ++i) u[i] = std::uint8_t(block[2 + i] ^ 0x80);
-    } else if constexpr (Format == QuantFormat::q4_0) {
+    } else if constexpr (Format == QuantFormat::q4_0 || Format == QuantFormat::q4_1) {
+        const std::uint8_t* q = block + (Format == QuantFormat::q4_0 ? 2 : 4);
         for (int i = 0; i < 16; ++i) {
-            u[i] = std::uint8_t(block[2 + i] & 0x0F);
-            u[i + 16] = std::uint8_t(block[2 + i] >> 4);
+            u[i] = std::uint8_t(q[i] & 0x0F);
+            u[i + 16] = std::uint8_t(q[i] >> 4);
         }
+    } else if constexpr (Format == QuantFormat::q5_0 || Format == QuantFormat::q5_1) {
+        const std::uint8_t* high = block + (Format == QuantFormat::q5_0 ? 2 : 4);
+        for (std::size_t i = 0; i < 32; ++i) u[i] = std::uint8_t(q5_code(high, high + 4, i));
     } else if constexpr (Format == QuantFormat::q6_k) {
         const Index h = sub / 4, k = sub % 4;
         const std::uint8_t* low = block + 64 * h + 32 * (k % 2);
@@ -296,10 +338,34 @@ EIGEN_ALWAYS_INLINE void chunk_codes(const std::uint8_t* block, Index sub, __m12
         const __m128i flip = _mm_set1_epi8(char(0x80));
         c0 = _mm_xor_si128(load(block + 2), flip);
         c1 = _mm_xor_si128(load(block + 18), flip);
-    } else if constexpr (Format == QuantFormat::q4_0) {
-        const __m128i q = load(block + 2);
+    } else if constexpr (Format == QuantFormat::q4_0 || Format == QuantFormat::q4_1) {
+        const __m128i q = load(block + (Format == QuantFormat::q4_0 ? 2 : 4));
         c0 = _mm_and_si128(q, low4);
         c1 = _mm_and_si128(_mm_srli_epi16(q, 4), low4);
+    } else if constexpr (Format == QuantFormat::q5_0 || Format == QuantFormat::q5_1) {
+        const std::uint8_t* high = block + (Format == QuantFormat::q5_0 ? 2 : 4);
+        const __m128i q = load(high + 4);
+        std::uint32_t bits;
+        std::memcpy(&bits, high, 4);
+        // bit i of 16 bits to 16 in byte i: each byte of the 16 bits copied into 8 lanes, tested
+        // against the lane's own bit
+        const __m128i sixteen = _mm_set1_epi8(0x10);
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+        const auto fifth = [&](std::uint32_t sixteen_bits) {  // the bits as a byte mask
+            return _mm_maskz_mov_epi8(__mmask16(sixteen_bits), sixteen);
+        };
+#else
+        const __m128i lane_bit = _mm_set_epi8(-128, 64, 32, 16, 8, 4, 2, 1, -128, 64, 32, 16, 8, 4, 2, 1);
+        const auto fifth = [&](std::uint32_t sixteen_bits) {
+            __m128i x = _mm_cvtsi32_si128(int(sixteen_bits));
+            x = _mm_unpacklo_epi8(x, x);   // b0 b0 b1 b1
+            x = _mm_unpacklo_epi16(x, x);  // b0 × 4, b1 × 4
+            x = _mm_unpacklo_epi32(x, x);  // b0 × 8, b1 × 8
+            return _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(x, lane_bit), lane_bit), sixteen);
+        };
+#endif
+        c0 = _mm_or_si128(_mm_and_si128(q, low4), fifth(bits & 0xFFFFu));
+        c1 = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(q, 4), low4), fifth(bits >> 16));
     } else if constexpr (Format == QuantFormat::q6_k) {
         const Index h = sub / 4, k = sub % 4;
         const std::uint8_t* low = block + 64 * h + 32 * (k % 2);
@@ -422,6 +488,12 @@ void with_format(QuantFormat format, F&& f) {
             return f(FormatTag<QuantFormat::q8_0>());
         case QuantFormat::q4_0:
             return f(FormatTag<QuantFormat::q4_0>());
+        case QuantFormat::q4_1:
+            return f(FormatTag<QuantFormat::q4_1>());
+        case QuantFormat::q5_0:
+            return f(FormatTag<QuantFormat::q5_0>());
+        case QuantFormat::q5_1:
+            return f(FormatTag<QuantFormat::q5_1>());
         case QuantFormat::q4_k:
             return f(FormatTag<QuantFormat::q4_k>());
         case QuantFormat::q5_k:
@@ -442,31 +514,234 @@ inline float partial_chunk(const std::uint8_t* w, Index c, Index inside, Index c
     return sum;
 }
 
+/// The factors of chunk `sub` of `block` for the streamed product: over the chunk's 32 values,
+/// Σ a_i w_i = scale[0] · Σ_{i<16} a_i v_i + scale[1] · Σ_{i≥16} a_i v_i + offset · Σ a_i, v_i the
+/// codes as integers. Where the format's offset is its scale times a whole bias (Q8_0, Q4_0,
+/// Q5_0, Q6_K), v_i = q_i − bias is signed and offset is 0; where it holds a min (Q4_1, Q5_1,
+/// Q4_K, Q5_K), v_i = u_i and offset is the min (m, or −dmin·m).
+struct ChunkFactors {
+    float scale[2];
+    float offset;
+};
+
+template <QuantFormat Format>
+EIGEN_ALWAYS_INLINE ChunkFactors chunk_factors(const std::uint8_t* block, Index sub) {
+    if constexpr (Format == QuantFormat::q6_k) {
+        const float d = half_at(block + 208);
+        const auto* scales = reinterpret_cast<const std::int8_t*>(block + 192);
+        const Index h = sub / 4, k = sub % 4;
+        return {{d * float(scales[8 * h + 2 * k]), d * float(scales[8 * h + 2 * k + 1])}, 0.0f};
+    } else if constexpr (Format == QuantFormat::q4_k || Format == QuantFormat::q5_k) {
+        const float d = half_at(block), dmin = half_at(block + 2);
+        const ScaleAndMin sm = k_scale_and_min(block + 4, std::size_t(sub));
+        const float scale = d * float(sm.scale);
+        return {{scale, scale}, -(dmin * float(sm.min))};
+    } else if constexpr (has_min(Format)) {  // Q4_1, Q5_1
+        const float d = half_at(block);
+        return {{d, d}, half_at(block + 2)};
+    } else {  // Q8_0, Q4_0, Q5_0
+        const float d = half_at(block);
+        return {{d, d}, 0.0f};
+    }
+}
+
+/// A K block's factors (chunk_factors) for each of its chunks, decoded once for the block's
+/// eight: Q4_K/Q5_K's scale and offset of sub-block s in scale[s], offset[s]; Q6_K's two scales
+/// of chunk s in scale[2s], scale[2s + 1].
+struct BlockFactors {
+    float scale[16];
+    float offset[8];
+};
+
+template <QuantFormat Format>
+EIGEN_ALWAYS_INLINE void block_factors(const std::uint8_t* block, BlockFactors& f) {
+    if constexpr (Format == QuantFormat::q6_k) {
+        const float d = half_at(block + 208);
+#if defined(ATTN_DETAIL_QUANTIZED_SSE2)
+        // sixteen signed bytes to four packets of 32-bit integers (each byte into the top of its
+        // lane, shifted down with its sign), as float, times d: the products scalar code gives
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 192));
+        const __m128i lo = _mm_unpacklo_epi8(b, b), hi = _mm_unpackhi_epi8(b, b);
+        const __m128 ds = _mm_set1_ps(d);
+        const auto widen = [&](__m128i words, bool high) {
+            return _mm_mul_ps(ds, _mm_cvtepi32_ps(_mm_srai_epi32(
+                                      high ? _mm_unpackhi_epi16(words, words) : _mm_unpacklo_epi16(words, words), 24)));
+        };
+        _mm_storeu_ps(f.scale, widen(lo, false));
+        _mm_storeu_ps(f.scale + 4, widen(lo, true));
+        _mm_storeu_ps(f.scale + 8, widen(hi, false));
+        _mm_storeu_ps(f.scale + 12, widen(hi, true));
+#else
+        const auto* scales = reinterpret_cast<const std::int8_t*>(block + 192);
+        for (int i = 0; i < 16; ++i) f.scale[i] = d * float(scales[i]);
+#endif
+    } else {
+        static_assert(Format == QuantFormat::q4_k || Format == QuantFormat::q5_k, "a K format with mins");
+        const float d = half_at(block), dmin = half_at(block + 2);
+        // the twelve bytes of 6-bit pairs (k_scale_and_min) into eight scales then eight mins, four at
+        // a time in 32-bit words (llama.cpp's unpacking; a little-endian host, as gguf.hpp requires)
+        constexpr std::uint32_t six = 0x3F3F3F3Fu, four = 0x0F0F0F0Fu, two = 0x03030303u;
+        std::uint32_t w[4];
+        std::memcpy(w, block + 4, 12);
+        w[3] = ((w[2] >> 4) & four) | (((w[1] >> 6) & two) << 4);  // mins 4 … 7
+        const std::uint32_t low_mins = w[1] & six;                 // mins 0 … 3
+        w[1] = (w[2] & four) | (((w[0] >> 6) & two) << 4);         // scales 4 … 7
+        w[2] = low_mins;
+        w[0] &= six;  // scales 0 … 3
+#if defined(ATTN_DETAIL_QUANTIZED_SSE2)
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w)), zero = _mm_setzero_si128();
+        const __m128i lo = _mm_unpacklo_epi8(b, zero), hi = _mm_unpackhi_epi8(b, zero);
+        const __m128 ds = _mm_set1_ps(d), ms = _mm_set1_ps(-dmin);  // −(dmin · m) = (−dmin) · m
+        _mm_storeu_ps(f.scale, _mm_mul_ps(ds, _mm_cvtepi32_ps(_mm_unpacklo_epi16(lo, zero))));
+        _mm_storeu_ps(f.scale + 4, _mm_mul_ps(ds, _mm_cvtepi32_ps(_mm_unpackhi_epi16(lo, zero))));
+        _mm_storeu_ps(f.offset, _mm_mul_ps(ms, _mm_cvtepi32_ps(_mm_unpacklo_epi16(hi, zero))));
+        _mm_storeu_ps(f.offset + 4, _mm_mul_ps(ms, _mm_cvtepi32_ps(_mm_unpackhi_epi16(hi, zero))));
+#else
+        std::uint8_t bytes[16];
+        std::memcpy(bytes, w, 16);
+        for (int s = 0; s < 8; ++s) {
+            f.scale[s] = d * float(bytes[s]);
+            f.offset[s] = -(dmin * float(bytes[8 + s]));
+        }
+#endif
+    }
+}
+
+/// The bias subtracted from a format's unsigned codes u to give its signed codes (Q8_0's u is
+/// q + 128), 0 where the codes stay unsigned (a format with a min).
+template <QuantFormat Format>
+inline constexpr int kCodeBias = Format == QuantFormat::q8_0   ? 128
+                                 : Format == QuantFormat::q4_0 ? 8
+                                 : Format == QuantFormat::q5_0 ? 16
+                                 : Format == QuantFormat::q6_k ? 32
+                                                               : 0;
+
+#if defined(ATTN_DETAIL_QUANTIZED_SSE2)
+/// Packet P of the 16 signed codes in c, as float.
+template <int P>
+EIGEN_ALWAYS_INLINE Packet widen_signed_codes(__m128i c) {
+#if defined(EIGEN_VECTORIZE_AVX512)
+    static_assert(P == 0, "one packet of 16 codes");
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(c));
+#elif defined(EIGEN_VECTORIZE_AVX2)
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(P == 0 ? c : _mm_srli_si128(c, 8)));
+#elif defined(EIGEN_VECTORIZE_AVX)
+    const __m128i eight = P == 0 ? c : _mm_srli_si128(c, 8);
+    const __m128i lo = _mm_cvtepi8_epi32(eight), hi = _mm_cvtepi8_epi32(_mm_srli_si128(eight, 4));
+    return _mm256_cvtepi32_ps(_mm256_insertf128_si256(_mm256_castsi128_si256(lo), hi, 1));
+#else
+    // each byte into the top of a 16-bit word, then of a 32-bit one, shifted down with its sign
+    const __m128i words = _mm_srai_epi16(P < 2 ? _mm_unpacklo_epi8(c, c) : _mm_unpackhi_epi8(c, c), 8);
+    return _mm_cvtepi32_ps(
+        _mm_srai_epi32(P % 2 == 0 ? _mm_unpacklo_epi16(words, words) : _mm_unpackhi_epi16(words, words), 16));
+#endif
+}
+
+template <bool Signed, int... P>
+EIGEN_ALWAYS_INLINE void widen_all(__m128i c, Packet* out, std::integer_sequence<int, P...>) {
+    if constexpr (Signed)
+        ((out[P] = widen_signed_codes<P>(c)), ...);
+    else
+        ((out[P] = widen_codes<P>(c)), ...);
+}
+#endif
+
+/// Chunk `sub` of `block`'s codes v (chunk_factors) as kChunkPackets float packets.
+template <QuantFormat Format>
+EIGEN_ALWAYS_INLINE void chunk_code_packets(const std::uint8_t* block, Index sub, Packet* v) {
+    constexpr int bias = kCodeBias<Format>;
+#if defined(ATTN_DETAIL_QUANTIZED_SSE2)
+    __m128i c0, c1;
+    if constexpr (Format == QuantFormat::q8_0) {  // the bytes are the signed codes
+        c0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
+        c1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 18));
+    } else {
+        chunk_codes<Format>(block, sub, c0, c1);
+        if constexpr (bias != 0) {
+            const __m128i b = _mm_set1_epi8(char(bias));
+            c0 = _mm_sub_epi8(c0, b);
+            c1 = _mm_sub_epi8(c1, b);
+        }
+    }
+    constexpr int half = kChunkPackets / 2;
+    widen_all<bias != 0>(c0, v, std::make_integer_sequence<int, half>());
+    widen_all<bias != 0>(c1, v + half, std::make_integer_sequence<int, half>());
+#else
+    alignas(64) std::uint8_t u[32];
+    alignas(64) float values[32];
+    chunk_codes<Format>(block, sub, u);
+    for (int i = 0; i < 32; ++i) values[i] = float(int(u[i]) - bias);
+    for (int p = 0; p < kChunkPackets; ++p) v[p] = Eigen::internal::pload<Packet>(values + p * kLanes);
+#endif
+}
+
 /// c(r, j) (+)= Σ_t a(r, t) · W(j, from + t), for Rows rows of a and Outs rows of W (ws), over
-/// the depth: whole chunks in registers, one packet accumulator per (r, j); a chunk the depth
-/// covers only in part in scalar code.
+/// the depth: whole chunks in registers, the codes' products with a summed per scale and then
+/// multiplied by it into one packet accumulator per (r, j) (and the offsets times a's sums into
+/// another, for a format with a min); a chunk the depth covers only in part in scalar code.
 template <QuantFormat Format, int Rows, int Outs>
-EIGEN_ALWAYS_INLINE void dot_rows(const std::uint8_t* const* ws, Index from, Index depth, const float* a, Index a_row,
-                                  float* c, Index c_row, bool accumulate) {
+EIGEN_ALWAYS_INLINE void dot_rows(const std::uint8_t* const* ws, const std::uint8_t* const* ahead, Index from,
+                                  Index depth, const float* a, Index a_row, float* c, Index c_row, bool accumulate) {
     namespace ei = Eigen::internal;
+    // bytes a chunk takes in a row, about (a K block's chunks are not whole bytes apart in Q6_K)
+    constexpr Index kChunkBytes = quant_block_bytes(Format) * kQuantChunk / quant_block_values(Format);
+    constexpr bool kMin = has_min(Format);
+    constexpr bool kOneScale = Format != QuantFormat::q6_k;  // one scale for the chunk's 32 values
+    constexpr int kHalf = kChunkPackets / 2;
     const Index end = from + depth;
     const Index first_chunk = (from + kQuantChunk - 1) / kQuantChunk, last_chunk = end / kQuantChunk;
-    Packet acc[Rows][Outs];
+    Packet acc[Rows][Outs], mins[Rows][Outs];
+    BlockFactors factors[is_k_format(Format) ? Outs : 1];  // the K blocks' of the chunks, per row of W
     for (int r = 0; r < Rows; ++r)
-        for (int j = 0; j < Outs; ++j) acc[r][j] = ei::pset1<Packet>(0.0f);
+        for (int j = 0; j < Outs; ++j) acc[r][j] = mins[r][j] = ei::pset1<Packet>(0.0f);
     for (Index ch = first_chunk; ch < last_chunk; ++ch) {
         const float* x = a + (ch * kQuantChunk - from);
+        Packet sums[Rows];  // a's chunk summed to one packet, for the offsets
+        if constexpr (kMin)
+            for (int r = 0; r < Rows; ++r) {
+                sums[r] = ei::ploadu<Packet>(x + r * a_row);
+                for (int p = 1; p < kChunkPackets; ++p)
+                    sums[r] = ei::padd(sums[r], ei::ploadu<Packet>(x + r * a_row + p * kLanes));
+            }
+        if constexpr (is_k_format(Format))
+            if (ch == first_chunk || ch % 8 == 0)
+                for (int j = 0; j < Outs; ++j)
+                    block_factors<Format>(ws[j] + (ch / 8) * quant_block_bytes(Format), factors[j]);
         for (int j = 0; j < Outs; ++j) {
-            Packet w[kChunkPackets];
-            chunk_packets<Format>(ws[j], ch, w);
-            for (int r = 0; r < Rows; ++r)
-                for (int p = 0; p < kChunkPackets; ++p)
-                    acc[r][j] = ei::pmadd(w[p], ei::ploadu<Packet>(x + r * a_row + p * kLanes), acc[r][j]);
+            prefetch(ahead[j] + ch * kChunkBytes);
+            Index sub = 0;
+            const std::uint8_t* block = chunk_block<Format>(ws[j], ch, sub);
+            ChunkFactors f;
+            if constexpr (Format == QuantFormat::q6_k)
+                f = {{factors[j].scale[2 * sub], factors[j].scale[2 * sub + 1]}, 0.0f};
+            else if constexpr (is_k_format(Format))
+                f = {{factors[j].scale[sub], factors[j].scale[sub]}, factors[j].offset[sub]};
+            else
+                f = chunk_factors<Format>(block, sub);
+            Packet v[kChunkPackets];
+            chunk_code_packets<Format>(block, sub, v);
+            for (int r = 0; r < Rows; ++r) {
+                const float* xr = x + r * a_row;
+                if constexpr (kOneScale) {
+                    Packet t = ei::pmul(v[0], ei::ploadu<Packet>(xr));
+                    for (int p = 1; p < kChunkPackets; ++p) t = ei::pmadd(v[p], ei::ploadu<Packet>(xr + p * kLanes), t);
+                    acc[r][j] = ei::pmadd(ei::pset1<Packet>(f.scale[0]), t, acc[r][j]);
+                } else {
+                    for (int g = 0; g < 2; ++g) {
+                        Packet t = ei::pmul(v[g * kHalf], ei::ploadu<Packet>(xr + g * kHalf * kLanes));
+                        for (int p = g * kHalf + 1; p < (g + 1) * kHalf; ++p)
+                            t = ei::pmadd(v[p], ei::ploadu<Packet>(xr + p * kLanes), t);
+                        acc[r][j] = ei::pmadd(ei::pset1<Packet>(f.scale[g]), t, acc[r][j]);
+                    }
+                }
+                if constexpr (kMin) mins[r][j] = ei::pmadd(ei::pset1<Packet>(f.offset), sums[r], mins[r][j]);
+            }
         }
     }
     for (int r = 0; r < Rows; ++r)
         for (int j = 0; j < Outs; ++j) {
             float sum = ei::predux(acc[r][j]);
+            if constexpr (kMin) sum += ei::predux(mins[r][j]);
             if (first_chunk > last_chunk) {  // the depth lies inside one chunk
                 sum += partial_chunk<Format>(ws[j], from / kQuantChunk, from % kQuantChunk, depth, a + r * a_row);
             } else {
@@ -488,15 +763,23 @@ void few_rows(const QuantizedMatrix& m, Index first_row, Index count, Index from
               Index a_row, float* c, Index c_row, bool accumulate) {
     constexpr int kOuts = 4;
     const std::uint8_t* ws[kOuts];
+    // the rows after these, prefetched while these are read: a row is a short stream (768 Q8_0
+    // values: 13 cache lines), too short for the hardware prefetchers to follow
+    const std::uint8_t* ahead[kOuts];
     Index j = 0;
     const auto rows_of_a = [&](auto outs) {
         constexpr int Outs = decltype(outs)::value;
-        for (int k = 0; k < Outs; ++k) ws[k] = m.row(first_row + j + k);
+        for (int k = 0; k < Outs; ++k) {
+            ws[k] = m.row(first_row + j + k);
+            ahead[k] = m.row(first_row + std::min(j + k + Outs, count - 1));
+        }
         Index r = 0;
         for (; r + 2 <= n; r += 2)
-            dot_rows<Format, 2, Outs>(ws, from, depth, a + r * a_row, a_row, c + r * c_row + j, c_row, accumulate);
+            dot_rows<Format, 2, Outs>(ws, ahead, from, depth, a + r * a_row, a_row, c + r * c_row + j, c_row,
+                                      accumulate);
         for (; r < n; ++r)
-            dot_rows<Format, 1, Outs>(ws, from, depth, a + r * a_row, a_row, c + r * c_row + j, c_row, accumulate);
+            dot_rows<Format, 1, Outs>(ws, ahead, from, depth, a + r * a_row, a_row, c + r * c_row + j, c_row,
+                                      accumulate);
     };
     for (; j + kOuts <= count; j += kOuts) rows_of_a(std::integral_constant<int, kOuts>());
     for (; j < count; ++j) rows_of_a(std::integral_constant<int, 1>());
