@@ -30,9 +30,12 @@
 // whole packets at a time, as the queries are. (With the output row-major, weights · values
 // broadcast one weight per query, and on AVX-512 it took a third longer than the scores for
 // the same multiply-adds.) The exact path's products and decoding's weights · values use
-// 6 rows × 4 packets (6 × 2 with 16 registers). The exponentials are vectorised: for float
-// the cephes polynomial Eigen uses, without the clamping that y = s − m ≤ 0 does not need
-// (on AVX-512 its 2ⁿ scaling and flush in two instructions); for double Eigen's exp.
+// 6 rows × 4 packets (6 × 2 with 16 registers). The exponentials are vectorised: the streaming
+// softmax's, for float, a cheaper one within 2.5e-7 of exp (exp_streamed: it exponentiates
+// every score); the exact path's the cephes polynomial Eigen uses, without the clamping that
+// y = s − m ≤ 0 does not need (on AVX-512 its 2ⁿ scaling and flush in two instructions); for
+// double Eigen's exp. A task's queries are transposed in and its outputs out by packet blocks,
+// and while a block's scores are computed its values and the next block's keys are prefetched.
 // Tasks are sorted longest first and handed out from a shared counter (causal rows late
 // in the sequence see more keys), so threads finish together; each task computes the
 // same numbers whichever thread runs it, so results do not depend on the thread count.
@@ -331,6 +334,45 @@ void weights_times_values(Index rows, const T* w, Index w_row, Index w_step, Ind
     }
 }
 
+/// dst(c, i) = src(i, c) for i < rows, c < cols (both row-major, rows src_row and dst_row
+/// apart): whole packets × packets blocks through registers (Eigen's ptranspose), the edges
+/// entry by entry. A task's queries go in this way and its outputs out: entry by entry, the
+/// two took 3–4 % of the kernel's time at 2,048 positions (docs/DESIGN.md).
+// (gcc warns that a packet's vector attributes are ignored as PacketBlock's template argument;
+// Eigen's own uses are in system headers, where it stays quiet)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wignored-attributes"
+#endif
+template <class T>
+void transpose(const T* src, Index src_row, Index rows, Index cols, T* dst, Index dst_row) {
+    using Packet = typename KernelTiling<T>::Packet;
+    constexpr int L = KernelTiling<T>::kLanes;
+    const Index whole_rows = L > 1 ? rows / L * L : 0, whole_cols = L > 1 ? cols / L * L : 0;
+    if constexpr (L > 1) {
+        for (Index i = 0; i < whole_rows; i += L)
+            for (Index c = 0; c < whole_cols; c += L) {
+                ei::PacketBlock<Packet, L> block;
+                for (int k = 0; k < L; ++k) block.packet[k] = ei::ploadu<Packet>(src + (i + k) * src_row + c);
+                ei::ptranspose(block);
+                for (int k = 0; k < L; ++k) ei::pstoreu(dst + (c + k) * dst_row + i, block.packet[k]);
+            }
+    }
+    for (Index i = 0; i < rows; ++i)
+        for (Index c = i < whole_rows ? whole_cols : 0; c < cols; ++c) dst[c * dst_row + i] = src[i * src_row + c];
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+/// Asks for the cache lines of `rows` rows of `count` numbers, `stride` apart.
+template <class T>
+EIGEN_ALWAYS_INLINE void prefetch_rows(const T* first, Index stride, Index rows, Index count) {
+    constexpr Index line = 64 / Index(sizeof(T));
+    for (Index r = 0; r < rows; ++r)
+        for (Index c = 0; c < count; c += line) prefetch(first + r * stride + c);
+}
+
 /// Largest of x[0 … count) (count a multiple of the packet size), NaN if any is NaN.
 template <class T>
 T row_max(const T* x, Index count) {
@@ -375,10 +417,11 @@ EIGEN_ALWAYS_INLINE Packet times_power_of_two(const Packet& p, const Packet& n, 
     return ei::pselect(ei::pcmp_lt(y, cutoff), zero, ei::pmul(p, scale));
 }
 
-/// exp(y) for y ≤ 0, exactly 0 below log(smallest normal) (−∞ included), NaN for NaN: the
-/// streaming softmax's exponential. For float packets a Cody–Waite reduction and the cephes
-/// polynomial Eigen uses, without Eigen's clamping (not needed for y ≤ 0, and it would hide a
-/// NaN, which must reach the row's sum to be reported); for other types Eigen's exp.
+/// exp(y) for y ≤ 0, exactly 0 below log(smallest normal) (−∞ included), NaN for NaN: the exact
+/// path's exponential (exp_of_difference; the streaming softmax takes exp_streamed). For float
+/// packets a Cody–Waite reduction and the cephes polynomial Eigen uses, without Eigen's clamping
+/// (not needed for y ≤ 0, and it would hide a NaN, which must reach the row's sum to be
+/// reported); for other types Eigen's exp.
 template <class Packet>
 EIGEN_ALWAYS_INLINE Packet exp_nonpositive(const Packet& y, const Packet& cutoff, const Packet& zero) {
     using Scalar = typename ei::unpacket_traits<Packet>::type;
@@ -396,6 +439,46 @@ EIGEN_ALWAYS_INLINE Packet exp_nonpositive(const Packet& y, const Packet& cutoff
         return times_power_of_two(p, n, y, cutoff, zero);
     } else {
         return flushed_exp(y, cutoff, zero);
+    }
+}
+
+/// exp(y) for y ≤ 0 as the streaming softmax takes it (online_softmax): exactly 0 below
+/// log(smallest normal) (−∞ included), NaN for NaN, exp(0) = 1, and elsewhere within 2.5e-7
+/// relative of the exact exponential for float (1.77e-7 measured on every float y with fused
+/// multiply-adds, 1.88e-7 without; tests/test_causal_kernel.cpp) — against exp_nonpositive's
+/// 1.2e-7, for 11 vector operations a packet instead of 15 (AVX-512), 13 instead of 18 (AVX2).
+/// The streaming softmax exponentiates every score, and its exponential was a tenth of the
+/// kernel's time (docs/DESIGN.md). Two savings:
+///  * n = round(y / ln 2) and 2ⁿ's exponent bits come from one multiply-add: y·log₂e + (1.5·2²³
+///    + 127) is rounded to an integer (floats there are 1 apart), whose low mantissa bits hold
+///    n + 127, so n is one subtraction away and 2ⁿ one shift (n ≥ −126 wherever the result is
+///    kept, so n + 127 fits the exponent field);
+///  * exp(r) on |r| ≤ ln 2 / 2 is 1 + r + c₂r² + … + c₅r⁵, Horner, the minimax polynomial of
+///    relative error 1.05e-7 with its first two coefficients 1 (exp(0) = 1 exactly), instead
+///    of cephes's degree 7 (3e-9, below float's rounding anyway).
+/// Other types (double) take exp_nonpositive.
+template <class Packet>
+EIGEN_ALWAYS_INLINE Packet exp_streamed(const Packet& y, const Packet& cutoff, const Packet& zero) {
+    using Scalar = typename ei::unpacket_traits<Packet>::type;
+    if constexpr (std::is_same_v<Scalar, float> && ei::unpacket_traits<Packet>::size > 1) {
+        const Packet magic = ei::pset1<Packet>(12583039.0f);  // 1.5·2²³ + 127
+        const Packet t = ei::pmadd(y, ei::pset1<Packet>(1.44269504088896341f), magic);
+        const Packet n = ei::psub(t, magic);                           // round(y / ln 2), exactly
+        Packet r = ei::pmadd(n, ei::pset1<Packet>(-0.693359375f), y);  // y − n·ln 2, in two parts
+        r = ei::pmadd(n, ei::pset1<Packet>(2.12194440e-4f), r);
+        Packet p = ei::pmadd(ei::pset1<Packet>(8.3125248658e-3f), r, ei::pset1<Packet>(4.1890113150e-2f));
+        p = ei::pmadd(p, r, ei::pset1<Packet>(1.6667114465e-1f));
+        p = ei::pmadd(p, r, ei::pset1<Packet>(4.9999231792e-1f));
+        p = ei::pmadd(p, r, ei::pset1<Packet>(1.0f));
+        p = ei::pmadd(p, r, ei::pset1<Packet>(1.0f));  // exp(r)
+#ifdef EIGEN_VECTORIZE_AVX512
+        if constexpr (ei::unpacket_traits<Packet>::size == 16) return times_power_of_two(p, n, y, cutoff, zero);
+#endif
+        using PacketI = typename ei::unpacket_traits<Packet>::integer_packet;
+        const Packet scale = ei::preinterpret<Packet>(ei::plogical_shift_left<23>(ei::preinterpret<PacketI>(t)));
+        return ei::pandnot(ei::pmul(p, scale), ei::pcmp_lt(y, cutoff));  // 2ⁿ: n + 127 into the exponent
+    } else {
+        return exp_nonpositive(y, cutoff, zero);
     }
 }
 
@@ -559,7 +642,7 @@ void online_softmax(T* s, Index stride, Index count, T* m, T* l, T* factor, T* e
         // nothing either, as a window's first block may: m_new = −∞, and −∞ − −∞ is NaN)
         moved[p] = ei::psub(old_m, new_m);
         ei::pstoreu(factor + p * L,
-                    ei::pselect(ei::pcmp_eq(old_m, minus_inf), zero, exp_nonpositive(moved[p], cutoff, zero)));
+                    ei::pselect(ei::pcmp_eq(old_m, minus_inf), zero, exp_streamed(moved[p], cutoff, zero)));
         // shift by m_new, or by 0 while every score so far is −∞ (their weights stay 0)
         shift[p] = ei::pselect(ei::pcmp_eq(new_m, minus_inf), zero, new_m);
         ei::pstoreu(m + p * L, new_m);
@@ -571,7 +654,7 @@ void online_softmax(T* s, Index stride, Index count, T* m, T* l, T* factor, T* e
             for (int p = 0; p < P; ++p) {
                 T* x = s + j * stride + p * L;
                 const Packet y = ei::psub(ei::ploadu<Packet>(x), shift[p]);
-                const Packet w = exp_nonpositive(y, cutoff, zero);
+                const Packet w = exp_streamed(y, cutoff, zero);
                 ei::pstoreu(x, w);
                 sum[p] = ei::padd(sum[p], w);
                 // where w is 0, y may be −∞: clamped, 0·y stays 0
@@ -584,7 +667,7 @@ void online_softmax(T* s, Index stride, Index count, T* m, T* l, T* factor, T* e
             for (int p = 0; p < P; ++p) {
                 T* x = s + j * stride + p * L;
                 const Packet y = ei::psub(ei::ploadu<Packet>(x), shift[p]);
-                const Packet w = exp_nonpositive(y, cutoff, zero);
+                const Packet w = exp_streamed(y, cutoff, zero);
                 ei::pstoreu(x, w);
                 sum[p] = ei::padd(sum[p], w);
                 if constexpr (Entropy) plogp[p] = ei::pmadd(w, ei::pmax(y, cutoff), plogp[p]);
@@ -725,6 +808,30 @@ void finish_output(const FusedProblem<T>& problem, Index h, Index i, const T* o,
     for (Index c = 0; c < problem.value_size; ++c) out[c] = o[c * o_step] * inverse;
 }
 
+/// Head h's output rows i0 … i0 + rows − 1 from their unnormalised sums oᵀ (dv × rows, row stride
+/// o_row, scaled in place) and weight totals l, as finish_output gives them (the same products
+/// o · (1 / l)): oᵀ's columns scaled by 1 / l a packet of rows at a time, then transposed into
+/// place. inverse: room for `rows` numbers, rounded up to whole packets.
+template <class T>
+void finish_outputs(const FusedProblem<T>& problem, Index h, Index i0, Index rows, T* ot, Index o_row, const T* l,
+                    T* inverse) {
+    using Packet = typename KernelTiling<T>::Packet;
+    constexpr Index L = KernelTiling<T>::kLanes;
+    const Index dv = problem.value_size, padded = round_up(rows, L);
+    for (Index i = 0; i < padded; ++i) inverse[i] = i < rows && l[i] != T(0) ? T(1) / l[i] : T(0);
+    for (Index c = 0; c < dv; ++c)
+        for (Index i = 0; i < padded; i += L)
+            ei::pstoreu(ot + c * o_row + i,
+                        ei::pmul(ei::ploadu<Packet>(ot + c * o_row + i), ei::ploadu<Packet>(inverse + i)));
+    transpose(ot, o_row, dv, rows, problem.output_row(h, i0),
+              problem.output_row_stride != 0 ? problem.output_row_stride : dv);
+    for (Index i = 0; i < rows; ++i)
+        if (l[i] == T(0)) {  // every visible score was −∞: a zero output, as softmax_rows gives
+            T* out = problem.output_row(h, i0 + i);
+            std::fill(out, out + dv, T(0));
+        }
+}
+
 /// A kept row of weights from its scores: exp(score − largest) / total for the visible keys
 /// first … visible − 1, exactly 0 for the rest of the row's `keys` (decode_task's, once a row's
 /// largest score and total are final).
@@ -847,9 +954,8 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
         // stages the (rows × d) queries: it is not needed yet.
         T* rows_first = scratch.output.data();
         kernel::load_queries(problem, h, i0, i1, rows_first);
-        Eigen::Map<RowMajorMatrix<T>> transposed(qt, d, width);
-        transposed.leftCols(rows) = Eigen::Map<const RowMajorMatrix<T>>(rows_first, rows, d).transpose();
-        transposed.middleCols(rows, chunks * chunk - rows).setZero();
+        kernel::transpose(rows_first, d, rows, d, qt, width);
+        Eigen::Map<RowMajorMatrix<T>>(qt, d, width).middleCols(rows, chunks * chunk - rows).setZero();
     }
     std::fill(m, m + width, minus_infinity);
     std::fill(l, l + width, T(0));
@@ -876,9 +982,21 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
             const T* keys = head.keys.data + lo * head.keys.stride;
             const int packets = int((c_rows + lanes - 1) / lanes);  // short sequences: fewer packets
             // scoresᵀ(j, i) = keys(j) · queries(i), tile by tile
-            for (Index j = 0; j < count; j += tile_keys)
+            for (Index j = 0; j < count; j += tile_keys) {
                 ScoreTiles::run(int(std::min(tile_keys, count - j)), packets, keys + j * head.keys.stride,
                                 head.keys.stride, 1, qt + c0, width, d, st + j * width + c0, width, false);
+                // A share of what comes next, asked for while the tiles compute: this block's values
+                // (read by weights · values below, one cache line per key and tile of value columns)
+                // and the next block's keys. A head's keys and values do not fit in L2 beside the
+                // others' (1 MiB each at 2,048 positions), so each block's come from L3.
+                const Index tile = std::min(tile_keys, count - j);
+                if (ch == 0 && problem.outputs)
+                    kernel::prefetch_rows(head.values.data + (lo + j) * head.values.stride, head.values.stride, tile,
+                                          dv);
+                if (ch == chunks - 1 && lo + count + j < end)
+                    kernel::prefetch_rows(head.keys.data + (lo + count + j) * head.keys.stride, head.keys.stride,
+                                          std::min(tile, end - (lo + count + j)), d);
+            }
             if (problem.score_cap > T(0))  // before the masks, as the chapter's steps do it
                 for (Index j = 0; j < count; ++j)
                     kernel::soft_cap(st + j * width + c0, packets * lanes, problem.score_cap);
@@ -918,8 +1036,8 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
         if (!std::isfinite(l[i])) problem.bad_scores(h, i0 + i);
         if (problem.log_sum_exp) problem.log_sum_exp_at(h, i0 + i) = kernel::log_sum_exp(m[i], l[i]);
         if (statistics) kernel::finish_sight(*statistics, sums, width, i, l[i], h, i0 + i);
-        if (problem.outputs) kernel::finish_output(problem, h, i0 + i, ot + i, width, l[i]);
     }
+    if (problem.outputs) kernel::finish_outputs(problem, h, i0, rows, ot, width, l, alpha);
 }
 
 /// s(r, j) = q(r) · key(j) for R query rows and `count` keys (row stride key_stride), into s
