@@ -246,16 +246,7 @@ def agreement(hf_dir, gguf, dtype, llama, attn_logits, attn_weights):
                   "--tokens", listed]
     reference = run_json(torch_peer + ["--float64"], "PyTorch float64")["logits"]
     systems = {"pytorch-eager float32": run_json(torch_peer, "PyTorch float32")["logits"]}
-    for name, flags in LLAMA_VARIANTS.items():
-        command = [str(llama.harness), "--backends", str(llama.backends), "--model", str(gguf), "--threads", "2",
-                   *flags, "logits", "--tokens", listed]
-        systems[name] = run_json(command, name)["logits"]
-    if attn_logits:
-        for weights in attn_weights:
-            command = shlex.split(attn_logits.format(model=hf_dir, hf_dir=hf_dir, gguf=gguf, tokens=listed,
-                                                     weights=weights))
-            systems[attn_name(weights)] = run_json(command, "attn logits")["logits"]
-    shared_reference = ROOT / "tools" / "hf_reference.py"
+    systems.update(peer_logits(hf_dir, gguf, hf_dir, listed, llama, attn_logits, attn_weights))
     shared_reference = ROOT / "tools" / "references" / "hf_reference.py"
     if shared_reference.is_file():  # the loader tests' float64 reference, written independently
         sys.path.insert(0, str(shared_reference.parent))
@@ -274,6 +265,23 @@ def agreement(hf_dir, gguf, dtype, llama, attn_logits, attn_weights):
     return result
 
 
+def peer_logits(hf_dir, gguf, attn_model, listed, llama, attn_logits, attn_weights, quantized=False):
+    """{system: last-position logits} of llama.cpp in both configurations (on gguf) and of attn in each
+    weight storage (on attn_model: the checkpoint directory, or the quantized file itself), for the
+    comma-separated token ids `listed`."""
+    systems = {}
+    for name, flags in LLAMA_VARIANTS.items():
+        command = [str(llama.harness), "--backends", str(llama.backends), "--model", str(gguf), "--threads", "2",
+                   *flags, "logits", "--tokens", listed]
+        systems[name] = run_json(command, name)["logits"]
+    if attn_logits:
+        for weights in attn_weights:
+            command = shlex.split(attn_logits.format(model=attn_model, hf_dir=hf_dir, gguf=gguf, tokens=listed,
+                                                     weights=weights))
+            systems[attn_name(weights, quantized)] = run_json(command, "attn logits")["logits"]
+    return systems
+
+
 def quantized_tolerance(system):
     """A quantized file's agreement tolerance: attn's products are float on the file's dequantized weights
     (F32's tolerance); llama.cpp's round the activations to 8 bits."""
@@ -289,16 +297,7 @@ def quantized_agreement(hf_dir, gguf, llama, attn_logits, attn_weights):
     config = json.loads((hf_dir / "config.json").read_text(encoding="utf-8"))
     tokens = prompt_tokens(config["vocab_size"])
     listed = ",".join(map(str, tokens))
-    systems = {}
-    for name, flags in LLAMA_VARIANTS.items():
-        command = [str(llama.harness), "--backends", str(llama.backends), "--model", str(gguf), "--threads", "2",
-                   *flags, "logits", "--tokens", listed]
-        systems[name] = run_json(command, name)["logits"]
-    if attn_logits:
-        for weights in attn_weights:
-            command = shlex.split(attn_logits.format(model=gguf, hf_dir=hf_dir, gguf=gguf, tokens=listed,
-                                                     weights=weights))
-            systems[attn_name(weights, quantized=True)] = run_json(command, "attn logits")["logits"]
+    systems = peer_logits(hf_dir, gguf, gguf, listed, llama, attn_logits, attn_weights, quantized=True)
     gguf_module = hf_to_gguf.load_gguf(llama.source / "gguf-py")
     with tempfile.TemporaryDirectory() as scratch:
         dequantized = Path(scratch) / "dequantized"
