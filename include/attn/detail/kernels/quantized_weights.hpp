@@ -35,8 +35,9 @@
 // Products, c (n × count) (+)= a (n × depth) · Wᵀ for rows first … first + count − 1 of W and
 // its columns from … from + depth − 1 (multiply_quantized):
 //   - up to kStreamedRows rows of a (a decoding step): each row of W is streamed once, four rows
-//     at a time, the next four prefetched (a row of 768 values is 7–13 cache lines, too short a
-//     stream for the hardware prefetchers: Q8_0 read at 5.5 GB/s without, 8–13 with). A chunk's
+//     at a time (Q8_0: one, bound by the memory rather than its decoding), the rows four ahead
+//     prefetched (a row of 768 values is 7–13 cache lines, too short a stream for the hardware
+//     prefetchers: Q8_0 read at 5.5 GB/s without, 14–17 with, one row at a time). A chunk's
 //     codes are widened to float as integers v (chunk_factors: signed q − bias where the
 //     format's offset is a whole multiple of its scale, so that it drops out), their products
 //     with a summed per scale and that sum multiplied by the scale into one float packet
@@ -757,21 +758,32 @@ EIGEN_ALWAYS_INLINE void dot_rows(const std::uint8_t* const* ws, const std::uint
         }
 }
 
-/// The few-rows product on rows of one format: four rows of W at a time, then one.
+/// The few-rows product on rows of one format, rows of W one or four at a time (kOuts), all in
+/// one run.
 template <QuantFormat Format>
 void few_rows(const QuantizedMatrix& m, Index first_row, Index count, Index from, Index depth, Index n, const float* a,
               Index a_row, float* c, Index c_row, bool accumulate) {
-    constexpr int kOuts = 4;
+    // Rows of W read side by side. The formats of 4 and 5 bits and the K formats are bound by
+    // their decoding (12–17 G weights/s from L3 or DRAM alike, AMD Zen 4): four rows share each
+    // chunk of a and its sums. Q8_0 decodes faster than one core reads it, so it is bound by
+    // the memory, and four interleaved short streams kept about half of it waiting (7.5–13
+    // GB/s from DRAM against 14–17 with one row at a time: the matrix is then read in order).
+    constexpr int kOuts = Format == QuantFormat::q8_0 ? 1 : 4;
+    // the rows kAhead after these are prefetched while these are read: a row is a short stream
+    // (768 Q8_0 values: 13 cache lines), too short for the hardware prefetchers to follow
+    constexpr Index kAhead = 4;
     const std::uint8_t* ws[kOuts];
-    // the rows after these, prefetched while these are read: a row is a short stream (768 Q8_0
-    // values: 13 cache lines), too short for the hardware prefetchers to follow
     const std::uint8_t* ahead[kOuts];
+    // the rows lie in one run, row_bytes apart
+    const std::uint8_t* const first = m.row(first_row);
+    const std::size_t row_bytes = m.run_of(first_row).row_bytes;
+    const auto row = [&](Index i) { return first + std::size_t(i) * row_bytes; };
     Index j = 0;
     const auto rows_of_a = [&](auto outs) {
         constexpr int Outs = decltype(outs)::value;
         for (int k = 0; k < Outs; ++k) {
-            ws[k] = m.row(first_row + j + k);
-            ahead[k] = m.row(first_row + std::min(j + k + Outs, count - 1));
+            ws[k] = row(j + k);
+            ahead[k] = row(std::min(j + k + kAhead, count - 1));
         }
         Index r = 0;
         for (; r + 2 <= n; r += 2)
