@@ -11,6 +11,7 @@
 #include <attn/model/reference_forward.hpp>
 #include <attn/threads.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -47,11 +48,12 @@ bool same_bits(const A& a, const B& b) {
 
 /// A (rows × cols) matrix of random numbers of `format`, as the 16-bit bits and widened to float
 /// by arithmetic written here (sign × mantissa × 2^exponent), not by the library's conversions.
-HalfMatrix random_half(Index rows, Index cols, HalfFormat format, unsigned seed) {
+/// (row_major: the same numbers row by row, as a checkpoint holds them.)
+HalfMatrix random_half(Index rows, Index cols, HalfFormat format, unsigned seed,
+                       std::vector<std::uint16_t>* row_major = nullptr) {
     std::mt19937 engine(seed);
-    HalfMatrix m{format, rows, cols, {}};
-    m.bits.resize(std::size_t(rows * cols));
-    for (std::uint16_t& bits : m.bits) {
+    std::vector<std::uint16_t> numbers(std::size_t(rows * cols));
+    for (std::uint16_t& bits : numbers) {
         // finite numbers around 1 (and a few subnormals in F16): sign, exponent, mantissa
         const std::uint32_t sign = engine() & 1u;
         if (format == HalfFormat::bfloat16) {
@@ -62,7 +64,8 @@ HalfMatrix random_half(Index rows, Index cols, HalfFormat format, unsigned seed)
             bits = std::uint16_t(sign << 15 | exponent << 10 | (engine() & 0x3FFu));
         }
     }
-    return m;
+    if (row_major) *row_major = numbers;
+    return HalfMatrix::packed(format, rows, cols, numbers.data());
 }
 
 double independent_value(std::uint16_t bits, HalfFormat format) {
@@ -106,46 +109,75 @@ TEST_CASE("16-bit weights: every BF16 and F16 number widens to float and narrows
 
 TEST_CASE("16-bit weights: products on BF16 and F16 weights have the bits of the float products") {
     const Index lanes = attn::detail::RegisterTile<float>::kLanes;
+    const Index panel = HalfMatrix::kPanel;
     for (HalfFormat format : {HalfFormat::bfloat16, HalfFormat::float16})
         for (Index rows : {Index(1), Index(2), Index(3), Index(7), Index(50)})
             for (Index depth : {Index(0), Index(1), Index(19), Index(300)})
-                for (Index cols : {Index(1), lanes - 1, lanes, 3 * lanes + 5, Index(200)}) {
-                    CAPTURE(attn::detail::half_format_name(format));
-                    CAPTURE(rows);
-                    CAPTURE(depth);
-                    CAPTURE(cols);
-                    const unsigned seed = unsigned(rows * 1000003 + depth * 1009 + cols);
-                    const attn::Matrix<float> a = attn::test::random_matrix<float>(rows, depth, seed);
-                    const HalfMatrix w = random_half(depth, cols + 7, format, seed + 1);
-                    const attn::Matrix<float> widened = w.widened();
-                    // the same product on a block of columns past the first, as a column share reads it
-                    const auto w_block = WeightRows<float>::of(w).middleCols(3, cols);
-                    // (with no depth there is no storage to offset into: Eigen's block starts at 0)
-                    const auto float_block = widened.middleCols(depth == 0 ? 0 : 3, cols);
-                    for (bool accumulate : {false, true}) {
-                        CAPTURE(accumulate);
-                        const attn::Matrix<float> start = attn::test::random_matrix<float>(rows, cols, seed + 2);
-                        attn::Matrix<float> from_half = start, from_float = start;
-                        attn::detail::multiply_rows(a, w_block, from_half, accumulate);
-                        attn::detail::multiply_rows(a, float_block, from_float, accumulate);
-                        REQUIRE(same_bits(from_half, from_float));
-                        // and what it is: a · w in double from the bits, written independently
-                        double worst = 0.0;
-                        for (Index r = 0; r < rows; ++r)
-                            for (Index c = 0; c < cols; ++c) {
-                                double sum = accumulate ? double(start(r, c)) : 0.0, scale = std::abs(sum);
-                                for (Index t = 0; t < depth; ++t) {
-                                    const double term =
-                                        double(a(r, t)) *
-                                        independent_value(w.bits[std::size_t(t * w.cols + 3 + c)], format);
-                                    sum += term;
-                                    scale += std::abs(term);
+                for (Index cols : {Index(1), lanes - 1, lanes, 3 * lanes + 5, Index(200)})
+                    // the block's first column: a panel's first, a packet's inside a panel, and one
+                    // inside a packet (its packets straddle the panels' edges)
+                    for (Index offset : {Index(0), panel - lanes, Index(3)}) {
+                        CAPTURE(attn::detail::half_format_name(format));
+                        CAPTURE(rows);
+                        CAPTURE(depth);
+                        CAPTURE(cols);
+                        CAPTURE(offset);
+                        const unsigned seed = unsigned(rows * 1000003 + depth * 1009 + cols + offset * 7);
+                        const attn::Matrix<float> a = attn::test::random_matrix<float>(rows, depth, seed);
+                        const Index width = offset + cols + 7;
+                        std::vector<std::uint16_t> numbers;
+                        const HalfMatrix w = random_half(depth, width, format, seed + 1, &numbers);
+                        const attn::Matrix<float> widened = w.widened();
+                        // the same product on a block of columns, as a column share reads it
+                        const auto w_block = WeightRows<float>::of(w).middleCols(offset, cols);
+                        // (with no depth there is no storage to offset into: Eigen's block starts at 0)
+                        const auto float_block = widened.middleCols(depth == 0 ? 0 : offset, cols);
+                        for (bool accumulate : {false, true}) {
+                            CAPTURE(accumulate);
+                            const attn::Matrix<float> start = attn::test::random_matrix<float>(rows, cols, seed + 2);
+                            attn::Matrix<float> from_half = start, from_float = start;
+                            attn::detail::multiply_rows(a, w_block, from_half, accumulate);
+                            attn::detail::multiply_rows(a, float_block, from_float, accumulate);
+                            REQUIRE(same_bits(from_half, from_float));
+                            // and what it is: a · w in double from the row-major bits, written independently
+                            double worst = 0.0;
+                            for (Index r = 0; r < rows; ++r)
+                                for (Index c = 0; c < cols; ++c) {
+                                    double sum = accumulate ? double(start(r, c)) : 0.0, scale = std::abs(sum);
+                                    for (Index t = 0; t < depth; ++t) {
+                                        const double term =
+                                            double(a(r, t)) *
+                                            independent_value(numbers[std::size_t(t * width + offset + c)], format);
+                                        sum += term;
+                                        scale += std::abs(term);
+                                    }
+                                    worst = std::max(worst, std::abs(double(from_half(r, c)) - sum) / (scale + 1e-30));
                                 }
-                                worst = std::max(worst, std::abs(double(from_half(r, c)) - sum) / (scale + 1e-30));
-                            }
-                        CHECK(worst < 1e-5);
+                            CHECK(worst < 1e-5);
+                        }
                     }
-                }
+}
+
+TEST_CASE("16-bit weights: a matrix in panels holds the row-major numbers it was packed from") {
+    for (Index cols : {Index(1), HalfMatrix::kPanel, HalfMatrix::kPanel + 1, Index(200)}) {
+        CAPTURE(cols);
+        std::vector<std::uint16_t> numbers;
+        const HalfMatrix w = random_half(13, cols, HalfFormat::bfloat16, unsigned(cols), &numbers);
+        REQUIRE(w.bits.size() == numbers.size());
+        const attn::Matrix<float> widened = w.widened();
+        for (Index r = 0; r < 13; ++r)
+            for (Index c = 0; c < cols; ++c) {
+                REQUIRE(*w.at(r, c) == numbers[std::size_t(r * cols + c)]);
+                REQUIRE(bits_of(widened(r, c)) ==
+                        bits_of(attn::detail::bfloat16_to_float(numbers[std::size_t(r * cols + c)])));
+            }
+        // narrowing the widened matrix packs the same bits
+        CHECK(HalfMatrix::narrowed(widened, HalfFormat::bfloat16).bits == w.bits);
+        // panel by panel: columns 64p … of row r follow row r − 1's in the panel
+        if (cols > HalfMatrix::kPanel)
+            CHECK(w.at(1, HalfMatrix::kPanel) ==
+                  w.at(0, HalfMatrix::kPanel) + std::min(HalfMatrix::kPanel, cols - HalfMatrix::kPanel));
+    }
 }
 
 TEST_CASE("16-bit weights: a rows block of 16-bit weights (a head's rows of Wo) is that block's product") {

@@ -6,12 +6,18 @@
 // multiply-add chains as the float kernel (tiles.hpp): both widenings are exact, so a product
 // on 16-bit weights has the bits of the float product on the same weights converted.
 //
+// The numbers are packed at load in panels of 64 columns (HalfMatrix), so that a decoding
+// step reads each panel as one run of memory in order, c's columns in registers, and a
+// thread's share of the columns is whole runs (stream_panels); a prefill's tiles copy blocks
+// of the panels as they copied blocks of rows (multiply_many_rows_from on HalfPanels).
+//
 // Vector widths follow Eigen's float packet (AVX-512: 16 lanes, AVX2: 8, SSE2: 4), as the
 // float kernel's do; elsewhere, and for F16 without F16C, a packet is widened one number at a
 // time into memory first.
 
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
@@ -122,16 +128,35 @@ struct HalfRows {
     const void* address(Index t, Index col) const { return data + t * row + col; }
 };
 
-/// A weight matrix (rows × cols) kept as 16-bit numbers, row-major.
+/// A weight matrix (rows × cols) kept as 16-bit numbers, in panels of kPanel columns: panel p
+/// holds columns kPanel·p … kPanel·p + kPanel − 1 (fewer in the last), row after row, and the
+/// panels follow each other. A decoding step reads a panel as one run of memory in order, with
+/// its columns of c in registers for the whole depth (stream_panels); a row-major matrix read
+/// the same way is as many short streams as rows of b read side by side, which the hardware
+/// prefetchers follow badly, and a thread's share of the columns is a strided one (docs/DESIGN.md
+/// has the measurements). A prefill's tiles copy blocks of a panel, as they copied blocks of
+/// rows. Entries are reached through index() and operator(), never by a row-major offset.
 struct HalfMatrix {
+    /// Columns per panel: 128 bytes a row, two cache lines, four AVX-512 packets of float.
+    static constexpr Index kPanel = 64;
+
     HalfFormat format = HalfFormat::bfloat16;
     Index rows = 0, cols = 0;
-    std::vector<std::uint16_t, HugePagesInside<std::uint16_t>> bits;  ///< rows · cols, row by row
+    std::vector<std::uint16_t, HugePagesInside<std::uint16_t>> bits;  ///< rows · cols, panel by panel
 
     Index size() const { return rows * cols; }
+    /// Columns in the panel that holds column c.
+    Index panel_width(Index c) const { return std::min(kPanel, cols - c / kPanel * kPanel); }
+    /// Where entry (r, c) is in bits.
+    std::size_t index(Index r, Index c) const {
+        const Index panel = c / kPanel;
+        return std::size_t(panel * kPanel * rows + r * panel_width(c) + c % kPanel);
+    }
+    /// Entry (r, c) as stored.
+    const std::uint16_t* at(Index r, Index c) const { return bits.data() + index(r, c); }
     /// Entry (r, c) widened to float.
     float operator()(Index r, Index c) const {
-        const std::uint16_t b = bits[std::size_t(r * cols + c)];
+        const std::uint16_t b = *at(r, c);
         return format == HalfFormat::bfloat16 ? bfloat16_to_float(b) : half_to_float(b);
     }
     /// The float matrix (rows × cols) these numbers are, exactly.
@@ -141,18 +166,188 @@ struct HalfMatrix {
             for (Index c = 0; c < cols; ++c) out(r, c) = (*this)(r, c);
         return out;
     }
+    /// The matrix of 16-bit numbers given row by row (rows · cols of them at row_major), packed.
+    static HalfMatrix packed(HalfFormat format, Index rows, Index cols, const std::uint16_t* row_major) {
+        HalfMatrix out{format, rows, cols, {}};
+        out.bits.resize(std::size_t(rows * cols));
+        for (Index first = 0; first < cols; first += kPanel) {
+            const Index width = std::min(kPanel, cols - first);
+            std::uint16_t* panel = out.bits.data() + first * rows;
+            for (Index r = 0; r < rows; ++r) std::copy_n(row_major + r * cols + first, width, panel + r * width);
+        }
+        return out;
+    }
     /// A float matrix whose every entry is a number of `format` (as read from such a tensor),
     /// kept in 16 bits, exactly.
     static HalfMatrix narrowed(const RowMajorMatrix<float>& values, HalfFormat format) {
         HalfMatrix out{format, values.rows(), values.cols(), {}};
         out.bits.resize(std::size_t(values.size()));
-        const float* from = values.data();
-        for (std::size_t i = 0; i < out.bits.size(); ++i)
-            out.bits[i] =
-                format == HalfFormat::bfloat16 ? float_to_bfloat16_exact(from[i]) : float_to_half_exact(from[i]);
+        for (Index r = 0; r < out.rows; ++r)
+            for (Index c = 0; c < out.cols; ++c) {
+                const float v = values(r, c);
+                out.bits[out.index(r, c)] =
+                    format == HalfFormat::bfloat16 ? float_to_bfloat16_exact(v) : float_to_half_exact(v);
+            }
         return out;
     }
 };
+
+/// b of a product as a block of a HalfMatrix, (depth × cols) from its entry (first_row,
+/// first_col), read by multiply_rows_from (tiles.hpp) as float: copied, widened, into the
+/// panels its tiles pack.
+template <HalfFormat Format>
+struct HalfPanels {
+    using Scalar = float;
+    static constexpr bool kInPlace = false;
+    static constexpr Index kLineEntries = 32;
+    static constexpr bool kStreamPrefetch = true;
+
+    const HalfMatrix* matrix = nullptr;
+    Index first_row = 0, first_col = 0;
+    Index row = HalfMatrix::kPanel;  ///< (multiply_rows_from's test for rows 4 KiB apart: never, packed)
+
+    float value(Index t, Index col) const { return widen<Format>(*matrix->at(first_row + t, first_col + col)); }
+    void copy(Index t, Index col, Index count, float* out) const {
+        constexpr Index L = RegisterTile<float>::kLanes;
+        Index i = 0;
+        while (i < count) {  // a run inside one panel at a time
+            const Index c = first_col + col + i;
+            const Index run = std::min(count - i, HalfMatrix::kPanel - c % HalfMatrix::kPanel);
+            const std::uint16_t* from = matrix->at(first_row + t, c);
+            Index k = 0;
+            for (; k + L <= run; k += L) Eigen::internal::pstoreu(out + i + k, widen_packet<Format>(from + k));
+            for (; k < run; ++k) out[i + k] = widen<Format>(from[k]);
+            i += run;
+        }
+    }
+    const void* address(Index t, Index col) const { return matrix->at(first_row + t, first_col + col); }
+};
+
+namespace kernel {
+
+/// c(r, j …) (+)= Σ_t a(r, t) · b(t, j …) for Packets packets of columns that lie in one panel,
+/// from `panel` (that panel's entry at row 0 and the first of these columns, panel_row apart):
+/// c's packets stay in registers for the whole depth, and the panel is read once, in order,
+/// its rows kAhead ahead prefetched. Each entry is one fused multiply-add chain over the depth
+/// in order, from c (accumulate) or 0: the bits of stream_rows's.
+template <HalfFormat Format, int Rows, int Packets>
+EIGEN_ALWAYS_INLINE void stream_panel(Index depth, const float* a, Index a_row, const std::uint16_t* panel,
+                                      Index panel_row, float* c, Index c_row, bool accumulate) {
+    using Packet = typename RegisterTile<float>::Packet;
+    constexpr Index L = RegisterTile<float>::kLanes;
+    constexpr Index kAhead = 8;  // rows of the panel: 1 KiB ahead for a whole BF16 panel
+    Packet acc[Rows][Packets];
+    for (int r = 0; r < Rows; ++r)
+        for (int p = 0; p < Packets; ++p)
+            acc[r][p] = accumulate ? ei::ploadu<Packet>(c + r * c_row + p * L) : ei::pset1<Packet>(0.0f);
+    const Index bytes = Packets * L * Index(sizeof(std::uint16_t));
+    for (Index t = 0; t < depth; ++t) {
+        const std::uint16_t* row = panel + t * panel_row;
+        if (t + kAhead < depth)
+            for (Index line = 0; line < bytes; line += 64)
+                prefetch(reinterpret_cast<const char*>(row + kAhead * panel_row) + line);
+        Packet w[Packets];
+        for (int p = 0; p < Packets; ++p) w[p] = widen_packet<Format>(row + p * L);
+        for (int r = 0; r < Rows; ++r) {
+            const Packet y = ei::pset1<Packet>(a[r * a_row + t]);
+            for (int p = 0; p < Packets; ++p) acc[r][p] = ei::pmadd(y, w[p], acc[r][p]);
+        }
+    }
+    for (int r = 0; r < Rows; ++r)
+        for (int p = 0; p < Packets; ++p) ei::pstoreu(c + r * c_row + p * L, acc[r][p]);
+}
+
+}  // namespace kernel
+
+/// Calls f(std::integral_constant<int, n>()) for n = min(count, Most) ≥ 1: a count of packets
+/// as a compile-time one.
+template <int Most, class F>
+EIGEN_ALWAYS_INLINE void with_packet_count(Index count, F&& f) {
+    if constexpr (Most > 1)
+        if (count < Most) return with_packet_count<Most - 1>(count, f);
+    f(std::integral_constant<int, Most>());
+}
+
+/// multiply_rows for 1 … kStreamedRows rows on a block of a HalfMatrix (b: depth × cols from
+/// its entry (first_row, first_col)): panel by panel, each read once in order with its
+/// columns of c in registers (kernel::stream_panel): a whole panel's row at a time where the
+/// registers hold it (one row of a, up to eight packets), else four packets. A packet that
+/// would straddle two panels (a block starting inside a packet's width of a panel's edge: only
+/// tests ask for one) is gathered an entry at a time; the columns past the last whole packet
+/// take one scalar chain each.
+/// Each entry of c is the same fused multiply-add chain over the depth in order as
+/// multiply_few_rows_from's: the bits of the float product.
+template <HalfFormat Format>
+void stream_panels(Index rows, Index depth, Index cols, const float* a, Index a_row, const HalfPanels<Format>& b,
+                   float* c, Index c_row, bool accumulate) {
+    static_assert(kStreamedRows == 2, "stream_panels: one or two rows of a");
+    namespace ei = Eigen::internal;
+    constexpr Index L = RegisterTile<float>::kLanes;
+    constexpr Index kPanel = HalfMatrix::kPanel;
+    constexpr int kOneRowPackets = int(std::min<Index>(8, kPanel / L)), kTwoRowPackets = 4;
+    const HalfMatrix& m = *b.matrix;
+    const auto scalar_column = [&](Index col) {
+        for (Index r = 0; r < rows; ++r) {
+            float sum = accumulate ? c[r * c_row + col] : 0.0f;
+            for (Index t = 0; t < depth; ++t) sum += a[r * a_row + t] * b.value(t, col);
+            c[r * c_row + col] = sum;
+        }
+    };
+    // a packet of columns gathered one entry at a time: its chains are the packet's, with the bits
+    // of the packets read whole
+    const auto gathered_packet = [&](Index col) {
+        using Packet = typename RegisterTile<float>::Packet;
+        Packet acc[kStreamedRows];
+        alignas(64) float w[L];
+        for (Index r = 0; r < rows; ++r)
+            acc[r] = accumulate ? ei::ploadu<Packet>(c + r * c_row + col) : ei::pset1<Packet>(0.0f);
+        for (Index t = 0; t < depth; ++t) {
+            for (Index i = 0; i < L; ++i) w[i] = b.value(t, col + i);
+            for (Index r = 0; r < rows; ++r)
+                acc[r] = ei::pmadd(ei::pset1<Packet>(a[r * a_row + t]), ei::pload<Packet>(w), acc[r]);
+        }
+        for (Index r = 0; r < rows; ++r) ei::pstoreu(c + r * c_row + col, acc[r]);
+    };
+    const Index whole = cols / L * L;
+    const Index most = rows == 1 ? kOneRowPackets : kTwoRowPackets;
+    Index col = 0;
+    while (col < whole) {
+        const Index at = b.first_col + col, inside = at % kPanel;
+        if (inside % L != 0) {  // this packet straddles a panel's edge
+            gathered_packet(col);
+            col += L;
+            continue;
+        }
+        const Index packets = std::min({most, (kPanel - inside) / L, (whole - col) / L});
+        const std::uint16_t* panel = depth > 0 ? m.at(b.first_row, at) : nullptr;
+        const Index panel_row = m.panel_width(at);
+        float* out = c + col;
+        if (rows == 1)
+            with_packet_count<kOneRowPackets>(packets, [&](auto n) {
+                kernel::stream_panel<Format, 1, decltype(n)::value>(depth, a, a_row, panel, panel_row, out, c_row,
+                                                                    accumulate);
+            });
+        else
+            with_packet_count<kTwoRowPackets>(packets, [&](auto n) {
+                kernel::stream_panel<Format, 2, decltype(n)::value>(depth, a, a_row, panel, panel_row, out, c_row,
+                                                                    accumulate);
+            });
+        col += packets * L;
+    }
+    for (; col < cols; ++col) scalar_column(col);
+}
+
+/// c (+)= a · b on a block of a HalfMatrix, as multiply_rows computes it: streamed panel by
+/// panel for up to kStreamedRows rows, else the tiles on panels copied from it.
+template <HalfFormat Format>
+void multiply_half(Index rows, Index depth, Index cols, const float* a, Index a_row, const HalfPanels<Format>& b,
+                   float* c, Index c_row, bool accumulate) {
+    if (rows == 0 || cols == 0) return;
+    if (rows <= kStreamedRows)
+        stream_panels(rows, depth, cols, a, a_row, b, c, c_row, accumulate);
+    else
+        multiply_many_rows_from(rows, depth, cols, a, a_row, b, c, c_row, accumulate);
+}
 
 /// A weight matrix or a block of one as a product reads it: (rows × cols), row stride
 /// `stride`, float (or T) numbers, 16-bit ones of `format`, or GGUF blocks (quantized_weights.hpp),
@@ -160,32 +355,26 @@ struct HalfMatrix {
 /// columns quantized_from … + rows − 1.
 template <class T>
 struct WeightRows {
-    const T* values = nullptr;              ///< the numbers, if they are T
-    const std::uint16_t* halves = nullptr;  ///< else the 16-bit numbers
-    HalfFormat format = HalfFormat::bfloat16;
-    Index rows = 0, cols = 0, stride = 0;
+    const T* values = nullptr;                   ///< the numbers, if they are T
+    const HalfMatrix* halves = nullptr;          ///< else the 16-bit numbers
     const QuantizedMatrix* quantized = nullptr;  ///< else the blocks (out × in)
-    Index quantized_row = 0, quantized_from = 0;
+    Index rows = 0, cols = 0, stride = 0;
+    /// Where this block starts in the matrix of halves (its entry (first_row, first_col)), or
+    /// in the quantized one's transpose (its rows first_col …, its columns first_row …).
+    Index first_row = 0, first_col = 0;
 
     static WeightRows of(const RowMajorMatrix<T>& m) {
-        return {m.data(), nullptr, HalfFormat::bfloat16, m.rows(), m.cols(), m.cols()};
+        return {m.data(), nullptr, nullptr, m.rows(), m.cols(), m.cols()};
     }
-    static WeightRows of(const HalfMatrix& m) { return {nullptr, m.bits.data(), m.format, m.rows, m.cols, m.cols}; }
+    static WeightRows of(const HalfMatrix& m) { return {nullptr, &m, nullptr, m.rows, m.cols, 0}; }
     /// The (in × out) weight whose transpose m holds.
-    static WeightRows of(const QuantizedMatrix& m) {
-        WeightRows out;
-        out.rows = m.cols;
-        out.cols = m.rows;
-        out.quantized = &m;
-        return out;
-    }
+    static WeightRows of(const QuantizedMatrix& m) { return {nullptr, nullptr, &m, m.cols, m.rows, 0}; }
 
     /// Columns first … first + count − 1, (rows × count).
     WeightRows middleCols(Index first, Index count) const {
         WeightRows out = *this;
         if (values) out.values += first;
-        if (halves) out.halves += first;
-        out.quantized_row += first;
+        out.first_col += first;
         out.cols = count;
         return out;
     }
@@ -193,8 +382,7 @@ struct WeightRows {
     WeightRows middleRows(Index first, Index count) const {
         WeightRows out = *this;
         if (values) out.values += first * stride;
-        if (halves) out.halves += first * stride;
-        out.quantized_from += first;
+        out.first_row += first;
         out.rows = count;
         return out;
     }
@@ -217,16 +405,16 @@ void multiply_rows(const Eigen::MatrixBase<DA>& a, const WeightRows<T>& w, const
                       out.outerStride(), accumulate);
     } else if constexpr (std::is_same_v<T, float>) {
         if (w.quantized)
-            multiply_quantized(a.rows(), a.cols(), a_data, a.outerStride(), *w.quantized, w.quantized_row, w.cols,
-                               w.quantized_from, c_data, out.outerStride(), accumulate);
-        else if (w.format == HalfFormat::bfloat16)
-            multiply_rows_from(a.rows(), a.cols(), w.cols, a_data, a.outerStride(),
-                               HalfRows<HalfFormat::bfloat16>{w.halves, w.stride}, c_data, out.outerStride(),
-                               accumulate);
+            multiply_quantized(a.rows(), a.cols(), a_data, a.outerStride(), *w.quantized, w.first_col, w.cols,
+                               w.first_row, c_data, out.outerStride(), accumulate);
+        else if (w.halves->format == HalfFormat::bfloat16)
+            multiply_half(a.rows(), a.cols(), w.cols, a_data, a.outerStride(),
+                          HalfPanels<HalfFormat::bfloat16>{w.halves, w.first_row, w.first_col}, c_data,
+                          out.outerStride(), accumulate);
         else
-            multiply_rows_from(a.rows(), a.cols(), w.cols, a_data, a.outerStride(),
-                               HalfRows<HalfFormat::float16>{w.halves, w.stride}, c_data, out.outerStride(),
-                               accumulate);
+            multiply_half(a.rows(), a.cols(), w.cols, a_data, a.outerStride(),
+                          HalfPanels<HalfFormat::float16>{w.halves, w.first_row, w.first_col}, c_data,
+                          out.outerStride(), accumulate);
     } else {
         eigen_assert(false && "16-bit and quantized weights are read into float products only");
     }

@@ -230,16 +230,11 @@ void multiply_few_rows(Index rows, Index depth, Index cols, const T* a, Index a_
     multiply_few_rows_from(rows, depth, cols, a, a_row, DenseRows<T>{b, b_row}, c, c_row, accumulate);
 }
 
-/// multiply_rows with b read from `b`, a source like DenseRows: (depth × cols).
+/// multiply_rows_from for more than kStreamedRows rows: the register tiles over blocks of b.
 template <class T, class Source>
-void multiply_rows_from(Index rows, Index depth, Index cols, const T* a, Index a_row, const Source& b, T* c,
-                        Index c_row, bool accumulate) {
-    if (rows == 0 || cols == 0) return;  // an empty share: nothing to write
+void multiply_many_rows_from(Index rows, Index depth, Index cols, const T* a, Index a_row, const Source& b, T* c,
+                             Index c_row, bool accumulate) {
     using Tile = RegisterTile<T>;
-    if (rows <= kStreamedRows) {
-        multiply_few_rows_from(rows, depth, cols, a, a_row, b, c, c_row, accumulate);
-        return;
-    }
     using Run = kernel::Tiles<T, Tile::kRows, Tile::kPackets>;
     const Index whole = cols / Tile::kLanes * Tile::kLanes;
     // Column panels outermost, each cut along the depth into blocks that stay in L1 while every
@@ -305,6 +300,17 @@ void multiply_rows_from(Index rows, Index depth, Index cols, const T* a, Index a
             for (Index t = 0; t < depth; ++t) sum += a[r * a_row + t] * b.value(t, col);
             c[r * c_row + col] = sum;
         }
+}
+
+/// multiply_rows with b read from `b`, a source like DenseRows: (depth × cols).
+template <class T, class Source>
+void multiply_rows_from(Index rows, Index depth, Index cols, const T* a, Index a_row, const Source& b, T* c,
+                        Index c_row, bool accumulate) {
+    if (rows == 0 || cols == 0) return;  // an empty share: nothing to write
+    if (rows <= kStreamedRows)
+        multiply_few_rows_from(rows, depth, cols, a, a_row, b, c, c_row, accumulate);
+    else
+        multiply_many_rows_from(rows, depth, cols, a, a_row, b, c, c_row, accumulate);
 }
 
 /// c (+)= a · b for row-major operands with unit inner stride: a (rows × depth, row
