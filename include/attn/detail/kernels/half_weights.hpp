@@ -351,8 +351,8 @@ void multiply_half(Index rows, Index depth, Index cols, const float* a, Index a_
 
 /// A weight matrix or a block of one as a product reads it: (rows × cols), row stride
 /// `stride`, float (or T) numbers, 16-bit ones of `format`, or GGUF blocks (quantized_weights.hpp),
-/// whose matrix holds the transpose: this block is its rows quantized_row … + cols − 1 and its
-/// columns quantized_from … + rows − 1.
+/// whose matrix holds the transpose: this block is its rows first_col … + cols − 1 and its
+/// columns first_row … + rows − 1.
 template <class T>
 struct WeightRows {
     const T* values = nullptr;                   ///< the numbers, if they are T

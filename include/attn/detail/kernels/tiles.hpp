@@ -184,6 +184,38 @@ EIGEN_ALWAYS_INLINE void stream_rows(Index rows, Index whole, Index t, const T* 
     }
 }
 
+/// dst(c, i) = src(i, c) for i < rows, c < cols (both row-major, rows src_row and dst_row
+/// apart): whole packets × packets blocks through registers (Eigen's ptranspose), the edges
+/// entry by entry. The causal kernel's tasks take their queries in this way and give their
+/// outputs out (entry by entry, the two took 3–4 % of its time at 2,048 positions; docs/DESIGN.md),
+/// and a quantized prefill its decoded rows of W into a panel.
+// (gcc warns that a packet's vector attributes are ignored as PacketBlock's template argument;
+// Eigen's own uses are in system headers, where it stays quiet)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wignored-attributes"
+#endif
+template <class T>
+void transpose(const T* src, Index src_row, Index rows, Index cols, T* dst, Index dst_row) {
+    using Packet = typename RegisterTile<T>::Packet;
+    constexpr int L = RegisterTile<T>::kLanes;
+    const Index whole_rows = L > 1 ? rows / L * L : 0, whole_cols = L > 1 ? cols / L * L : 0;
+    if constexpr (L > 1) {
+        for (Index i = 0; i < whole_rows; i += L)
+            for (Index c = 0; c < whole_cols; c += L) {
+                ei::PacketBlock<Packet, L> block;
+                for (int k = 0; k < L; ++k) block.packet[k] = ei::ploadu<Packet>(src + (i + k) * src_row + c);
+                ei::ptranspose(block);
+                for (int k = 0; k < L; ++k) ei::pstoreu(dst + (c + k) * dst_row + i, block.packet[k]);
+            }
+    }
+    for (Index i = 0; i < rows; ++i)
+        for (Index c = i < whole_rows ? whole_cols : 0; c < cols; ++c) dst[c * dst_row + i] = src[i * src_row + c];
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
 }  // namespace kernel
 
 /// multiply_few_rows_from with Depth rows of b per pass over c, b's next rows prefetched or
