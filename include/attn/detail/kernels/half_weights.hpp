@@ -92,6 +92,15 @@ typename RegisterTile<float>::Packet widen_packet(const std::uint16_t* p) {
     return Eigen::internal::pload<Packet>(widened);
 }
 
+/// count 16-bit numbers at from widened into out: packets, then one at a time.
+template <HalfFormat Format>
+void widen_run(const std::uint16_t* from, Index count, float* out) {
+    constexpr Index L = RegisterTile<float>::kLanes;
+    Index i = 0;
+    for (; i + L <= count; i += L) Eigen::internal::pstoreu(out + i, widen_packet<Format>(from + i));
+    for (; i < count; ++i) out[i] = widen<Format>(from[i]);
+}
+
 /// b of a product as 16-bit rows (depth × cols, row stride `row`), read by multiply_rows_from
 /// (tiles.hpp) as float: widened packet by packet, or into the panel it packs.
 template <HalfFormat Format>
@@ -119,11 +128,7 @@ struct HalfRows {
 
     float value(Index t, Index col) const { return widen<Format>(data[t * row + col]); }
     void copy(Index t, Index col, Index count, float* out) const {
-        constexpr Index L = RegisterTile<float>::kLanes;
-        const std::uint16_t* from = data + t * row + col;
-        Index i = 0;
-        for (; i + L <= count; i += L) Eigen::internal::pstoreu(out + i, widen_packet<Format>(from + i));
-        for (; i < count; ++i) out[i] = widen<Format>(from[i]);
+        widen_run<Format>(data + t * row + col, count, out);
     }
     const void* address(Index t, Index col) const { return data + t * row + col; }
 };
@@ -193,30 +198,23 @@ struct HalfMatrix {
 };
 
 /// b of a product as a block of a HalfMatrix, (depth × cols) from its entry (first_row,
-/// first_col), read by multiply_rows_from (tiles.hpp) as float: copied, widened, into the
-/// panels its tiles pack.
+/// first_col), read by multiply_many_rows_from (tiles.hpp) as float: copied, widened, into the
+/// panels its tiles pack (a few rows stream it instead: stream_panels).
 template <HalfFormat Format>
 struct HalfPanels {
     using Scalar = float;
     static constexpr bool kInPlace = false;
     static constexpr Index kLineEntries = 32;
-    static constexpr bool kStreamPrefetch = true;
 
     const HalfMatrix* matrix = nullptr;
     Index first_row = 0, first_col = 0;
-    Index row = HalfMatrix::kPanel;  ///< (multiply_rows_from's test for rows 4 KiB apart: never, packed)
 
     float value(Index t, Index col) const { return widen<Format>(*matrix->at(first_row + t, first_col + col)); }
     void copy(Index t, Index col, Index count, float* out) const {
-        constexpr Index L = RegisterTile<float>::kLanes;
-        Index i = 0;
-        while (i < count) {  // a run inside one panel at a time
+        for (Index i = 0; i < count;) {  // a run inside one panel at a time
             const Index c = first_col + col + i;
             const Index run = std::min(count - i, HalfMatrix::kPanel - c % HalfMatrix::kPanel);
-            const std::uint16_t* from = matrix->at(first_row + t, c);
-            Index k = 0;
-            for (; k + L <= run; k += L) Eigen::internal::pstoreu(out + i + k, widen_packet<Format>(from + k));
-            for (; k < run; ++k) out[i + k] = widen<Format>(from[k]);
+            widen_run<Format>(matrix->at(first_row + t, c), run, out + i);
             i += run;
         }
     }

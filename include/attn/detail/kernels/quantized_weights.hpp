@@ -830,22 +830,18 @@ void many_rows(const QuantizedMatrix& m, Index first_row, Index count, Index fro
             // While the row tiles run over this panel, the next block's bytes of W are prefetched, a
             // share of its rows per tile: a block is a short run of each of its 64 rows (136 bytes of
             // Q8_0), too short for the hardware prefetchers, and its decoding above waited on each.
-            const bool same_panel = first + kBlockDepth < depth;
-            const Index next_first = same_panel ? first + kBlockDepth : 0;
-            const Index next_col = same_panel ? col : col + Tile::kColumns;
-            const Index next_width = next_col < whole ? std::min(Tile::kColumns, whole - next_col) : 0;
-            const Index next_rows = next_width > 0 ? std::min(kBlockDepth, depth - next_first) : 0;
-            const Index t0 = from + next_first;
+            const PanelBlock next = next_panel_block(first, col, depth, whole, kBlockDepth, Tile::kColumns);
+            const Index t0 = from + next.first;
             const Index offset =
                 t0 / quant_block_values(Format) * quant_block_bytes(Format) +
                 t0 % quant_block_values(Format) * quant_block_bytes(Format) / quant_block_values(Format);
-            const Index length = next_rows * quant_block_bytes(Format) / quant_block_values(Format) + 64;
+            const Index length = next.count * quant_block_bytes(Format) / quant_block_values(Format) + 64;
             const Index tiles = (n + Tile::kRows - 1) / Tile::kRows;
-            const Index rows_per_tile = (next_width + tiles - 1) / tiles;
+            const Index rows_per_tile = (next.width + tiles - 1) / tiles;
             for (Index r = 0, tile = 0; r < n; r += Tile::kRows, ++tile) {
-                const Index last = std::min(next_width, (tile + 1) * rows_per_tile);
+                const Index last = std::min(next.width, (tile + 1) * rows_per_tile);
                 for (Index j = tile * rows_per_tile; j < last; ++j) {
-                    const std::uint8_t* start = m.row(first_row + next_col + j) + offset;
+                    const std::uint8_t* start = m.row(first_row + next.col + j) + offset;
                     for (Index b = 0; b < length; b += 64) prefetch(start + b);
                 }
                 Run::run(int(std::min<Index>(Tile::kRows, n - r)), packets, a + r * a_row + first, a_row, 1, panel,

@@ -262,6 +262,27 @@ void multiply_few_rows(Index rows, Index depth, Index cols, const T* a, Index a_
     multiply_few_rows_from(rows, depth, cols, a, a_row, DenseRows<T>{b, b_row}, c, c_row, accumulate);
 }
 
+/// A block of b as the tiled products walk it: depth first … first + count − 1 of columns col …
+/// col + width − 1.
+struct PanelBlock {
+    Index first = 0, col = 0, width = 0, count = 0;
+};
+
+/// The block after (first, col) in a walk of column panels (panel_width columns, `whole` in all)
+/// outermost, each cut along the depth into blocks of block_depth: the rest of this panel's
+/// depth, else the next panel's first; width and count 0 after the last. The products prefetch
+/// it while the row tiles run over the block before.
+inline PanelBlock next_panel_block(Index first, Index col, Index depth, Index whole, Index block_depth,
+                                   Index panel_width) {
+    const bool same_panel = first + block_depth < depth;
+    PanelBlock next;
+    next.first = same_panel ? first + block_depth : 0;
+    next.col = same_panel ? col : col + panel_width;
+    next.width = next.col < whole ? std::min(panel_width, whole - next.col) : 0;
+    next.count = next.width > 0 ? std::min(block_depth, depth - next.first) : 0;
+    return next;
+}
+
 /// multiply_rows_from for more than kStreamedRows rows: the register tiles over blocks of b.
 template <class T, class Source>
 void multiply_many_rows_from(Index rows, Index depth, Index cols, const T* a, Index a_row, const Source& b, T* c,
@@ -291,11 +312,13 @@ void multiply_many_rows_from(Index rows, Index depth, Index cols, const T* a, In
     constexpr Index kL2AliasedPackedTiles = 8;
     alignas(64) T panel[kBlockDepth * Tile::kColumns];
     const Index tiles = (rows + Tile::kRows - 1) / Tile::kRows;
-    // (an in-place source holds T: its rows are b.row · sizeof(T) bytes apart)
-    const Index row_bytes = b.row * Index(sizeof(T));
-    const bool aliased = row_bytes % 4096 == 0, l2_aliased = row_bytes % 65536 == 0;
-    const bool packs = !Source::kInPlace || tiles >= kPackedTiles || (aliased && tiles >= kAliasedPackedTiles) ||
-                       (l2_aliased && tiles >= kL2AliasedPackedTiles);
+    bool packs = true;
+    if constexpr (Source::kInPlace) {  // it holds T: its rows are b.row · sizeof(T) bytes apart
+        const Index row_bytes = b.row * Index(sizeof(T));
+        const bool aliased = row_bytes % 4096 == 0, l2_aliased = row_bytes % 65536 == 0;
+        packs = tiles >= kPackedTiles || (aliased && tiles >= kAliasedPackedTiles) ||
+                (l2_aliased && tiles >= kL2AliasedPackedTiles);
+    }
     for (Index col = 0; col < whole; col += Tile::kColumns) {
         const Index width = std::min(Tile::kColumns, whole - col);
         const int packets = int(width / Tile::kLanes);
@@ -310,17 +333,12 @@ void multiply_many_rows_from(Index rows, Index depth, Index cols, const T* a, In
                 if (count > 0) block = b.at(first, col);  // no depth: nothing is read, and b may be null
                 block_row = b.row;
             }
-            // the block after this one: the rest of this panel's depth, else the next panel's first
-            const bool same_panel = first + kBlockDepth < depth;
-            const Index next_first = same_panel ? first + kBlockDepth : 0;
-            const Index next_col = same_panel ? col : col + Tile::kColumns;
-            const Index next_width = next_col < whole ? std::min(Tile::kColumns, whole - next_col) : 0;
-            const Index next_count = next_width > 0 ? std::min(kBlockDepth, depth - next_first) : 0;
-            const Index rows_per_tile = (next_count + tiles - 1) / tiles;
+            const PanelBlock next = next_panel_block(first, col, depth, whole, kBlockDepth, Tile::kColumns);
+            const Index rows_per_tile = (next.count + tiles - 1) / tiles;
             for (Index r = 0, tile = 0; r < rows; r += Tile::kRows, ++tile) {
-                const Index prefetched = std::min(next_count, (tile + 1) * rows_per_tile);
+                const Index prefetched = std::min(next.count, (tile + 1) * rows_per_tile);
                 for (Index t = tile * rows_per_tile; t < prefetched; ++t)
-                    for (Index x = 0; x < next_width; x += kLine) prefetch(b.address(next_first + t, next_col + x));
+                    for (Index x = 0; x < next.width; x += kLine) prefetch(b.address(next.first + t, next.col + x));
                 Run::run(int(std::min<Index>(Tile::kRows, rows - r)), packets, a + r * a_row + first, a_row, 1, block,
                          block_row, count, c + r * c_row + col, c_row, accumulate || first > 0);
             }
