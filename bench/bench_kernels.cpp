@@ -34,7 +34,9 @@
 //                                        products, rows:1 (a decoding step's), 128 … 512 (a prefill's),
 //                                        b cycling through pool_MiB:1024 of weights (beyond any L3 here)
 //                                        or pool_MiB:256;
-//                                        <layout> float (the forward's rule), float_packed, float_padded
+//                                        <layout> float_panels and bf16_panels (what a model keeps: panels
+//                                        of 64 columns, weight_panels.hpp), float (row-major, the tiles'
+//                                        rule), float_packed, float_padded
 //                                        (rows never 4 KiB apart), bf16, and for rows:1 the ways to
 //                                        stream b (float_one_row, float_four_rows, bf16_prefetch,
 //                                        bf16_no_prefetch, bf16_one_row); counters GFLOP/s and
@@ -65,6 +67,7 @@
 #include <attn/detail/kernels/half_weights.hpp>
 #include <attn/detail/kernels/large_arrays.hpp>
 #include <attn/detail/kernels/quantized_weights.hpp>
+#include <attn/detail/kernels/weight_panels.hpp>
 #include <attn/model/model.hpp>
 
 #include <sys/resource.h>
@@ -525,7 +528,11 @@ constexpr RealShape kRealShapes[] = {
 ///   bf16_prefetch    (1 row) four rows per pass, the next pass's rows prefetched
 ///   bf16_no_prefetch (1 row) four rows per pass, no prefetching
 ///   bf16_one_row     (1 row) one row per pass, the next row prefetched
+///   float_panels     float in panels of 64 columns, as a model keeps them (weight_panels.hpp)
+///   bf16_panels      BF16 in panels of 64 columns, as a stored_16_bit model keeps them
 enum class Layout {
+    float_panels,
+    bf16_panels,
     float_rows,
     float_packed,
     float_padded,
@@ -539,6 +546,10 @@ enum class Layout {
 
 const char* layout_name(Layout layout) {
     switch (layout) {
+        case Layout::float_panels:
+            return "float_panels";
+        case Layout::bf16_panels:
+            return "bf16_panels";
         case Layout::float_rows:
             return "float";
         case Layout::float_packed:
@@ -594,12 +605,35 @@ private:
     }
 };
 
+/// Copies of one shape's matrix packed in panels, float or BF16, `pool_mib` MiB or more in all
+/// (numbers from WeightPool's).
+template <class Matrix>
+const std::vector<Matrix>& panel_pool(Index depth, Index cols, Index pool_mib) {
+    static std::map<std::tuple<Index, Index, Index>, std::vector<Matrix>> pools;
+    std::vector<Matrix>& pool = pools[{depth, cols, pool_mib}];
+    if (pool.empty()) {
+        constexpr bool half = std::is_same_v<Matrix, attn::detail::HalfMatrix>;
+        const Index entry_bytes = half ? 2 : 4;
+        const Index copies = std::max<Index>(1, (pool_mib << 20) / (depth * cols * entry_bytes));
+        const WeightPool& numbers = WeightPool::get();
+        for (Index i = 0; i < copies; ++i) {
+            const Index offset = (i * depth * cols) % Index(numbers.floats.size() - std::size_t(depth * cols));
+            if constexpr (half)
+                pool.push_back(attn::detail::HalfMatrix::packed(attn::detail::HalfFormat::bfloat16, depth, cols,
+                                                                numbers.halves.data() + offset));
+            else
+                pool.push_back(attn::detail::PanelMatrix<float>::packed(depth, cols, numbers.floats.data() + offset));
+        }
+    }
+    return pool;
+}
+
 void weights_from_memory(benchmark::State& state, RealShape shape, Layout layout) {
     using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     namespace d = attn::detail;
     const Index rows = state.range(0), depth = shape.depth, cols = shape.cols;
     const bool half = layout == Layout::bf16 || layout == Layout::bf16_prefetch || layout == Layout::bf16_no_prefetch ||
-                      layout == Layout::bf16_one_row;
+                      layout == Layout::bf16_one_row || layout == Layout::bf16_panels;
     const Index stride = layout == Layout::float_padded ? cols + 16 : cols;
     const Index entry_bytes = half ? 2 : 4;
     const Index matrix_bytes = depth * stride * entry_bytes;
@@ -608,8 +642,24 @@ void weights_from_memory(benchmark::State& state, RealShape shape, Layout layout
     std::srand(7);
     const RowMajor a = RowMajor::Random(rows, depth);
     RowMajor c = RowMajor::Zero(rows, cols);
+    const auto& float_panels = layout == Layout::float_panels
+                                   ? panel_pool<d::PanelMatrix<float>>(depth, cols, state.range(1))
+                                   : std::vector<d::PanelMatrix<float>>();
+    const auto& bf16_panels = layout == Layout::bf16_panels ? panel_pool<d::HalfMatrix>(depth, cols, state.range(1))
+                                                            : std::vector<d::HalfMatrix>();
+    const Index panel_copies = Index(std::max(float_panels.size(), bf16_panels.size()));
     Index next = 0;
     for (auto _ : state) {
+        if (panel_copies > 0) {  // a model's matrices, one copy after another
+            const Index copy = next;
+            next = next + 1 == panel_copies ? 0 : next + 1;
+            const auto b = layout == Layout::float_panels ? d::WeightRows<float>::of(float_panels[std::size_t(copy)])
+                                                          : d::WeightRows<float>::of(bf16_panels[std::size_t(copy)]);
+            d::multiply_rows(a, b, c, true);
+            benchmark::DoNotOptimize(c.data());
+            benchmark::ClobberMemory();
+            continue;
+        }
         const Index offset = next * depth * stride;
         next = next + 1 == copies ? 0 : next + 1;
         const float* floats = pool.floats.data() + offset;
@@ -652,6 +702,9 @@ void weights_from_memory(benchmark::State& state, RealShape shape, Layout layout
                 d::stream_few_rows<float, Bf16, 1, true>(rows, depth, cols, a.data(), depth, bf16_rows, c.data(), cols,
                                                          true);
                 break;
+            case Layout::float_panels:
+            case Layout::bf16_panels:
+                break;  // above
         }
         benchmark::DoNotOptimize(c.data());
         benchmark::ClobberMemory();
@@ -800,9 +853,9 @@ void register_benchmarks() {
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();
     for (const RealShape& shape : kRealShapes)
-        for (Layout layout : {Layout::float_rows, Layout::float_packed, Layout::float_padded, Layout::float_one_row,
-                              Layout::float_four_rows, Layout::bf16, Layout::bf16_prefetch, Layout::bf16_no_prefetch,
-                              Layout::bf16_one_row}) {
+        for (Layout layout : {Layout::float_panels, Layout::bf16_panels, Layout::float_rows, Layout::float_packed,
+                              Layout::float_padded, Layout::float_one_row, Layout::float_four_rows, Layout::bf16,
+                              Layout::bf16_prefetch, Layout::bf16_no_prefetch, Layout::bf16_one_row}) {
             const bool one_row = streams_only(layout);
             const std::string name = std::string("from_memory/") + shape.name + "/" + layout_name(layout);
             auto* benchmark = benchmark::RegisterBenchmark(name.c_str(), weights_from_memory, shape, layout);

@@ -3,7 +3,7 @@
 // with WeightStorage::stored_16_bit against the same checkpoint loaded as float: logits and
 // attention bit for bit, whole texts and decoding, on one and two threads.
 #include <doctest/doctest.h>
-#include <attn/detail/kernels/half_weights.hpp>
+#include <attn/detail/kernels/weight_panels.hpp>
 #include <attn/hooks/interventions.hpp>
 #include <attn/model/decoder.hpp>
 #include <attn/model/generate.hpp>
@@ -163,7 +163,7 @@ TEST_CASE("16-bit weights: a matrix in panels holds the row-major numbers it was
         CAPTURE(cols);
         std::vector<std::uint16_t> numbers;
         const HalfMatrix w = random_half(13, cols, HalfFormat::bfloat16, unsigned(cols), &numbers);
-        REQUIRE(w.bits.size() == numbers.size());
+        REQUIRE(w.stored.size() == numbers.size());
         const attn::Matrix<float> widened = w.widened();
         for (Index r = 0; r < 13; ++r)
             for (Index c = 0; c < cols; ++c) {
@@ -172,7 +172,7 @@ TEST_CASE("16-bit weights: a matrix in panels holds the row-major numbers it was
                         bits_of(attn::detail::bfloat16_to_float(numbers[std::size_t(r * cols + c)])));
             }
         // narrowing the widened matrix packs the same bits
-        CHECK(HalfMatrix::narrowed(widened, HalfFormat::bfloat16).bits == w.bits);
+        CHECK(HalfMatrix::narrowed(widened, HalfFormat::bfloat16).stored == w.stored);
         // panel by panel: columns 64p … of row r follow row r − 1's in the panel
         if (cols > HalfMatrix::kPanel)
             CHECK(w.at(1, HalfMatrix::kPanel) ==
@@ -247,30 +247,30 @@ TEST_CASE("16-bit weights: a model stored in 16 bits gives the float model's log
     }
 }
 
-TEST_CASE("16-bit weights: what needs float matrices is refused, naming the load option") {
+TEST_CASE("16-bit weights: the accessors give the matrices widened, and everything that reads them runs") {
     const attn::Model<float>& model = loaded("llama_gqa_bf16_shards", attn::WeightStorage::stored_16_bit);
-    const auto refused = [](const auto& call, const char* function) {
-        CAPTURE(function);
-        CHECK_THROWS_WITH_AS(call(),
-                             doctest::Contains((std::string(function) +
-                                                ": the model was loaded with WeightStorage::stored_16_bit, which "
-                                                "keeps its matrices in BF16")
-                                                   .c_str()),
-                             attn::argument_error);
-    };
-    refused([&] { return model.layer(0).query_key_value.size(); }, "Model::layer");
-    refused([&] { return model.embedding().size(); }, "Model::embedding");
-    refused([&] { return model.unembedding().size(); }, "Model::unembedding");
-    refused([&] { return attn::reference_forward(model, {1, 2, 3}).logits.size(); }, "Model::embedding");
+    const attn::Model<float>& as_float = loaded("llama_gqa_bf16_shards", attn::WeightStorage::converted);
+    for (Index l = 0; l < model.settings().layers; ++l) {
+        const attn::Model<float>::Layer widened = model.layer(l), converted = as_float.layer(l);
+        for (attn::LayerSlot slot : attn::kMatrixSlots) CHECK(same_bits(widened.matrix(slot), converted.matrix(slot)));
+        CHECK(same_bits(widened.attention_norm_weight, converted.attention_norm_weight));
+    }
+    CHECK(same_bits(model.embedding(), as_float.embedding()));
+    CHECK(same_bits(model.unembedding(), as_float.unembedding()));
+    CHECK(same_bits(model.unembedding_column(5), as_float.unembedding().col(5)));
+    CHECK(same_bits(attn::reference_forward(model, {1, 2, 3}).logits,
+                    attn::reference_forward(as_float, {1, 2, 3}).logits));
     attn::HookOptions<float> hooks;
     hooks.keep = {"*"};
     const attn::HookedResult<float> run = attn::run_with_hooks(model, {1, 2, 3}, hooks);  // hooks run on 16-bit weights
-    const attn::HookedResult<float> run_float =
-        attn::run_with_hooks(loaded("llama_gqa_bf16_shards", attn::WeightStorage::converted), {1, 2, 3}, hooks);
+    const attn::HookedResult<float> run_float = attn::run_with_hooks(as_float, {1, 2, 3}, hooks);
     CHECK(same_bits(run.cache["blocks.1.hook_mlp_out"], run_float.cache["blocks.1.hook_mlp_out"]));
     CHECK(same_bits(run.cache["blocks.0.attn.hook_result"], run_float.cache["blocks.0.attn.hook_result"]));
-    refused([&] { return attn::logit_lens(model, run, 2).probabilities.size(); }, "Model::unembedding");
+    CHECK(same_bits(attn::logit_lens(model, run, 2).probabilities,
+                    attn::logit_lens(as_float, run_float, 2).probabilities));
+}
 
+TEST_CASE("16-bit weights: a storage the model cannot keep is refused, naming the load option and tensor") {
     attn::LoadOptions options;
     options.weights = attn::WeightStorage::stored_16_bit;
     CHECK_THROWS_WITH_AS(attn::Model<double>::load(kHalfCheckpoints / "gpt2_f16", options),

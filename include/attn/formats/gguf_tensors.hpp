@@ -107,6 +107,25 @@ public:
         }
     }
 
+    /// Rows first … first + count − 1 of the 2-D tensor [rows, cols] as T (dequantized, then
+    /// widened for double), row after row into out (count · cols values): a large matrix read a
+    /// band at a time. argument_error for rows outside the tensor.
+    template <class T>
+    void convert_rows(std::string_view name, Index first, Index count, T* out) const {
+        const GgufTensorInfo& t = expect_rank(name, 2, "matrix");
+        if (first < 0 || count < 0)
+            throw argument_error(
+                detail::message(origin(), ": rows [", first, ", ", first, " + ", count, ") of tensor '", t.name, "'"));
+        if constexpr (std::is_same_v<T, float>) {
+            file_.dequantize_rows(name, std::uint64_t(first), std::uint64_t(count), out);
+        } else {
+            const Index length = Index(t.dims[0]);
+            std::vector<float> values(std::size_t(count * length));
+            file_.dequantize_rows(name, std::uint64_t(first), std::uint64_t(count), values.data());
+            std::copy(values.begin(), values.end(), out);
+        }
+    }
+
     /// Rows first … first + count − 1 of the 2-D tensor [rows, cols] as the file stores them
     /// (blocks of its type), into `out` (size bytes: GgufFile::read_rows).
     void read_rows(std::string_view name, Index first, Index count, std::uint8_t* out, std::size_t size) const {

@@ -325,6 +325,19 @@ public:
         write_rank2(t, out, transpose);
     }
 
+    /// Rows first … first + count − 1 of the 2-D floating tensor [rows, cols], converted to T
+    /// row after row into out (count · cols values): a large matrix read a band at a time.
+    /// argument_error for rows outside the tensor.
+    template <class T>
+    void convert_rows(std::string_view name, Index first, Index count, T* out) const {
+        const TensorInfo& t = expect_floating_matrix(name);
+        const auto rows = static_cast<Index>(t.shape[0]), cols = static_cast<Index>(t.shape[1]);
+        if (first < 0 || count < 0 || first > rows || count > rows - first)
+            throw argument_error(detail::message(name_, ": rows [", first, ", ", first, " + ", count, ") of tensor '",
+                                                 t.name, "', which has ", rows));
+        convert_range(t, std::size_t(first) * std::size_t(cols), std::size_t(count) * std::size_t(cols), out);
+    }
+
     /// A 1-D floating tensor as a column vector.
     template <class T>
     Vector<T> vector(std::string_view name) const {

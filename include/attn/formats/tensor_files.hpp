@@ -306,6 +306,12 @@ public:
         shard(name).template read_matrix_into<T>(name, std::forward<Block>(out), transpose);
     }
 
+    /// See SafeTensors: rows first … first + count − 1 of a 2-D tensor, converted, into out.
+    template <class T>
+    void convert_rows(std::string_view name, Index first, Index count, T* out) const {
+        shard(name).template convert_rows<T>(name, first, count, out);
+    }
+
     /// See SafeTensors: a 1-D tensor as a column vector.
     template <class T>
     Vector<T> vector(std::string_view name) const {

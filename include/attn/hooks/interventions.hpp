@@ -154,8 +154,8 @@ AttributionResult<T> logit_attribution(const Model<T>& model, const HookedResult
     const Index row = Index(found - positions.begin());
     detail::check_index("logit_attribution", "token", metric.token, s.vocabulary_size);
     if (metric.other != -1) detail::check_index("logit_attribution", "other token", metric.other, s.vocabulary_size);
-    Vector<T> direction = model.unembedding().col(metric.token);  // u: C
-    if (metric.other != -1) direction -= model.unembedding().col(metric.other);
+    Vector<T> direction = model.unembedding_column(metric.token);  // u: C
+    if (metric.other != -1) direction -= model.unembedding_column(metric.other);
     const T scale = run.cache["ln_final.hook_scale"](row, 0);
     const Vector<T> read = model.final_norm_weight().cwiseProduct(direction) / scale;  // γ ⊙ u / σ
     const bool centred = s.final_norm == Norm::layer_norm;
@@ -183,16 +183,16 @@ AttributionResult<T> logit_attribution(const Model<T>& model, const HookedResult
                     run.cache[activation_name({out, l})].row(row).cwiseProduct(weight.transpose()) /
                     run.cache[activation_name({scale, l})](row, 0));  // (1 × C)
             };
-            add(detail::message("attn", l),
-                share(added(Point::attn_out, Point::ln1_scale, model.layer(l).attention_output_norm)));
+            add(detail::message("attn", l), share(added(Point::attn_out, Point::ln1_scale,
+                                                        model.layer_vector(l, LayerSlot::attention_output_norm))));
             add(detail::message("mlp", l),
-                share(added(Point::mlp_out, Point::ln2_scale, model.layer(l).mlp_output_norm)));
+                share(added(Point::mlp_out, Point::ln2_scale, model.layer_vector(l, LayerSlot::mlp_output_norm))));
             continue;
         }
         const Matrix<T>& results = run.cache[activation_name({Point::result, l})];
         for (Index h = 0; h < s.heads; ++h)
             add(detail::message("L", l, "H", h), share(results.row(row).segment(h * s.dimensions, s.dimensions)));
-        const Vector<T>& output_bias = model.layer(l).output_bias;
+        const Vector<T>& output_bias = model.layer_vector(l, LayerSlot::output_bias);
         if (output_bias.size() != 0) add(detail::message("attn_bias", l), share(output_bias.transpose()));
         add(detail::message("mlp", l), share(run.cache[activation_name({Point::mlp_out, l})].row(row)));
     }
@@ -236,7 +236,7 @@ LensResult<T> logit_lens(const Model<T>& model, const HookedResult<T>& run, Inde
         stream.row(l + 1) = run.cache[activation_name({Point::resid_post, l})].row(row);
     }
     const Matrix<T> normed = model.final_norm(stream);
-    lens.probabilities = normed * model.unembedding();                             // (stages × V) logits
+    lens.probabilities = model.unembed(normed);                                    // (stages × V) logits
     if (s.logit_cap > 0.0) soft_cap_in_place(lens.probabilities, T(s.logit_cap));  // as the model's own (Gemma 2)
     softmax_rows_in_place(lens.probabilities);
     return lens;

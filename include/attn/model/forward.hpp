@@ -27,7 +27,7 @@
 #include "attn/core/scoring.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/kernels/causal_kernel.hpp"
-#include "attn/detail/kernels/half_weights.hpp"
+#include "attn/detail/kernels/weight_panels.hpp"
 #include "attn/detail/kernels/tiles.hpp"
 #include "attn/hooks/activations.hpp"
 #include "attn/model/types.hpp"

@@ -32,9 +32,9 @@
 #include "attn/core/rope.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/check.hpp"
-#include "attn/detail/kernels/half_weights.hpp"
 #include "attn/detail/kernels/large_arrays.hpp"
 #include "attn/detail/kernels/tiles.hpp"
+#include "attn/detail/kernels/weight_panels.hpp"
 #include "attn/formats/gguf.hpp"
 #include "attn/formats/gguf_tensors.hpp"
 #include "attn/formats/manifest.hpp"
@@ -55,8 +55,8 @@ enum class WeightStorage {
     /// The large matrices (q/k/v, attention output, MLP, embedding and unembedding) kept in the
     /// checkpoint's 16-bit format, BF16 or F16, and widened to float inside the products: half
     /// the memory, and half the bytes a decoding step reads, with the bits of the converted
-    /// model. Model<float> only; the norms, biases and learned positions are float. Layer
-    /// matrices, embedding() and unembedding() are then not there (argument_error).
+    /// model. Model<float> only; the norms, biases and learned positions are float. layer(),
+    /// embedding() and unembedding() give the matrices widened to float (a copy).
     stored_16_bit,
     /// A GGUF file's large matrices (q/k/v, attention output, MLP, embedding and unembedding)
     /// whose tensors are in a block format (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) kept
@@ -65,8 +65,8 @@ enum class WeightStorage {
     /// decoding step reads that many. The products equal the converted model's to float
     /// rounding (within γ_K Σ|a w| over a product's depth K); an embedding row is dequantized
     /// when a token is looked up. Matrices in F32, F16 or BF16 are converted to float, as are
-    /// the norms, biases and learned positions. Model<float> and GGUF files only; layer
-    /// matrices, embedding() and unembedding() are then not there (argument_error).
+    /// the norms, biases and learned positions. Model<float> and GGUF files only; layer(),
+    /// embedding() and unembedding() give the matrices dequantized (a copy).
     stored_quantized,
 };
 
@@ -80,8 +80,9 @@ struct LoadOptions {
 template <class T>
 class Model {
 public:
-    /// One layer's weights, each (in × out). What the layer's description (settings().layer(l))
-    /// does not read is empty: biases, the gate, q/k norms, the norms of a block's output.
+    /// One layer's weights, each (in × out), as layer(l) gives them. What the layer's description
+    /// (settings().layer(l)) does not read is empty: biases, the gate, q/k norms, the norms of a
+    /// block's output. The model keeps the large matrices packed for its products, not here.
     struct Layer {
         Vector<T> attention_norm_weight, attention_norm_bias;  ///< C each (no bias with RMSNorm; none in OLMo-2)
         Matrix<T> query_key_value;                 ///< (C × (H + 2 H_kv)·d): [Wq Wk Wv], one product for all three
@@ -101,16 +102,22 @@ public:
         Index query_width = 0;                     ///< H·d
         Index key_value_width = 0;                 ///< H_kv·d
 
-        /// Wq, (C × H·d).
-        auto query() const { return query_key_value.leftCols(query_width); }
-        /// Wk, (C × H_kv·d).
-        auto key() const { return query_key_value.middleCols(query_width, key_value_width); }
-        /// Wv, (C × H_kv·d).
-        auto value() const { return query_key_value.middleCols(query_width + key_value_width, key_value_width); }
+        /// Wq, (C × H·d): a view of query_key_value, or a copy from a temporary layer
+        /// (model.layer(l).query(): layer() returns one).
+        auto query() const& { return query_key_value.leftCols(query_width); }
+        Matrix<T> query() && { return query_key_value.leftCols(query_width); }
+        /// Wk, (C × H_kv·d), viewed or copied as query().
+        auto key() const& { return query_key_value.middleCols(query_width, key_value_width); }
+        Matrix<T> key() && { return query_key_value.middleCols(query_width, key_value_width); }
+        /// Wv, (C × H_kv·d), viewed or copied as query().
+        auto value() const& { return query_key_value.middleCols(query_width + key_value_width, key_value_width); }
+        Matrix<T> value() && { return query_key_value.middleCols(query_width + key_value_width, key_value_width); }
 
         /// The matrix a slot names (is_matrix_slot(slot)).
         Matrix<T>& matrix(LayerSlot slot) { return detail::matrix_in_slot(*this, slot); }
+        const Matrix<T>& matrix(LayerSlot slot) const { return detail::matrix_in_slot(*this, slot); }
         /// The vector a slot names (!is_matrix_slot(slot)).
+        const Vector<T>& vector(LayerSlot slot) const { return const_cast<Layer&>(*this).vector(slot); }
         Vector<T>& vector(LayerSlot slot) {
             switch (slot) {
                 case LayerSlot::attention_norm:
@@ -142,9 +149,6 @@ public:
             }
         }
     };
-
-    /// The token embedding, (V × C): a view, since a tied model keeps only its transpose U.
-    using EmbeddingView = Eigen::Map<const Matrix<T>, 0, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>>;
 
     /// Loads a model directory: manifest.json and the files it names (the store model), or a
     /// Hugging Face directory: config.json, model.safetensors or model.safetensors.index.json
@@ -183,24 +187,51 @@ public:
     WeightStorage weight_storage() const { return storage_; }
     /// The directory's (or GGUF file's) tokenizer; empty (size 0) if it has none, then ids must be given.
     const Tokenizer& tokenizer() const { return tokenizer_; }
-    /// The token embedding E, (V × C). argument_error with WeightStorage::stored_16_bit or stored_quantized.
-    EmbeddingView embedding() const {
-        require_converted("Model::embedding");
-        return embedding_view();
+    /// The token embedding E, (V × C): a copy, whatever the storage (16-bit numbers widened,
+    /// blocks dequantized; a tied model's read from U).
+    Matrix<T> embedding() const {
+        Matrix<T> out(settings_.vocabulary_size, settings_.dimensions);
+        for (Index v = 0; v < settings_.vocabulary_size; ++v) embedding_row_into(int(v), out.row(v));
+        return out;
     }
-    /// The unembedding U, (C × V): logits = norm(x) · U; Eᵀ in a tied model. argument_error with
-    /// WeightStorage::stored_16_bit or stored_quantized.
-    const Matrix<T>& unembedding() const {
-        require_converted("Model::unembedding");
-        return unembedding_;
+    /// The unembedding U, (C × V): logits = norm(x) · U; Eᵀ in a tied model. A copy of what the
+    /// products read in panels (or 16-bit numbers widened, blocks dequantized): unembed() and
+    /// unembedding_column() compute from U without it.
+    Matrix<T> unembedding() const { return detail::unpacked(unembedding_rows()); }
+    /// Column v of U (C), 0 ≤ v < V: token v's direction in the final residual stream.
+    Vector<T> unembedding_column(Index v) const {
+        detail::check_index("Model::unembedding_column", "token", v, settings_.vocabulary_size);
+        return detail::unpacked(unembedding_rows().middleCols(v, 1));
+    }
+    /// x · U, (rows × V) logits, for x (rows × C) already through the final norm: the product
+    /// of a forward pass, on the weights as kept (no soft cap: ModelSettings::logit_cap).
+    template <class D>
+    Matrix<T> unembed(const Eigen::MatrixBase<D>& x) const {
+        detail::check_cols("Model::unembed", "x", x, settings_.dimensions, "the model's width C");
+        const Matrix<T> rows = x;  // row-major, contiguous
+        Matrix<T> logits(rows.rows(), settings_.vocabulary_size);
+        detail::multiply_rows(rows, unembedding_rows(), logits, false);
+        return logits;
     }
     /// Learned positions, (longest × C); empty with rotary positions.
     const Matrix<T>& position_embedding() const { return position_embedding_; }
-    /// Layer l's weights, 0 ≤ l < layers. argument_error with WeightStorage::stored_16_bit or stored_quantized.
-    const Layer& layer(Index l) const {
+    /// Layer l's weights, 0 ≤ l < layers: a copy, its large matrices unpacked from the panels
+    /// the products read (16-bit numbers widened, blocks dequantized), about the layer's bytes
+    /// per call. layer_vector reads a norm or bias without the copy.
+    Layer layer(Index l) const {
         detail::check_index("Model::layer", "layer", l, settings_.layers);
-        require_converted("Model::layer");
-        return layers_[static_cast<std::size_t>(l)];
+        Layer out = layers_[std::size_t(l)];  // the vectors
+        const LayerWeights weights = weights_of(std::size_t(l));
+        for (LayerSlot slot : kMatrixSlots) out.matrix(slot) = detail::unpacked(weights.matrix(slot));
+        return out;
+    }
+    /// Layer l's vector in a slot (!is_matrix_slot(slot)): a norm's weight or a bias, C or
+    /// (H + 2 H_kv)·d entries or empty where the layer has none (0 ≤ l < layers).
+    const Vector<T>& layer_vector(Index l, LayerSlot slot) const {
+        detail::check_index("Model::layer_vector", "layer", l, settings_.layers);
+        if (is_matrix_slot(slot))
+            throw argument_error("Model::layer_vector: the slot names a matrix; Model::layer(l).matrix(slot) has it");
+        return layers_[std::size_t(l)].vector(slot);
     }
     /// The final norm's weight and bias, C each (the bias is empty with RMSNorm).
     const Vector<T>& final_norm_weight() const { return final_norm_weight_; }
@@ -221,20 +252,18 @@ public:
     Index parameters() const {
         Index count = embedding_.size() + unembedding_.size() + position_embedding_.size() + final_norm_weight_.size() +
                       final_norm_bias_.size();
-        for (const Layer& constant : layers_) {
-            Layer& layer = const_cast<Layer&>(constant);  // matrix() and vector() only look
+        for (const Layer& layer : layers_)
             for (int slot = 0; slot < kLayerSlots; ++slot)
-                count += is_matrix_slot(LayerSlot(slot)) ? layer.matrix(LayerSlot(slot)).size()
-                                                         : layer.vector(LayerSlot(slot)).size();
-        }
+                if (!is_matrix_slot(LayerSlot(slot))) count += layer.vector(LayerSlot(slot)).size();
         count += half_embedding_.size() + half_unembedding_.size();
         count += quantized_embedding_.size() + quantized_unembedding_.size();
-        for (const QuantizedLayer& layer : quantized_layers_)
-            count += layer.query_key_value.size() + layer.output.size() + layer.up.size() + layer.gate.size() +
-                     layer.down.size();
-        for (const HalfLayer& layer : half_layers_)
-            count += layer.query_key_value.size() + layer.output.size() + layer.up.size() + layer.gate.size() +
-                     layer.down.size();
+        const auto matrices = [&count](const auto& layers) {
+            for (const auto& layer : layers)
+                for (LayerSlot slot : kMatrixSlots) count += layer.matrix(slot).size();
+        };
+        matrices(panel_layers_);
+        matrices(half_layers_);
+        matrices(quantized_layers_);
         return count;
     }
 
@@ -271,6 +300,15 @@ public:
 
 private:
     friend class detail::FastForward<T>;
+
+    /// A layer's large matrices, each as M: panels of T or of 16-bit numbers, GGUF blocks, or
+    /// the products' view of them (WeightRows).
+    template <class M>
+    struct LayerMatrices {
+        M query_key_value, output, up, gate, down;
+        M& matrix(LayerSlot slot) { return detail::matrix_in_slot(*this, slot); }
+        const M& matrix(LayerSlot slot) const { return detail::matrix_in_slot(*this, slot); }
+    };
 
     /// Layer 0's q, k, v depend on the token alone when positions are rotary: the fast pass
     /// looks them up in a (V × (H + 2 H_kv)·d) table instead of computing them, where the table
@@ -393,12 +431,9 @@ private:
             values.resize(rows, cols);
             detail::advise_huge_pages(values.data(), std::size_t(values.size()) * sizeof(T));
         };
-        // With 16-bit storage, a large matrix read from these tensors is narrowed back to their
-        // format at once (exactly: its numbers came from it), and its float copy dropped.
+        // With 16-bit storage the large matrices keep their tensors' format: all BF16 or all F16.
         bool format_known = false;
-        const auto keep_16_bit = [&](const std::vector<std::string>& tensors, Matrix<T>& values,
-                                     detail::HalfMatrix& into) {
-            if (storage_ != WeightStorage::stored_16_bit || values.size() == 0) return;
+        const auto check_16_bit = [&](const std::vector<std::string>& tensors) {
             for (const std::string& name : tensors) {
                 const std::string type = files.type_name(name);
                 const bool half = type == "BF16" || type == "F16";
@@ -414,9 +449,15 @@ private:
                 half_format_ = format;
                 format_known = true;
             }
-            if constexpr (std::is_same_v<T, float>) into = detail::HalfMatrix::narrowed(values, half_format_);
-            values = Matrix<T>();
         };
+        // A large matrix's tensors read into its panels (read_into_panels): of 16-bit numbers with
+        // 16-bit storage (narrowed back to the tensors' format, exactly: they came from it), else of T.
+        const bool sixteen_bit = storage_ == WeightStorage::stored_16_bit;
+        const auto narrow = [this](T x) {
+            return half_format_ == detail::HalfFormat::bfloat16 ? detail::float_to_bfloat16_exact(float(x))
+                                                                : detail::float_to_half_exact(float(x));
+        };
+        const auto as_is = [](T x) { return x; };
 
         // With quantized storage, a matrix whose tensors are all in a block format is read from
         // the file into its blocks, rows in place (pieces of a tensor are runs of its rows), and
@@ -447,26 +488,37 @@ private:
             return true;
         };
 
-        if (s.tied_embeddings) {  // U = Eᵀ, the only copy kept
-            if (!keep_quantized(names.embedding, quantized_unembedding_)) {
-                sized(unembedding_, c, s.vocabulary_size);
-                files.template read_matrix_into<T>(names.embedding, unembedding_, true);
-                finite(names.embedding, unembedding_);
-                keep_16_bit({names.embedding}, unembedding_, half_unembedding_);
+        // U (C × V), read from the tensor `name` (V × C) transposed, or E (V × C) as stored
+        const auto read_whole = [&](const std::string& name, bool transposed, detail::HalfMatrix& half,
+                                    detail::PanelMatrix<T>& panels) {
+            const Index rows = transposed ? c : s.vocabulary_size, cols = transposed ? s.vocabulary_size : c;
+            const std::vector<TensorPiece> whole{{LayerSlot::query_key_value, 0, cols, 0}};
+            if (sixteen_bit) {
+                check_16_bit({name});
+                half = detail::HalfMatrix::sized(half_format_, rows, cols);
+                read_into_panels(
+                    files, name, transposed, whole, [&](LayerSlot) -> auto& { return half; }, narrow);
+            } else {
+                panels = detail::PanelMatrix<T>::sized(rows, cols);
+                read_into_panels(
+                    files, name, transposed, whole, [&](LayerSlot) -> auto& { return panels; }, as_is);
             }
+        };
+        if (s.tied_embeddings) {  // U = Eᵀ, the only copy kept
+            if (!keep_quantized(names.embedding, quantized_unembedding_))
+                read_whole(names.embedding, true, half_unembedding_, unembedding_);
         } else {
-            if (!keep_quantized(names.embedding, quantized_embedding_)) {
+            if (keep_quantized(names.embedding, quantized_embedding_)) {
+            } else if (sixteen_bit) {
+                detail::PanelMatrix<T> unused;
+                read_whole(names.embedding, false, half_embedding_, unused);
+            } else {  // row-major: a token's row is read whole
                 sized(embedding_, s.vocabulary_size, c);
                 files.template read_matrix_into<T>(names.embedding, embedding_, false);
                 finite(names.embedding, embedding_);
-                keep_16_bit({names.embedding}, embedding_, half_embedding_);
             }
-            if (!keep_quantized(names.unembedding, quantized_unembedding_)) {
-                sized(unembedding_, c, s.vocabulary_size);
-                files.template read_matrix_into<T>(names.unembedding, unembedding_, true);
-                finite(names.unembedding, unembedding_);
-                keep_16_bit({names.unembedding}, unembedding_, half_unembedding_);
-            }
+            if (!keep_quantized(names.unembedding, quantized_unembedding_))
+                read_whole(names.unembedding, true, half_unembedding_, unembedding_);
         }
         if (!names.position_embedding.empty()) {
             position_embedding_.resize(s.longest, c);
@@ -478,7 +530,7 @@ private:
         final_norm_bias_ = vector(names.final_norm_bias);
 
         // Each layer: every slot its description reads sized once, then each tensor read into
-        // its pieces: whole into a block where it has one piece, else through one (in × out) copy.
+        // its pieces: the vectors' through one copy, the matrices' into their blocks or panels.
         for (const LayerDescription& description : s.layer_descriptions) {
             Layer layer;
             layer.query_width = s.query_width();
@@ -491,7 +543,7 @@ private:
                 }
             // With quantized storage, a matrix slot all of whose tensors are in block formats is
             // kept in them: its rows (outputs) in runs of one format, in the order of the slot's.
-            QuantizedLayer quantized;
+            LayerMatrices<detail::QuantizedMatrix> quantized;
             bool kept_quantized[kLayerSlots] = {};
             for (int slot = 0; slot < kLayerSlots; ++slot) {
                 if (!is_matrix_slot(LayerSlot(slot)) || sources[slot].empty()) continue;
@@ -513,53 +565,98 @@ private:
                 quantized.matrix(LayerSlot(slot)) = detail::QuantizedMatrix::sized(in, runs);
                 kept_quantized[slot] = true;
             }
+            LayerMatrices<detail::HalfMatrix> half;
+            LayerMatrices<detail::PanelMatrix<T>> panels;
             for (int slot = 0; slot < kLayerSlots; ++slot) {
                 if (sources[slot].empty() || kept_quantized[slot]) continue;
                 const auto [rows, cols] = slot_shape(LayerSlot(slot), s, description);
-                if (is_matrix_slot(LayerSlot(slot)))
-                    sized(layer.matrix(LayerSlot(slot)), rows, cols);
-                else
+                if (!is_matrix_slot(LayerSlot(slot))) {
                     layer.vector(LayerSlot(slot)).resize(cols);
+                } else if (sixteen_bit) {
+                    check_16_bit(sources[slot]);
+                    half.matrix(LayerSlot(slot)) = detail::HalfMatrix::sized(half_format_, rows, cols);
+                } else {
+                    panels.matrix(LayerSlot(slot)) = detail::PanelMatrix<T>::sized(rows, cols);
+                }
             }
             for (const LayerTensor& tensor : description.tensors) {
-                const bool matrix = is_matrix_slot(tensor.pieces.front().slot);
-                bool any_float = false;  // a piece of this tensor goes into a float slot
-                for (const TensorPiece& piece : tensor.pieces) {
-                    if (matrix && kept_quantized[int(piece.slot)])
-                        read_quantized_rows(tensor.name, piece.from, piece.count, quantized.matrix(piece.slot),
-                                            piece.to);
-                    else
-                        any_float = true;
-                }
-                if (!any_float) continue;
-                if (!matrix) {
+                if (!is_matrix_slot(tensor.pieces.front().slot)) {
                     const Vector<T> values = vector(tensor.name);
                     for (const TensorPiece& piece : tensor.pieces)
                         layer.vector(piece.slot).segment(piece.to, piece.count) =
                             values.segment(piece.from, piece.count).array() + T(tensor.offset);
-                } else if (tensor.pieces.size() == 1 && tensor.pieces.front().from == 0) {
-                    const TensorPiece& piece = tensor.pieces.front();
-                    auto block = layer.matrix(piece.slot).middleCols(piece.to, piece.count);
-                    files.template read_matrix_into<T>(tensor.name, block, tensor.out_in);
-                    finite(tensor.name, block);
-                } else {
-                    const Matrix<T> whole = tensor.out_in ? files.template transposed_matrix<T>(tensor.name)
-                                                          : files.template matrix<T>(tensor.name);  // (in × out)
-                    finite(tensor.name, whole);
-                    for (const TensorPiece& piece : tensor.pieces)
-                        if (!kept_quantized[int(piece.slot)])
-                            layer.matrix(piece.slot).middleCols(piece.to, piece.count) =
-                                whole.middleCols(piece.from, piece.count);
+                    continue;
                 }
+                std::vector<TensorPiece> in_panels;  // the pieces not kept in blocks
+                for (const TensorPiece& piece : tensor.pieces) {
+                    if (kept_quantized[int(piece.slot)])
+                        read_quantized_rows(tensor.name, piece.from, piece.count, quantized.matrix(piece.slot),
+                                            piece.to);
+                    else
+                        in_panels.push_back(piece);
+                }
+                if (in_panels.empty()) continue;
+                if (sixteen_bit)
+                    read_into_panels(
+                        files, tensor.name, tensor.out_in, in_panels,
+                        [&](LayerSlot slot) -> detail::HalfMatrix& { return half.matrix(slot); }, narrow);
+                else
+                    read_into_panels(
+                        files, tensor.name, tensor.out_in, in_panels,
+                        [&](LayerSlot slot) -> detail::PanelMatrix<T>& { return panels.matrix(slot); }, as_is);
             }
-            HalfLayer half;
-            for (LayerSlot slot : kMatrixSlots)
-                keep_16_bit(sources[int(slot)], layer.matrix(slot), detail::matrix_in_slot(half, slot));
-            layers_.push_back(std::move(layer));
+            layers_.push_back(std::move(layer));  // its vectors
+            panel_layers_.push_back(std::move(panels));
             if (storage_ == WeightStorage::stored_16_bit) half_layers_.push_back(std::move(half));
             if (storage_ == WeightStorage::stored_quantized) quantized_layers_.push_back(std::move(quantized));
         }
         tabulate_first_layer();
+    }
+
+    /// Reads the 2-D tensor `name` into the panels its pieces go to (into(piece.slot): a panel
+    /// matrix of the slot's (in × out) shape, sized), a band of the tensor's rows at a time and
+    /// never whole, so that loading holds the weights once. A Linear's [out, in] rows (out_in)
+    /// are columns of the matrix, a band of them one panel's worth; a Conv1D's [in, out] rows
+    /// are its rows. Each number is kept as store(x): T as it is, or narrowed back to the
+    /// tensor's 16-bit format. format_error naming the tensor if a number is not finite.
+    template <class Files, class Into, class Store>
+    static void read_into_panels(const Files& files, const std::string& name, bool out_in,
+                                 const std::vector<TensorPiece>& pieces, Into&& into, Store&& store) {
+        constexpr Index kPanel = detail::PanelMatrix<T>::kPanel;
+        const std::vector<std::int64_t>& shape = files.shape(name);
+        const Index rows = Index(shape[0]), length = Index(shape[1]);
+        const Index band = out_in ? kPanel : std::max<Index>(1, Index(1 << 16) / std::max<Index>(1, length));
+        std::vector<T> values(std::size_t(std::min(band, rows) * length));
+        for (Index first = 0; first < rows; first += band) {
+            const Index count = std::min(band, rows - first);
+            files.template convert_rows<T>(name, first, count, values.data());
+            if (!Eigen::Map<const Vector<T>>(values.data(), count * length).allFinite())
+                throw format_error(detail::message(files.source(name), ": tensor '", name, "' holds NaN or infinity",
+                                                   sizeof(T) < 8 ? " (in float)" : ""));
+            for (const TensorPiece& piece : pieces) {
+                auto& matrix = into(piece.slot);
+                if (out_in) {  // the band's rows o (outputs) are columns piece.to + o − piece.from
+                    const Index from = std::max(first, piece.from);
+                    const Index to = std::min(first + count, piece.from + piece.count);
+                    for (Index o = from; o < to; ++o) {
+                        const Index col = piece.to + o - piece.from, stride = matrix.panel_width(col);
+                        const T* row = values.data() + (o - first) * length;
+                        auto* out = matrix.at(0, col);
+                        for (Index i = 0; i < length; ++i) out[i * stride] = store(row[i]);
+                    }
+                } else {  // the band's rows are the matrix's: the piece's columns of each
+                    for (Index r = 0; r < count; ++r) {
+                        const T* row = values.data() + r * length + piece.from;
+                        for (Index j = 0; j < piece.count;) {
+                            const Index col = piece.to + j, run = std::min(piece.count - j, kPanel - col % kPanel);
+                            auto* out = matrix.at(first + r, col);
+                            for (Index k = 0; k < run; ++k) out[k] = store(row[j + k]);
+                            j += run;
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Every tensor the names expect, with its shape, and nothing else but what may be skipped.
@@ -614,28 +711,21 @@ private:
     }
 
     /// Layer l's large matrices as the products read them, float or 16-bit.
-    struct LayerWeights {
-        detail::WeightRows<T> query_key_value, output, up, gate, down;
-    };
+    using LayerWeights = LayerMatrices<detail::WeightRows<T>>;
+    /// Layer l's large matrices as the products read them: in panels of T or of 16-bit
+    /// numbers, or in GGUF blocks (those stored_quantized keeps in them).
     LayerWeights weights_of(std::size_t l) const {
         using Rows = detail::WeightRows<T>;
-        if (storage_ == WeightStorage::stored_quantized) {  // each matrix in its blocks, or float
-            const Layer& layer = layers_[l];
-            const QuantizedLayer& quantized = quantized_layers_[l];
-            const auto pick = [](const detail::QuantizedMatrix& q, const Matrix<T>& m) {
-                return q.empty() ? Rows::of(m) : Rows::of(q);
-            };
-            return {pick(quantized.query_key_value, layer.query_key_value), pick(quantized.output, layer.output),
-                    pick(quantized.up, layer.up), pick(quantized.gate, layer.gate), pick(quantized.down, layer.down)};
+        LayerWeights out;
+        for (LayerSlot slot : kMatrixSlots) {
+            if (storage_ == WeightStorage::stored_16_bit)
+                out.matrix(slot) = Rows::of(half_layers_[l].matrix(slot));
+            else if (storage_ == WeightStorage::stored_quantized && !quantized_layers_[l].matrix(slot).empty())
+                out.matrix(slot) = Rows::of(quantized_layers_[l].matrix(slot));
+            else
+                out.matrix(slot) = Rows::of(panel_layers_[l].matrix(slot));
         }
-        if (storage_ == WeightStorage::stored_16_bit) {
-            const HalfLayer& layer = half_layers_[l];
-            return {Rows::of(layer.query_key_value), Rows::of(layer.output), Rows::of(layer.up), Rows::of(layer.gate),
-                    Rows::of(layer.down)};
-        }
-        const Layer& layer = layers_[l];
-        return {Rows::of(layer.query_key_value), Rows::of(layer.output), Rows::of(layer.up), Rows::of(layer.gate),
-                Rows::of(layer.down)};
+        return out;
     }
     /// U (C × V) as the products read it.
     detail::WeightRows<T> unembedding_rows() const {
@@ -643,46 +733,30 @@ private:
         return storage_ == WeightStorage::stored_16_bit ? detail::WeightRows<T>::of(half_unembedding_)
                                                         : detail::WeightRows<T>::of(unembedding_);
     }
-    /// E (V × C) as a view of what is kept, without the check of embedding().
-    EmbeddingView embedding_view() const {
-        if (settings_.tied_embeddings)  // E(v, c) = U(c, v)
-            return EmbeddingView(unembedding_.data(), settings_.vocabulary_size, settings_.dimensions,
-                                 Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(1, settings_.vocabulary_size));
-        return EmbeddingView(embedding_.data(), settings_.vocabulary_size, settings_.dimensions,
-                             Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(settings_.dimensions, 1));
-    }
-    /// row (1 × C) = E[id] · embedding_scale, token id's embedding as the residual stream starts.
+    /// row (1 × C) = E[id], token id's embedding, however it is kept.
     template <class Row>
-    void embed_into(int id, Row&& row) const {
+    void embedding_row_into(int id, Row&& row) const {
         const detail::QuantizedMatrix& quantized =
             settings_.tied_embeddings ? quantized_unembedding_ : quantized_embedding_;
         if (!quantized.empty()) {  // stored_quantized, Model<float>: the row dequantized
             if constexpr (std::is_same_v<T, float>)
                 detail::dequantize_row(quantized, Index(id), 0, settings_.dimensions, row.data());
-        } else if (storage_ != WeightStorage::stored_16_bit) {
-            row = embedding_view().row(id);
-        } else if (settings_.tied_embeddings) {  // E(id, c) = U(c, id)
+        } else if (!settings_.tied_embeddings) {
+            if (storage_ == WeightStorage::stored_16_bit)
+                for (Index c = 0; c < settings_.dimensions; ++c) row(c) = T(half_embedding_(id, c));
+            else
+                row = embedding_.row(id);
+        } else if (storage_ == WeightStorage::stored_16_bit) {  // E(id, c) = U(c, id)
             for (Index c = 0; c < settings_.dimensions; ++c) row(c) = T(half_unembedding_(c, id));
         } else {
-            for (Index c = 0; c < settings_.dimensions; ++c) row(c) = T(half_embedding_(id, c));
+            for (Index c = 0; c < settings_.dimensions; ++c) row(c) = *unembedding_.at(c, id);
         }
-        if (settings_.embedding_scale != 1.0) row *= T(settings_.embedding_scale);
     }
-
-    /// argument_error for a public accessor of float matrices when the model keeps them in 16 bits
-    /// or in GGUF blocks.
-    void require_converted(const char* function) const {
-        if (storage_ == WeightStorage::stored_16_bit)
-            throw argument_error(detail::message(
-                function, ": the model was loaded with WeightStorage::stored_16_bit, which keeps its matrices in ",
-                detail::half_format_name(half_format_), "; load it with WeightStorage::converted (the default) for ",
-                sizeof(T) * 8, "-bit matrices"));
-        if (storage_ == WeightStorage::stored_quantized)
-            throw argument_error(detail::message(
-                function,
-                ": the model was loaded with WeightStorage::stored_quantized, which keeps its matrices in the "
-                "file's block formats; load it with WeightStorage::converted (the default) for ",
-                sizeof(T) * 8, "-bit matrices"));
+    /// row (1 × C) = E[id] · embedding_scale, token id's embedding as the residual stream starts.
+    template <class Row>
+    void embed_into(int id, Row&& row) const {
+        embedding_row_into(id, row);
+        if (settings_.embedding_scale != 1.0) row *= T(settings_.embedding_scale);
     }
 
     static const char* storage_name(WeightStorage storage) {
@@ -716,30 +790,27 @@ private:
     Tokenizer tokenizer_;
     std::vector<std::optional<Rope<T>>> ropes_;  // one per distinct rotation of the layers (empty: none)
     std::vector<std::size_t> rope_of_layer_;     // layer l's in ropes_
-    Matrix<T> embedding_;                        // (V × C), untied only: a tied model reads E from unembedding_
-    Matrix<T> unembedding_;                      // (C × V)
+    Matrix<T> embedding_;                        // (V × C), untied and converted only: a tied model reads E from U
+    detail::PanelMatrix<T> unembedding_;         // (C × V) in panels, unless kept in 16 bits or blocks below
     Matrix<T> position_embedding_;               // (longest × C), learned positions only
     Vector<T> final_norm_weight_, final_norm_bias_;
-    std::vector<Layer> layers_;
+    std::vector<Layer> layers_;  // each layer's vectors; its matrices are below
     Matrix<T> first_layer_qkv_;  // (V × (H + 2 H_kv)·d): norm(E) · [Wq Wk Wv] + b of layer 0, or empty
 
-    // WeightStorage::stored_16_bit: the large matrices, whose float ones above are then empty
-    struct HalfLayer {
-        detail::HalfMatrix query_key_value, output, up, gate, down;
-    };
     WeightStorage storage_ = WeightStorage::converted;
+    // Each layer's large matrices in panels of T: all of them, but those kept in 16 bits or
+    // GGUF blocks below (then empty here)
+    std::vector<LayerMatrices<detail::PanelMatrix<T>>> panel_layers_;
+
+    // WeightStorage::stored_16_bit: the large matrices in panels of 16-bit numbers
     detail::HalfFormat half_format_ = detail::HalfFormat::bfloat16;
-    std::vector<HalfLayer> half_layers_;
+    std::vector<LayerMatrices<detail::HalfMatrix>> half_layers_;
     detail::HalfMatrix half_embedding_;    // (V × C), untied only
     detail::HalfMatrix half_unembedding_;  // (C × V)
 
     // WeightStorage::stored_quantized: the large matrices in GGUF blocks, each (out × in) as the
-    // file stores it, or empty where the float one above is kept (a matrix in F32, F16 or BF16)
-    struct QuantizedLayer {
-        detail::QuantizedMatrix query_key_value, output, up, gate, down;
-        detail::QuantizedMatrix& matrix(LayerSlot slot) { return detail::matrix_in_slot(*this, slot); }
-    };
-    std::vector<QuantizedLayer> quantized_layers_;
+    // file stores it, or empty where the matrix is in panels above (a tensor in F32, F16 or BF16)
+    std::vector<LayerMatrices<detail::QuantizedMatrix>> quantized_layers_;
     detail::QuantizedMatrix quantized_embedding_;    // (V × C), untied only
     detail::QuantizedMatrix quantized_unembedding_;  // (V × C): Uᵀ as stored, E too if tied
 };

@@ -129,6 +129,9 @@ struct DenseRows {
     Row row_at(Index t) const { return {data + t * row}; }
 
     const T* at(Index t, Index col) const { return data + t * row + col; }
+    /// Read in place (kInPlace): any block, its rows row_stride(col) apart from at(t, col).
+    bool in_place(Index, Index) const { return true; }
+    Index row_stride(Index) const { return row; }
     T value(Index t, Index col) const { return data[t * row + col]; }
     void copy(Index t, Index col, Index count, T* out) const { std::copy_n(at(t, col), count, out); }
     const void* address(Index t, Index col) const { return at(t, col); }
@@ -300,7 +303,8 @@ void multiply_many_rows_from(Index rows, Index depth, Index cols, const T* a, In
     // tiles whatever the registers if they are a multiple of 64 KiB apart (16,384 or 49,152
     // floats, an unembedding), where they share a few L2 sets too. Otherwise the tiles read it
     // where it lies (docs/DESIGN.md has the measurements). A source that cannot be read in place
-    // (16-bit rows) is always copied, converted, into the panel.
+    // (16-bit rows) is always copied, converted, into the panel; one that can only in some
+    // blocks (weights in panels: a block that is whole rows of one) is copied in the others.
     // While a block's row tiles run, the next block is prefetched, a share of its rows per
     // tile: in a forward pass the weights come from L3 or memory, and the first tile of every
     // block would otherwise wait for them (docs/DESIGN.md: what it saves, profiled).
@@ -313,8 +317,8 @@ void multiply_many_rows_from(Index rows, Index depth, Index cols, const T* a, In
     alignas(64) T panel[kBlockDepth * Tile::kColumns];
     const Index tiles = (rows + Tile::kRows - 1) / Tile::kRows;
     bool packs = true;
-    if constexpr (Source::kInPlace) {  // it holds T: its rows are b.row · sizeof(T) bytes apart
-        const Index row_bytes = b.row * Index(sizeof(T));
+    if constexpr (Source::kInPlace) {  // it holds T: its rows are row_stride · sizeof(T) bytes apart
+        const Index row_bytes = b.row_stride(0) * Index(sizeof(T));
         const bool aliased = row_bytes % 4096 == 0, l2_aliased = row_bytes % 65536 == 0;
         packs = tiles >= kPackedTiles || (aliased && tiles >= kAliasedPackedTiles) ||
                 (l2_aliased && tiles >= kL2AliasedPackedTiles);
@@ -327,11 +331,13 @@ void multiply_many_rows_from(Index rows, Index depth, Index cols, const T* a, In
             const Index count = std::min(kBlockDepth, depth - first);
             const T* block = panel;
             Index block_row = Tile::kColumns;
-            if (packs) {
+            bool copies = packs;
+            if constexpr (Source::kInPlace) copies = copies || !b.in_place(col, width);
+            if (copies) {
                 for (Index t = 0; t < count; ++t) b.copy(first + t, col, width, panel + t * Tile::kColumns);
             } else if constexpr (Source::kInPlace) {
                 if (count > 0) block = b.at(first, col);  // no depth: nothing is read, and b may be null
-                block_row = b.row;
+                block_row = b.row_stride(col);
             }
             const PanelBlock next = next_panel_block(first, col, depth, whole, kBlockDepth, Tile::kColumns);
             const Index rows_per_tile = (next.count + tiles - 1) / tiles;
