@@ -204,36 +204,48 @@ using HalfPanels = Panels<Widened<Format>>;
 namespace kernel {
 
 /// c(r, j …) (+)= Σ_t a(r, t) · b(t, j …) for Packets packets of columns that lie in one panel,
-/// from `panel` (that panel's entry at row 0 and the first of these columns, panel_row apart):
-/// c's packets stay in registers for the whole depth, and the panel is read once, in order,
-/// its rows kAhead ahead prefetched. Each entry is one fused multiply-add chain over the depth
-/// in order, from c (accumulate) or 0: the bits of stream_rows's.
-template <class Reader, int Rows, int Packets, class Scalar = typename Reader::Scalar,
+/// in each of Streams panels side by side: from `panel` (the first panel's entry at row 0 and
+/// the first of these columns, panel_row apart; panel s's next_panel · s further, its columns
+/// of c c_next · s further). c's packets stay in registers for the whole depth, and each panel
+/// is read once, in order, its rows kAhead ahead prefetched: Streams runs of memory in flight
+/// at once (Intel's prefetchers follow several streams better than one: docs/DESIGN.md). Each
+/// entry is one fused multiply-add chain over the depth in order, from c (accumulate) or 0: the
+/// bits of stream_rows's.
+template <class Reader, int Rows, int Packets, int Streams = 1, class Scalar = typename Reader::Scalar,
           class Stored = typename Reader::Stored>
 EIGEN_ALWAYS_INLINE void stream_panel(Index depth, const Scalar* a, Index a_row, const Stored* panel, Index panel_row,
-                                      Scalar* c, Index c_row, bool accumulate) {
+                                      Index next_panel, Scalar* c, Index c_next, Index c_row, bool accumulate) {
     using Packet = typename RegisterTile<Scalar>::Packet;
     constexpr Index L = RegisterTile<Scalar>::kLanes;
+#ifdef ATTN_PANEL_AHEAD
+    constexpr Index kAhead = ATTN_PANEL_AHEAD;
+#else
     constexpr Index kAhead = 8;  // rows of the panel: 1 KiB ahead for a whole BF16 panel, 2 KiB for float
-    Packet acc[Rows][Packets];
+#endif
+    Packet acc[Rows][Streams * Packets];
     for (int r = 0; r < Rows; ++r)
-        for (int p = 0; p < Packets; ++p)
-            acc[r][p] = accumulate ? ei::ploadu<Packet>(c + r * c_row + p * L) : ei::pset1<Packet>(Scalar(0));
+        for (int s = 0; s < Streams; ++s)
+            for (int p = 0; p < Packets; ++p)
+                acc[r][s * Packets + p] =
+                    accumulate ? ei::ploadu<Packet>(c + r * c_row + s * c_next + p * L) : ei::pset1<Packet>(Scalar(0));
     const Index bytes = Packets * L * Index(sizeof(Stored));
     for (Index t = 0; t < depth; ++t) {
-        const Stored* row = panel + t * panel_row;
-        if (t + kAhead < depth)
-            for (Index line = 0; line < bytes; line += 64)
-                prefetch(reinterpret_cast<const char*>(row + kAhead * panel_row) + line);
-        Packet w[Packets];
-        for (int p = 0; p < Packets; ++p) w[p] = Reader::template packet<Packet>(row + p * L);
+        Packet w[Streams * Packets];
+        for (int s = 0; s < Streams; ++s) {
+            const Stored* row = panel + s * next_panel + t * panel_row;
+            if (t + kAhead < depth)
+                for (Index line = 0; line < bytes; line += 64)
+                    prefetch(reinterpret_cast<const char*>(row + kAhead * panel_row) + line);
+            for (int p = 0; p < Packets; ++p) w[s * Packets + p] = Reader::template packet<Packet>(row + p * L);
+        }
         for (int r = 0; r < Rows; ++r) {
             const Packet y = ei::pset1<Packet>(a[r * a_row + t]);
-            for (int p = 0; p < Packets; ++p) acc[r][p] = ei::pmadd(y, w[p], acc[r][p]);
+            for (int k = 0; k < Streams * Packets; ++k) acc[r][k] = ei::pmadd(y, w[k], acc[r][k]);
         }
     }
     for (int r = 0; r < Rows; ++r)
-        for (int p = 0; p < Packets; ++p) ei::pstoreu(c + r * c_row + p * L, acc[r][p]);
+        for (int s = 0; s < Streams; ++s)
+            for (int p = 0; p < Packets; ++p) ei::pstoreu(c + r * c_row + s * c_next + p * L, acc[r][s * Packets + p]);
 }
 
 }  // namespace kernel
@@ -265,6 +277,16 @@ void stream_panels(Index rows, Index depth, Index cols, const Scalar* a, Index a
     constexpr Index L = RegisterTile<Scalar>::kLanes;
     constexpr Index kPanel = PanelMatrix<Stored>::kPanel;
     constexpr int kOneRowPackets = int(std::min<Index>(8, kPanel / L)), kTwoRowPackets = 4;
+    // Panels streamed side by side: as many as 16 accumulators hold (32 registers), else one.
+#ifdef ATTN_PANEL_STREAMS
+    constexpr int kMostStreams = ATTN_PANEL_STREAMS;
+#else
+    constexpr int kMostStreams = 4;
+#endif
+    constexpr int kAccumulators = RegisterTile<Scalar>::kWide ? 16 : 8;
+    constexpr int kOneRowStreams = std::max(1, std::min<int>(kMostStreams, kAccumulators / int(kPanel / L)));
+    constexpr int kTwoRowStreams = std::max(1, std::min<int>(kMostStreams, kAccumulators / int(2 * kPanel / L)));
+    const Index kStreams = rows == 1 ? kOneRowStreams : kTwoRowStreams;
     const PanelMatrix<Stored>& m = *b.matrix;
     const auto scalar_column = [&](Index col) {
         for (Index r = 0; r < rows; ++r) {
@@ -298,18 +320,31 @@ void stream_panels(Index rows, Index depth, Index cols, const Scalar* a, Index a
             col += L;
             continue;
         }
-        const Index packets = std::min({most, (kPanel - inside) / L, (whole - col) / L});
         const Stored* panel = depth > 0 ? m.at(b.first_row, at) : nullptr;
         const Index panel_row = m.panel_width(at);
         Scalar* out = c + col;
+        // whole panels, several side by side where the registers hold their columns of c
+        constexpr int kWhole = int(kPanel / L);
+        const Index next_panel = kPanel * m.rows;
+        if (inside == 0 && kWhole <= kTwoRowPackets && whole - col >= kStreams * kPanel) {
+            if (rows == 1)
+                kernel::stream_panel<Reader, 1, kWhole, kOneRowStreams>(depth, a, a_row, panel, kPanel, next_panel, out,
+                                                                        kPanel, c_row, accumulate);
+            else
+                kernel::stream_panel<Reader, 2, kWhole, kTwoRowStreams>(depth, a, a_row, panel, kPanel, next_panel, out,
+                                                                        kPanel, c_row, accumulate);
+            col += (rows == 1 ? kOneRowStreams : kTwoRowStreams) * kPanel;
+            continue;
+        }
+        const Index packets = std::min({most, (kPanel - inside) / L, (whole - col) / L});
         if (rows == 1)
             with_packet_count<kOneRowPackets>(packets, [&](auto n) {
-                kernel::stream_panel<Reader, 1, decltype(n)::value>(depth, a, a_row, panel, panel_row, out, c_row,
+                kernel::stream_panel<Reader, 1, decltype(n)::value>(depth, a, a_row, panel, panel_row, 0, out, 0, c_row,
                                                                     accumulate);
             });
         else
             with_packet_count<kTwoRowPackets>(packets, [&](auto n) {
-                kernel::stream_panel<Reader, 2, decltype(n)::value>(depth, a, a_row, panel, panel_row, out, c_row,
+                kernel::stream_panel<Reader, 2, decltype(n)::value>(depth, a, a_row, panel, panel_row, 0, out, 0, c_row,
                                                                     accumulate);
             });
         col += packets * L;
