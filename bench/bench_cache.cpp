@@ -18,12 +18,16 @@
 //   memory/copy/threads:<t>                    memcpy of a 256 MiB buffer into another, split over
 //                                              t threads: the bytes read per second
 //   memory/read/threads:<t>                    summing a 256 MiB buffer: a read-only reference
+//   memory/read_streams:4/threads:<t>          the same, each thread's share summed as four runs side
+//                                              by side (as the model's panels are streamed: Intel's
+//                                              prefetchers follow several runs further than one)
 //
 // bytes_read (a rate) counts what attention must read at least: keys and values of every
 // visible position of every key/value head, once. Its ratio to memory/copy's bytes_read is
 // the share of copy bandwidth reached.
 #include <benchmark/benchmark.h>
 #include <attn/attn.hpp>
+#include <attn/detail/kernels/tiles.hpp>
 
 #include <cstring>
 #include <memory>
@@ -146,6 +150,35 @@ void read_benchmark(benchmark::State& state, int threads) {
         benchmark::Counter(double(kBuffer) * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 
+/// Each thread's share of the buffer summed as kStreams runs side by side, a packet of each a step.
+void read_streams_benchmark(benchmark::State& state, int threads) {
+    namespace ei = Eigen::internal;
+    using Packet = attn::detail::RegisterTile<float>::Packet;
+    constexpr std::size_t kStreams = 4, kLanes = std::size_t(attn::detail::RegisterTile<float>::kLanes);
+    const std::size_t count = kBuffer / sizeof(float);
+    std::vector<float> buffer(count, 1.0f);
+    const std::size_t share = count / std::size_t(threads), run = share / kStreams / kLanes * kLanes;
+    std::vector<float> sums(std::size_t(threads) * 16);  // one cache line apart
+    for (auto _ : state) {
+        on_threads(threads, [&](int t) {
+            const float* start = buffer.data() + std::size_t(t) * share;
+            Packet sum[kStreams];
+            for (std::size_t s = 0; s < kStreams; ++s) sum[s] = ei::pset1<Packet>(0.0f);
+            for (std::size_t i = 0; i < run; i += kLanes)
+                for (std::size_t s = 0; s < kStreams; ++s)
+                    sum[s] = ei::padd(sum[s], ei::ploadu<Packet>(start + s * run + i));
+            float total = 0.0f;
+            for (std::size_t s = 0; s < kStreams; ++s) total += ei::predux(sum[s]);
+            sums[std::size_t(t) * 16] = total;
+        });
+        benchmark::DoNotOptimize(sums.data());
+        benchmark::ClobberMemory();
+    }
+    state.counters["bytes_read"] =
+        benchmark::Counter(double(run * kStreams * sizeof(float)) * double(threads) * double(state.iterations()),
+                           benchmark::Counter::kIsRate);
+}
+
 void register_benchmarks() {
     for (const CacheShape shape : {CacheShape{4, 4, 64}, CacheShape{32, 8, 128}})
         for (bool kept : {false, true})
@@ -175,6 +208,10 @@ void register_benchmarks() {
             ->UseRealTime();
         benchmark::RegisterBenchmark(("memory/read/threads:" + std::to_string(threads)).c_str(), read_benchmark,
                                      threads)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+        benchmark::RegisterBenchmark(("memory/read_streams:4/threads:" + std::to_string(threads)).c_str(),
+                                     read_streams_benchmark, threads)
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
     }

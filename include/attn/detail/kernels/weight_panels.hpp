@@ -217,11 +217,7 @@ EIGEN_ALWAYS_INLINE void stream_panel(Index depth, const Scalar* a, Index a_row,
                                       Index next_panel, Scalar* c, Index c_next, Index c_row, bool accumulate) {
     using Packet = typename RegisterTile<Scalar>::Packet;
     constexpr Index L = RegisterTile<Scalar>::kLanes;
-#ifdef ATTN_PANEL_AHEAD
-    constexpr Index kAhead = ATTN_PANEL_AHEAD;
-#else
     constexpr Index kAhead = 8;  // rows of the panel: 1 KiB ahead for a whole BF16 panel, 2 KiB for float
-#endif
     Packet acc[Rows][Streams * Packets];
     for (int r = 0; r < Rows; ++r)
         for (int s = 0; s < Streams; ++s)
@@ -277,16 +273,13 @@ void stream_panels(Index rows, Index depth, Index cols, const Scalar* a, Index a
     constexpr Index L = RegisterTile<Scalar>::kLanes;
     constexpr Index kPanel = PanelMatrix<Stored>::kPanel;
     constexpr int kOneRowPackets = int(std::min<Index>(8, kPanel / L)), kTwoRowPackets = 4;
-    // Panels streamed side by side: as many as 16 accumulators hold (32 registers), else one.
-#ifdef ATTN_PANEL_STREAMS
-    constexpr int kMostStreams = ATTN_PANEL_STREAMS;
-#else
+    // Panels streamed side by side: as many as 16 accumulators hold (32 registers), at most four
+    // (one, two and four measured: docs/bench/2026-12-02-xeon-avx512), else one.
     constexpr int kMostStreams = 4;
-#endif
     constexpr int kAccumulators = RegisterTile<Scalar>::kWide ? 16 : 8;
     constexpr int kOneRowStreams = std::max(1, std::min<int>(kMostStreams, kAccumulators / int(kPanel / L)));
     constexpr int kTwoRowStreams = std::max(1, std::min<int>(kMostStreams, kAccumulators / int(2 * kPanel / L)));
-    const Index kStreams = rows == 1 ? kOneRowStreams : kTwoRowStreams;
+    const Index streams = rows == 1 ? kOneRowStreams : kTwoRowStreams;
     const PanelMatrix<Stored>& m = *b.matrix;
     const auto scalar_column = [&](Index col) {
         for (Index r = 0; r < rows; ++r) {
@@ -324,17 +317,19 @@ void stream_panels(Index rows, Index depth, Index cols, const Scalar* a, Index a
         const Index panel_row = m.panel_width(at);
         Scalar* out = c + col;
         // whole panels, several side by side where the registers hold their columns of c
-        constexpr int kWhole = int(kPanel / L);
+        constexpr int kWhole = int(kPanel / L);  // packets in a panel's row
         const Index next_panel = kPanel * m.rows;
-        if (inside == 0 && kWhole <= kTwoRowPackets && whole - col >= kStreams * kPanel) {
-            if (rows == 1)
-                kernel::stream_panel<Reader, 1, kWhole, kOneRowStreams>(depth, a, a_row, panel, kPanel, next_panel, out,
-                                                                        kPanel, c_row, accumulate);
-            else
-                kernel::stream_panel<Reader, 2, kWhole, kTwoRowStreams>(depth, a, a_row, panel, kPanel, next_panel, out,
-                                                                        kPanel, c_row, accumulate);
-            col += (rows == 1 ? kOneRowStreams : kTwoRowStreams) * kPanel;
-            continue;
+        if constexpr (kWhole <= kTwoRowPackets) {  // a panel's row fits beside another's
+            if (inside == 0 && whole - col >= streams * kPanel) {
+                if (rows == 1)
+                    kernel::stream_panel<Reader, 1, kWhole, kOneRowStreams>(depth, a, a_row, panel, kPanel, next_panel,
+                                                                            out, kPanel, c_row, accumulate);
+                else
+                    kernel::stream_panel<Reader, 2, kWhole, kTwoRowStreams>(depth, a, a_row, panel, kPanel, next_panel,
+                                                                            out, kPanel, c_row, accumulate);
+                col += streams * kPanel;
+                continue;
+            }
         }
         const Index packets = std::min({most, (kPanel - inside) / L, (whole - col) / L});
         if (rows == 1)
