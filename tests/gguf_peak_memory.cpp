@@ -1,5 +1,5 @@
 // Peak memory of loading a quantized GGUF model with WeightStorage::stored_quantized, against the
-// file's size (Linux only; ctest runs it as gguf_peak_memory).
+// file's size (Linux only; ctest runs it as gguf_peak_memory: `attn_peak_memory gguf`).
 //
 // The parent writes a ~60 MB Llama-shaped GGUF file (8 layers of width 1024 and MLP 2816, a
 // vocabulary of 4096, tied embeddings) whose matrices are Q4_K, with Q6_K values and down
@@ -31,13 +31,10 @@
 
 namespace fs = std::filesystem;
 
-namespace {
+// Named, not anonymous: the three files are compiled as one translation unit.
+namespace attn::test::gguf_load {
 
-using attn::test::measure_in_child;
-using attn::test::peak_resident_bytes;
-using attn::test::skipped;
-using attn::test::under_sanitizer;
-constexpr double bound = attn::test::peak_bound;
+constexpr double bound = peak_bound;
 
 constexpr std::uint64_t kWidth = 1024, kMlp = 2816, kVocabulary = 4096, kLayers = 8, kHeads = 16;
 
@@ -135,9 +132,7 @@ int measure(const std::string& path) {
     return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     if (argc == 3 && std::string(argv[1]) == "--measure") return measure(argv[2]);
     if (peak_resident_bytes() < 0) {
         std::printf("no VmHWM in /proc/self/status: peak memory not measured\n");
@@ -151,8 +146,8 @@ int main(int argc, char** argv) {
     int status = 0;
     try {
         write_file(path);
-        const std::string command = "'" + self.string() + "' --measure '" + path.string() + "'";
-        const attn::test::ChildMeasurement child = measure_in_child(command);
+        const std::string command = "'" + self.string() + "' gguf --measure '" + path.string() + "'";
+        const ChildMeasurement child = measure_in_child(command);
         const long long peak = child.peak, bytes = child.bytes;
         const int exit_status = child.exit_status;
         if (!child.ok()) {
@@ -174,3 +169,5 @@ int main(int argc, char** argv) {
     fs::remove_all(dir);
     return status;
 }
+
+}  // namespace attn::test::gguf_load

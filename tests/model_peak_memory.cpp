@@ -1,5 +1,5 @@
 // Peak memory of loading a model whose large matrices are packed in panels (Linux only; ctest
-// runs it as model_peak_memory).
+// runs it as model_peak_memory: `attn_peak_memory model`).
 //
 // The parent writes a Llama-shaped Hugging Face checkpoint of ~330 MB in F32 (8 layers of width
 // 768 and MLP 2048, a vocabulary of 32,000, tied embeddings) and the same weights in BF16. A child
@@ -30,12 +30,9 @@
 
 namespace fs = std::filesystem;
 
-namespace {
+// Named, not anonymous: the three files are compiled as one translation unit.
+namespace attn::test::model_load {
 
-using attn::test::measure_in_child;
-using attn::test::peak_resident_bytes;
-using attn::test::skipped;
-using attn::test::under_sanitizer;
 constexpr double bound = 1.05;
 
 constexpr std::int64_t kWidth = 768, kMlp = 2048, kVocabulary = 32000, kLayers = 8, kHeads = 12;
@@ -102,9 +99,7 @@ int measure(const std::string& dir, bool sixteen_bit) {
     return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     if (argc == 4 && std::string(argv[1]) == "--measure") return measure(argv[2], std::string(argv[3]) == "16");
     if (peak_resident_bytes() < 0) {
         std::printf("no VmHWM in /proc/self/status: peak memory not measured\n");
@@ -119,8 +114,8 @@ int main(int argc, char** argv) {
             const fs::path checkpoint = dir / (sixteen_bit ? "bf16" : "f32");
             write_checkpoint(checkpoint, sixteen_bit);
             const std::string command =
-                "'" + self.string() + "' --measure '" + checkpoint.string() + "' " + (sixteen_bit ? "16" : "32");
-            const attn::test::ChildMeasurement child = measure_in_child(command);
+                "'" + self.string() + "' model --measure '" + checkpoint.string() + "' " + (sixteen_bit ? "16" : "32");
+            const ChildMeasurement child = measure_in_child(command);
             fs::remove_all(checkpoint);
             if (!child.ok()) {
                 std::printf("FAILED: %s (exit status %d)\n", command.c_str(), child.exit_status);
@@ -143,3 +138,5 @@ int main(int argc, char** argv) {
     fs::remove_all(dir);
     return status;
 }
+
+}  // namespace attn::test::model_load

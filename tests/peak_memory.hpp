@@ -1,8 +1,10 @@
 #pragma once
-// What the peak-memory tests share (tests/peak_memory.cpp, tests/gguf_peak_memory.cpp): each runs
-// itself again as a child that loads a file and prints "<peak> <bytes>", so that the peak resident
-// set (VmHWM) is that load's alone, and holds the ratio to a bound (not under a sanitizer, whose
-// shadow memory counts too).
+// What the peak-memory tests share. One program, attn_peak_memory (tests/peak_memory_main.cpp),
+// measures three kinds of load, named by its first argument: `safetensors`
+// (tests/safetensors_peak_memory.cpp), `gguf` (tests/gguf_peak_memory.cpp) and `model`
+// (tests/model_peak_memory.cpp). Each runs the program again as a child that loads a file and
+// prints "<peak> <bytes>", so that the peak resident set (VmHWM) is that load's alone, and holds
+// the ratio to a bound (not under a sanitizer, whose shadow memory counts too).
 
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +35,18 @@ inline long long peak_resident_bytes() {
     while (std::getline(status, line))
         if (line.rfind("VmHWM:", 0) == 0) return std::atoll(line.c_str() + 6) * 1024;
     return -1;
+}
+
+/// The three measurements. Each takes the arguments after its kind: none for the parent, or
+/// `--measure ...` for the child, which the parent runs as "<this program> <kind> --measure ...".
+namespace safetensors_load {
+int run(int argc, char** argv);
+}
+namespace gguf_load {
+int run(int argc, char** argv);
+}
+namespace model_load {
+int run(int argc, char** argv);
 }
 
 /// A child's "<peak> <bytes>" line and exit status.

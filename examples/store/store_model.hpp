@@ -29,8 +29,10 @@
 #include <unistd.h>
 #endif
 
-// The examples' Model<float> is compiled once, in model_instance.cpp, not in every example.
+// The examples' Model<float> and its forward pass are compiled once, in model_instance.cpp, not
+// in every example.
 extern template class attn::Model<float>;
+extern template class attn::detail::FastForward<float>;
 
 namespace store {
 

@@ -432,6 +432,19 @@ private:
         return before.substr(begin);
     }
 
+    /// Whether a function's name is qualified by its class (`Model<T>::load`): a member defined
+    /// outside the class, which the class's own listing already shows with its documentation.
+    static bool defines_member(const std::string& head) {
+        const std::string before = trim(head.substr(0, parameter_list(head)));
+        const std::string name = function_name(head);
+        if (name.rfind("operator", 0) == 0) {
+            const std::size_t op = before.rfind("operator");
+            return op >= 2 && before.compare(op - 2, 2, "::") == 0;
+        }
+        const std::size_t begin = before.size() - name.size();
+        return begin >= 2 && before.compare(begin - 2, 2, "::") == 0;
+    }
+
     /// The function's declaration without a constructor's initialiser list (code from start).
     std::string cut_initialisers(std::size_t start, std::size_t end) const {
         const std::string head = m_.substr(start, end - start);
@@ -715,6 +728,7 @@ private:
             entity.name = scope.prefix + (first == "using" ? words[1] : name_before(bare));
             entity.signature = signature_of(s_.code.substr(start, end - start));
         } else if (is_function_head(function_head)) {
+            if (!scope.is_class && defines_member(function_head)) return;  // listed in its class
             entity.kind = "function";
             entity.name = scope.prefix + function_name(function_head);
             entity.signature = signature_of(ends_with_semicolon ? s_.code.substr(start, end - start)

@@ -173,21 +173,7 @@ public:
 
     /// The whole pass on `kept` threads (or threads started for it, or the caller's alone),
     /// as many as are useful of `available`.
-    void run(Workers* kept, int available) {
-        const bool by_columns = splits_columns(available, kept != nullptr);
-        const int workers = by_columns ? available : useful_workers(n_, available);
-        if (memory_.kernels.size() < std::size_t(workers)) memory_.kernels.resize(std::size_t(workers));
-        if (by_columns) {
-            if (memory_.worker_normed.size() < std::size_t(workers - 1))
-                memory_.worker_normed.resize(std::size_t(workers - 1));
-            for (int w = 1; w < workers; ++w)
-                memory_.worker_normed[std::size_t(w - 1)].resize(n_, settings_.dimensions);
-        }
-        if (by_columns)
-            run_team(kept, workers, [&](int worker, Team& team) { run_by_columns(worker, team); });
-        else
-            run_team(kept, workers, [&](int worker, Team& team) { run(worker, team); });
-    }
+    void run(Workers* kept, int available);  // defined below
 
 private:
     /// How one worker takes part in the pass: by positions (its rows of every product, the
@@ -853,6 +839,25 @@ private:
     std::vector<Matrix<T>>& queries_keys_;            // per layer (n × (H + H_kv)·d), if kept
     std::vector<StatisticsTarget<T>>& targets_;       // per layer, if statistics are asked
 };
+
+// Defined outside the class, so not inline: where `extern template class FastForward<float>` is
+// declared (the store examples, the test runner), the pass is not compiled again; without it,
+// gcc compiles an inline member for inlining even so.
+template <class T>
+void FastForward<T>::run(Workers* kept, int available) {
+    const bool by_columns = splits_columns(available, kept != nullptr);
+    const int workers = by_columns ? available : useful_workers(n_, available);
+    if (memory_.kernels.size() < std::size_t(workers)) memory_.kernels.resize(std::size_t(workers));
+    if (by_columns) {
+        if (memory_.worker_normed.size() < std::size_t(workers - 1))
+            memory_.worker_normed.resize(std::size_t(workers - 1));
+        for (int w = 1; w < workers; ++w) memory_.worker_normed[std::size_t(w - 1)].resize(n_, settings_.dimensions);
+    }
+    if (by_columns)
+        run_team(kept, workers, [&](int worker, Team& team) { run_by_columns(worker, team); });
+    else
+        run_team(kept, workers, [&](int worker, Team& team) { run(worker, team); });
+}
 
 }  // namespace detail
 

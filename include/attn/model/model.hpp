@@ -164,23 +164,7 @@ public:
     /// tensor if one of them is not BF16, or not F16, like the first (a quantized one included).
     /// With WeightStorage::stored_quantized (Model<float> and a .gguf path only, else
     /// argument_error) the large matrices in a block format stay in it.
-    static Model load(const std::filesystem::path& path, const LoadOptions& options = {}) {
-        if (options.weights != WeightStorage::converted && !std::is_same_v<T, float>)
-            throw argument_error(detail::message("Model::load: WeightStorage::", storage_name(options.weights),
-                                                 " is for Model<float>; ", path.string(), " was asked for with ",
-                                                 sizeof(T) * 8, "-bit numbers"));
-        std::error_code failed;
-        if (path.extension() == ".gguf" && !std::filesystem::is_directory(path, failed))
-            return load_gguf(path, options);
-        if (options.weights == WeightStorage::stored_quantized)
-            throw argument_error(detail::message("Model::load: WeightStorage::stored_quantized is for GGUF files; ",
-                                                 path.string(), " is not a .gguf file"));
-        if (std::filesystem::exists(path / "manifest.json")) return load_store_model(path, options);
-        if (std::filesystem::exists(path / "config.json")) return load_hugging_face(path, options);
-        throw io_error(detail::message(path.string(),
-                                       ": neither manifest.json (an attn model) nor config.json (a "
-                                       "Hugging Face model) is there, and it is not a .gguf file"));
-    }
+    static Model load(const std::filesystem::path& path, const LoadOptions& options = {});  // defined below
 
     const ModelSettings& settings() const { return settings_; }
     /// How the weights are kept (LoadOptions::weights).
@@ -508,14 +492,15 @@ private:
             if (!keep_quantized(names.embedding, quantized_unembedding_))
                 read_whole(names.embedding, true, half_unembedding_, unembedding_);
         } else {
-            if (keep_quantized(names.embedding, quantized_embedding_)) {
-            } else if (sixteen_bit) {
-                detail::PanelMatrix<T> unused;
-                read_whole(names.embedding, false, half_embedding_, unused);
-            } else {  // row-major: a token's row is read whole
-                sized(embedding_, s.vocabulary_size, c);
-                files.template read_matrix_into<T>(names.embedding, embedding_, false);
-                finite(names.embedding, embedding_);
+            if (!keep_quantized(names.embedding, quantized_embedding_)) {
+                if (sixteen_bit) {
+                    detail::PanelMatrix<T> unused;
+                    read_whole(names.embedding, false, half_embedding_, unused);
+                } else {  // row-major: a token's row is read whole
+                    sized(embedding_, s.vocabulary_size, c);
+                    files.template read_matrix_into<T>(names.embedding, embedding_, false);
+                    finite(names.embedding, embedding_);
+                }
             }
             if (!keep_quantized(names.unembedding, quantized_unembedding_))
                 read_whole(names.unembedding, true, half_unembedding_, unembedding_);
@@ -814,5 +799,26 @@ private:
     detail::QuantizedMatrix quantized_embedding_;    // (V × C), untied only
     detail::QuantizedMatrix quantized_unembedding_;  // (V × C): Uᵀ as stored, E too if tied
 };
+
+// Defined outside the class, so not inline: where `extern template class Model<float>` is
+// declared (the store examples, the test runner), the loaders are not compiled again; without
+// it, gcc compiles an inline member for inlining even so.
+template <class T>
+Model<T> Model<T>::load(const std::filesystem::path& path, const LoadOptions& options) {
+    if (options.weights != WeightStorage::converted && !std::is_same_v<T, float>)
+        throw argument_error(detail::message("Model::load: WeightStorage::", storage_name(options.weights),
+                                             " is for Model<float>; ", path.string(), " was asked for with ",
+                                             sizeof(T) * 8, "-bit numbers"));
+    std::error_code failed;
+    if (path.extension() == ".gguf" && !std::filesystem::is_directory(path, failed)) return load_gguf(path, options);
+    if (options.weights == WeightStorage::stored_quantized)
+        throw argument_error(detail::message("Model::load: WeightStorage::stored_quantized is for GGUF files; ",
+                                             path.string(), " is not a .gguf file"));
+    if (std::filesystem::exists(path / "manifest.json")) return load_store_model(path, options);
+    if (std::filesystem::exists(path / "config.json")) return load_hugging_face(path, options);
+    throw io_error(detail::message(path.string(),
+                                   ": neither manifest.json (an attn model) nor config.json (a "
+                                   "Hugging Face model) is there, and it is not a .gguf file"));
+}
 
 }  // namespace attn

@@ -1,5 +1,5 @@
 // Peak memory of loading a safetensors file tensor by tensor (Linux only; ctest runs it
-// as safetensors_peak_memory).
+// as safetensors_peak_memory: `attn_peak_memory safetensors`).
 //
 // The parent writes a ~64 MB F32 file and a BF16 file with the same tensors (32 MB on
 // disk, 64 MB as float) into a temporary directory, then runs this program again, once
@@ -30,13 +30,10 @@
 
 namespace fs = std::filesystem;
 
-namespace {
+// Named, not anonymous: the three files are compiled as one translation unit.
+namespace attn::test::safetensors_load {
 
-using attn::test::measure_in_child;
-using attn::test::peak_resident_bytes;
-using attn::test::skipped;
-using attn::test::under_sanitizer;
-constexpr double bound = attn::test::peak_bound;
+constexpr double bound = peak_bound;
 
 // Eight (1024 × 2048) matrices: 64 MiB as float.
 constexpr int tensor_count = 8;
@@ -106,9 +103,7 @@ int measure(const std::string& path, const std::string& mode) {
     return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     if (argc == 4 && std::string(argv[1]) == "--measure") return measure(argv[2], argv[3]);
     if (peak_resident_bytes() < 0) {
         std::printf("no VmHWM in /proc/self/status: peak memory not measured\n");
@@ -124,14 +119,14 @@ int main(int argc, char** argv) {
         write_files(f32_path, bf16_path);
         for (const fs::path& path : {f32_path, bf16_path})
             for (const char* mode : {"matrix", "transposed", "fused"}) {
-                const std::string command =
-                    "'" + self.string() + "' --measure '" + path.string() + "' " + mode;  // temp paths: no quotes
-                const attn::test::ChildMeasurement child = measure_in_child(command);
+                const std::string command = "'" + self.string() + "' safetensors --measure '" + path.string() + "' " +
+                                            mode;  // temp paths: no quotes
+                const ChildMeasurement child = measure_in_child(command);
                 const long long peak = child.peak, bytes = child.bytes;
                 const int exit_status = child.exit_status;
                 if (!child.ok()) {
-                    std::printf("FAILED: %s --measure %s %s (exit status %d)\n", self.c_str(), path.c_str(), mode,
-                                exit_status);
+                    std::printf("FAILED: %s safetensors --measure %s %s (exit status %d)\n", self.c_str(), path.c_str(),
+                                mode, exit_status);
                     status = 1;
                     continue;
                 }
@@ -153,3 +148,5 @@ int main(int argc, char** argv) {
     fs::remove_all(dir, ignored);
     return status;
 }
+
+}  // namespace attn::test::safetensors_load
