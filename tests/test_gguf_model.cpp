@@ -540,6 +540,21 @@ TEST_CASE("GGUF: Gemma keys attn does not compute are refused by name") {
                        "metadata key 'gemma3.attention.sliding_window_pattern' = 33554432 is not supported (attn "
                        "supports a period 0 … 2^24)"));
     }
+    SUBCASE("one flag per layer, but a flag too many") {  // the file has 3 layers
+        Rewrite r;
+        r.drop_keys.insert("gemma3.attention.sliding_window_pattern");
+        r.add_keys.push_back([](attn::test::GgufWriter& w) {
+            w.entry_with("gemma3.attention.sliding_window_pattern", attn::test::gguf_type::array,
+                         [](attn::test::LittleEndianBytes& o) {
+                             o.u32(attn::test::gguf_type::boolean);
+                             o.u64(4);
+                             for (int flag : {1, 1, 0, 1}) o.u8(std::uint8_t(flag));
+                         });
+        });
+        CHECK(contains(refusal(r, "gemma3_pattern"),
+                       "metadata key 'gemma3.attention.sliding_window_pattern' = 4 flags is not supported (attn "
+                       "supports one flag per layer (3))"));
+    }
     SUBCASE("a window past 2^24 keys") {
         Rewrite r;
         set_u32(r, "gemma3.attention.sliding_window", 1u << 25);
