@@ -132,21 +132,18 @@ int measure(const std::string& path) {
     return 0;
 }
 
-int run(int argc, char** argv) {
-    if (argc == 3 && std::string(argv[1]) == "--measure") return measure(argv[2]);
-    if (peak_resident_bytes() < 0) {
-        std::printf("no VmHWM in /proc/self/status: peak memory not measured\n");
-        return skipped;
-    }
-    const fs::path self = fs::read_symlink("/proc/self/exe");
-    std::random_device random;
-    const fs::path dir = fs::temp_directory_path() / ("attn_gguf_peak_memory_" + std::to_string(random()));
+int child(int argc, char** argv) {
+    return argc == 1 ? measure(argv[0]) : usage_error("gguf --measure FILE");
+}
+
+int parent(const Parent& parent) {
+    const fs::path& dir = parent.scratch;
     fs::create_directories(dir);
     const fs::path path = dir / "model.Q4_K_M.gguf";
     int status = 0;
     try {
         write_file(path);
-        const std::string command = "'" + self.string() + "' gguf --measure '" + path.string() + "'";
+        const std::string command = parent.child_command("'" + path.string() + "'");
         const ChildMeasurement child = measure_in_child(command);
         const long long peak = child.peak, bytes = child.bytes;
         const int exit_status = child.exit_status;

@@ -99,22 +99,19 @@ int measure(const std::string& dir, bool sixteen_bit) {
     return 0;
 }
 
-int run(int argc, char** argv) {
-    if (argc == 4 && std::string(argv[1]) == "--measure") return measure(argv[2], std::string(argv[3]) == "16");
-    if (peak_resident_bytes() < 0) {
-        std::printf("no VmHWM in /proc/self/status: peak memory not measured\n");
-        return skipped;
-    }
-    const fs::path self = fs::read_symlink("/proc/self/exe");
-    std::random_device random;
-    const fs::path dir = fs::temp_directory_path() / ("attn_model_peak_memory_" + std::to_string(random()));
+int child(int argc, char** argv) {
+    return argc == 2 ? measure(argv[0], std::string(argv[1]) == "16") : usage_error("model --measure DIR 16|32");
+}
+
+int parent(const Parent& parent) {
+    const fs::path& dir = parent.scratch;
     int status = 0;
     try {
         for (const bool sixteen_bit : {false, true}) {
             const fs::path checkpoint = dir / (sixteen_bit ? "bf16" : "f32");
             write_checkpoint(checkpoint, sixteen_bit);
             const std::string command =
-                "'" + self.string() + "' model --measure '" + checkpoint.string() + "' " + (sixteen_bit ? "16" : "32");
+                parent.child_command("'" + checkpoint.string() + "' " + (sixteen_bit ? "16" : "32"));
             const ChildMeasurement child = measure_in_child(command);
             fs::remove_all(checkpoint);
             if (!child.ok()) {

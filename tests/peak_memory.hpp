@@ -8,7 +8,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 
 namespace attn::test {
@@ -37,17 +39,40 @@ inline long long peak_resident_bytes() {
     return -1;
 }
 
-/// The three measurements. Each takes the arguments after its kind: none for the parent, or
-/// `--measure ...` for the child, which the parent runs as "<this program> <kind> --measure ...".
+/// A measurement's parent side: this program, which it runs again as its child, and a fresh
+/// temporary directory (not yet created) for the files it writes.
+struct Parent {
+    std::string kind;  ///< the program's first argument: safetensors, gguf or model
+    std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe");
+    std::filesystem::path scratch = std::filesystem::temp_directory_path() /
+                                    ("attn_" + kind + "_peak_memory_" + std::to_string(std::random_device{}()));
+
+    /// "'<this program>' <kind> --measure <arguments>": the child, which loads and prints "<peak> <bytes>".
+    std::string child_command(const std::string& arguments) const {
+        return "'" + self.string() + "' " + kind + " --measure " + arguments;
+    }
+};
+
+/// A child run with the wrong arguments: says what it takes, exit status 2.
+inline int usage_error(const char* arguments) {
+    std::fprintf(stderr, "usage: attn_peak_memory %s\n", arguments);
+    return 2;
+}
+
+/// The three measurements, each as parent (writes its files, runs and judges its children) and as
+/// child (the arguments after `--measure`).
 namespace safetensors_load {
-int run(int argc, char** argv);
-}
+int parent(const Parent& parent);
+int child(int argc, char** argv);
+}  // namespace safetensors_load
 namespace gguf_load {
-int run(int argc, char** argv);
-}
+int parent(const Parent& parent);
+int child(int argc, char** argv);
+}  // namespace gguf_load
 namespace model_load {
-int run(int argc, char** argv);
-}
+int parent(const Parent& parent);
+int child(int argc, char** argv);
+}  // namespace model_load
 
 /// A child's "<peak> <bytes>" line and exit status.
 struct ChildMeasurement {

@@ -22,7 +22,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -103,15 +102,12 @@ int measure(const std::string& path, const std::string& mode) {
     return 0;
 }
 
-int run(int argc, char** argv) {
-    if (argc == 4 && std::string(argv[1]) == "--measure") return measure(argv[2], argv[3]);
-    if (peak_resident_bytes() < 0) {
-        std::printf("no VmHWM in /proc/self/status: peak memory not measured\n");
-        return skipped;
-    }
-    const fs::path self = fs::read_symlink("/proc/self/exe");
-    std::random_device random;
-    const fs::path dir = fs::temp_directory_path() / ("attn_peak_memory_" + std::to_string(random()));
+int child(int argc, char** argv) {
+    return argc == 2 ? measure(argv[0], argv[1]) : usage_error("safetensors --measure FILE MODE");
+}
+
+int parent(const Parent& parent) {
+    const fs::path& dir = parent.scratch;
     fs::create_directories(dir);
     const fs::path f32_path = dir / "f32.safetensors", bf16_path = dir / "bf16.safetensors";
     int status = 0;
@@ -119,14 +115,13 @@ int run(int argc, char** argv) {
         write_files(f32_path, bf16_path);
         for (const fs::path& path : {f32_path, bf16_path})
             for (const char* mode : {"matrix", "transposed", "fused"}) {
-                const std::string command = "'" + self.string() + "' safetensors --measure '" + path.string() + "' " +
-                                            mode;  // temp paths: no quotes
+                const std::string command =
+                    parent.child_command("'" + path.string() + "' " + mode);  // temp paths: no quotes
                 const ChildMeasurement child = measure_in_child(command);
                 const long long peak = child.peak, bytes = child.bytes;
                 const int exit_status = child.exit_status;
                 if (!child.ok()) {
-                    std::printf("FAILED: %s safetensors --measure %s %s (exit status %d)\n", self.c_str(), path.c_str(),
-                                mode, exit_status);
+                    std::printf("FAILED: %s (exit status %d)\n", command.c_str(), exit_status);
                     status = 1;
                     continue;
                 }
