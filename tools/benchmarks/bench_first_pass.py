@@ -28,18 +28,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
-from benchmarks.bench_llamacpp import bench_env, cpu_description, prompt_tokens  # noqa: E402
+from benchmarks.bench_llamacpp import bench_env, cpu_description, hf_checkpoint, prompt_tokens  # noqa: E402
 from common.run_folder import run_folder  # noqa: E402
-
-def checkpoint(cache, shape, dtype):
-    """The harness's checkpoint directory, written when missing."""
-    writer = ROOT / "tools" / "references" / "hf_checkpoints.py"
-    directory = cache / "checkpoints" / f"{shape}-{dtype}-{writer.stem}"
-    if not (directory / "config.json").is_file():
-        subprocess.run([sys.executable, str(writer), "--shape", shape, "--dtype", dtype, "--out", str(directory)],
-                       check=True)
-    return directory
-
 
 def run(command):
     done = subprocess.run([str(c) for c in command], text=True, capture_output=True, env=bench_env())
@@ -88,7 +78,7 @@ def main():
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
 
-    directory = checkpoint(args.cache.expanduser().resolve(), args.shape, args.dtype)
+    directory = hf_checkpoint(args.shape, args.dtype, args.cache.expanduser().resolve())
     vocab = json.loads((directory / "config.json").read_text())["vocab_size"]
     ids = ",".join(map(str, prompt_tokens(vocab, args.positions)))
     generate, bench = args.build / "examples" / "generate", args.build / "bench" / "attn_bench_checkpoint"

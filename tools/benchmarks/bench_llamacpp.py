@@ -151,14 +151,21 @@ def checkpoint_writer():
     return shared if shared.is_file() else PEERS / "hf_random.py"
 
 
-def prepare(shape, dtype, cache, llama):
-    """-> (hf_dir, gguf path), writing each only when missing or older than what it comes from."""
+def hf_checkpoint(shape, dtype, cache):
+    """-> the random checkpoint's directory in cache, written when missing or older than its writer."""
     writer = checkpoint_writer()
     hf_dir = cache / "checkpoints" / f"{shape}-{dtype}-{writer.stem}"
     config = hf_dir / "config.json"
     if not config.is_file() or config.stat().st_mtime < writer.stat().st_mtime:
         subprocess.run([sys.executable, str(writer), "--shape", shape, "--dtype", dtype, "--out", str(hf_dir)],
                        check=True, stdout=subprocess.DEVNULL)
+    return hf_dir
+
+
+def prepare(shape, dtype, cache, llama):
+    """-> (hf_dir, gguf path), writing each only when missing or older than what it comes from."""
+    hf_dir = hf_checkpoint(shape, dtype, cache)
+    config = hf_dir / "config.json"
     gguf = cache / "gguf" / f"{hf_dir.name}-{llama.commit[:12]}.gguf"
     if not gguf.is_file() or gguf.stat().st_mtime < config.stat().st_mtime:
         gguf.parent.mkdir(parents=True, exist_ok=True)
