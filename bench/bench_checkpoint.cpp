@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "bench_main.hpp"
+#include "model_instance.hpp"  // Model<float> and its forward pass compiled once, apart
 
 namespace {
 

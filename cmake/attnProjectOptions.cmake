@@ -17,3 +17,10 @@ if(ATTN_NATIVE AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_V
 endif()
 find_package(Threads REQUIRED)
 target_link_libraries(attn_project_options INTERFACE attn::attn Threads::Threads)
+
+# attn::Model<float> and its forward pass compiled once (examples/store/model_instance.cpp) for the
+# programs here that load a model: the store examples, the model benchmarks and the peak-memory
+# test include model_instance.hpp, which declares them extern, and link this.
+add_library(attn_model_instance STATIC EXCLUDE_FROM_ALL ${PROJECT_SOURCE_DIR}/examples/store/model_instance.cpp)
+target_link_libraries(attn_model_instance PUBLIC attn_project_options)
+target_include_directories(attn_model_instance PUBLIC ${PROJECT_SOURCE_DIR}/examples/store)

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "gguf_writer.hpp"
+#include "model_instance.hpp"  // Model<float> and its forward pass compiled once, apart
 #include "peak_memory.hpp"
 
 namespace fs = std::filesystem;

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "model_instance.hpp"  // Model<float> and its forward pass compiled once, apart
 #include "peak_memory.hpp"
 
 namespace fs = std::filesystem;

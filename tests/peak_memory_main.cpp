@@ -1,6 +1,7 @@
 // attn_peak_memory: the peak-memory tests in one program (tests/peak_memory.hpp), compiled as one
-// translation unit with the three files it runs, so that the loaders and Model<float> are compiled
-// once for all three, not once per test.
+// translation unit with the three files it runs, so that the loaders are compiled once for all
+// three, not once per test; Model<float> and its forward pass come compiled from
+// attn_model_instance (examples/store/model_instance.hpp).
 //
 //   attn_peak_memory safetensors   tensors of a safetensors file read one by one
 //   attn_peak_memory gguf          a quantized GGUF model kept quantized

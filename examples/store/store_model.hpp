@@ -29,10 +29,7 @@
 #include <unistd.h>
 #endif
 
-// The examples' Model<float> and its forward pass are compiled once, in model_instance.cpp, not
-// in every example.
-extern template class attn::Model<float>;
-extern template class attn::detail::FastForward<float>;
+#include "model_instance.hpp"  // Model<float> and its forward pass compiled once, not in every example
 
 namespace store {
 
