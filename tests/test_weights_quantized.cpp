@@ -248,6 +248,42 @@ TEST_CASE("quantized weights: in-register decoding gives the reference decoders'
     }
 }
 
+TEST_CASE("quantized weights: a decoding step's integer codes times their factors are the reference decoders' values") {
+    // The streamed product multiplies a chunk's codes v (chunk_code_packets, signed where the
+    // format's offset is a whole multiple of its scale) by their scale and adds the offset (a min)
+    // apart: scale · v + offset must be each value the reference decoders give, exactly.
+    namespace quant = attn::detail::quant;
+    for (const QuantFormat format : kFormats) {
+        INFO(std::string(attn::detail::quant_format_name(format)));
+        const QuantizedMatrix m = random_matrix(512, {{format, 6}}, 17);
+        attn::detail::quant::with_format(format, [&](auto tag) {
+            constexpr QuantFormat F = decltype(tag)::value;
+            for (Index r = 0; r < m.rows; ++r) {
+                const std::vector<float> reference = reference_row(m, r);
+                for (Index chunk = 0; chunk < m.cols / 32; ++chunk) {
+                    Index sub = 0;
+                    const std::uint8_t* block = quant::chunk_block<F>(m.row(r), chunk, sub);
+                    const quant::ChunkFactors factors = quant::chunk_factors<F>(block, sub);
+                    alignas(64) float codes[32];
+                    quant::Packet packets[quant::kChunkPackets];
+                    quant::chunk_code_packets<F>(block, sub, packets);
+                    for (int p = 0; p < quant::kChunkPackets; ++p)
+                        Eigen::internal::pstore(codes + p * quant::kLanes, packets[p]);
+                    for (Index i = 0; i < 32; ++i) {
+                        const float value = factors.scale[i / 16] * codes[i] + factors.offset;
+                        const float expected = reference[std::size_t(chunk * 32 + i)];
+                        if (value != expected) {
+                            INFO("row ", r, ", value ", chunk * 32 + i, ": code ", codes[i]);
+                            CHECK(value == expected);
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+    }
+}
+
 TEST_CASE("quantized weights: each product equals dequantize-then-multiply within float summation's bound") {
     for (const QuantFormat format : kFormats) {
         INFO(std::string(attn::detail::quant_format_name(format)));

@@ -656,6 +656,22 @@ EIGEN_ALWAYS_INLINE void chunk_code_packets(const std::uint8_t* block, Index sub
     if constexpr (Format == QuantFormat::q8_0) {  // the bytes are the signed codes
         c0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
         c1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 18));
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+    } else if constexpr (Format == QuantFormat::q5_0) {
+        // v = u − 16 straight from the bits: with its fifth bit set a code is its nibble (16 + q − 16),
+        // without it q − 16, whose byte is the nibble under 0xF0. One ternary-logic operation per 16
+        // codes picks the high nibble's bits (set where the fifth bit is not) and keeps the low
+        // nibble's: two operations a chunk fewer than building u and subtracting the bias, in the
+        // format that takes most of a Q4_K_M file of SmolLM2's width.
+        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 6));
+        std::uint32_t bits;
+        std::memcpy(&bits, block + 2, 4);
+        const __m128i high_nibble = _mm_set1_epi8(char(0xF0));
+        // f(a = q, b = 0xF0, c = fifth bit as a byte mask) = b ? ¬c : a
+        constexpr int kPick = (0xCC & ~0xAA) | (~0xCC & 0xF0);
+        c0 = _mm_ternarylogic_epi32(q, high_nibble, _mm_movm_epi8(__mmask16(bits & 0xFFFFu)), kPick);
+        c1 = _mm_ternarylogic_epi32(_mm_srli_epi16(q, 4), high_nibble, _mm_movm_epi8(__mmask16(bits >> 16)), kPick);
+#endif
     } else {
         chunk_codes<Format>(block, sub, c0, c1);
         if constexpr (bias != 0) {
