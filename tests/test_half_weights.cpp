@@ -224,7 +224,8 @@ TEST_CASE("16-bit weights: a model stored in 16 bits gives the float model's log
             options.keep_attention = true;
             if (workers) options.threads = *workers;
             const std::vector<int> prompt(ids.begin(), ids.begin() + 6);
-            CHECK(same_bit_patterns(decode_16_bit.append(prompt, options).logits, decode_float.append(prompt, options).logits));
+            CHECK(same_bit_patterns(decode_16_bit.append(prompt, options).logits,
+                                    decode_float.append(prompt, options).logits));
             for (std::size_t i = 6; i < 12; ++i) {
                 const attn::DecodeResult<float> expected = decode_float.step(ids[i], options);
                 const attn::DecodeResult<float> actual = decode_16_bit.step(ids[i], options);
@@ -252,14 +253,15 @@ TEST_CASE("16-bit weights: the accessors give the matrices widened, and everythi
     const attn::Model<float>& as_float = loaded("llama_gqa_bf16_shards", attn::WeightStorage::converted);
     for (Index l = 0; l < model.settings().layers; ++l) {
         const attn::Model<float>::Layer widened = model.layer(l), converted = as_float.layer(l);
-        for (attn::LayerSlot slot : attn::kMatrixSlots) CHECK(same_bit_patterns(widened.matrix(slot), converted.matrix(slot)));
+        for (attn::LayerSlot slot : attn::kMatrixSlots)
+            CHECK(same_bit_patterns(widened.matrix(slot), converted.matrix(slot)));
         CHECK(same_bit_patterns(widened.attention_norm_weight, converted.attention_norm_weight));
     }
     CHECK(same_bit_patterns(model.embedding(), as_float.embedding()));
     CHECK(same_bit_patterns(model.unembedding(), as_float.unembedding()));
     CHECK(same_bit_patterns(model.unembedding_column(5), as_float.unembedding().col(5)));
     CHECK(same_bit_patterns(attn::reference_forward(model, {1, 2, 3}).logits,
-                    attn::reference_forward(as_float, {1, 2, 3}).logits));
+                            attn::reference_forward(as_float, {1, 2, 3}).logits));
     attn::HookOptions<float> hooks;
     hooks.keep = {"*"};
     const attn::HookedResult<float> run = attn::run_with_hooks(model, {1, 2, 3}, hooks);  // hooks run on 16-bit weights
@@ -267,7 +269,7 @@ TEST_CASE("16-bit weights: the accessors give the matrices widened, and everythi
     CHECK(same_bit_patterns(run.cache["blocks.1.hook_mlp_out"], run_float.cache["blocks.1.hook_mlp_out"]));
     CHECK(same_bit_patterns(run.cache["blocks.0.attn.hook_result"], run_float.cache["blocks.0.attn.hook_result"]));
     CHECK(same_bit_patterns(attn::logit_lens(model, run, 2).probabilities,
-                    attn::logit_lens(as_float, run_float, 2).probabilities));
+                            attn::logit_lens(as_float, run_float, 2).probabilities));
 }
 
 TEST_CASE("16-bit weights: a storage the model cannot keep is refused, naming the load option and tensor") {
