@@ -831,6 +831,10 @@ void many_rows(const QuantizedMatrix& m, Index first_row, Index count, Index fro
     // column of the panel, the decoding took 23–27 % of a prefill's samples
     constexpr Index kLanes = Tile::kLanes;
     alignas(64) float decoded[kLanes * kBlockDepth];
+    // the rows lie in one run (multiply_quantized splits by runs), row_bytes apart
+    const std::uint8_t* const base = m.row(first_row);
+    const std::size_t row_bytes = m.run_of(first_row).row_bytes;
+    const auto row = [&](Index i) { return base + std::size_t(i) * row_bytes; };
     const Index whole = count / kLanes * kLanes;
     for (Index col = 0; col < whole; col += Tile::kColumns) {
         const Index width = std::min(Tile::kColumns, whole - col);
@@ -840,7 +844,7 @@ void many_rows(const QuantizedMatrix& m, Index first_row, Index count, Index fro
             // panel(t, j) = W(first_row + col + j, from + first + t)
             for (Index j = 0; j < width; j += kLanes) {
                 for (Index i = 0; i < kLanes; ++i)
-                    span_values<Format>(m.row(first_row + col + j + i), from + first, rows, decoded + i * rows, 1);
+                    span_values<Format>(row(col + j + i), from + first, rows, decoded + i * rows, 1);
                 kernel::transpose(decoded, rows, kLanes, rows, panel + j, Tile::kColumns);
             }
             // While the row tiles run over this panel, the next block's bytes of W are prefetched, a
@@ -857,7 +861,7 @@ void many_rows(const QuantizedMatrix& m, Index first_row, Index count, Index fro
             for (Index r = 0, tile = 0; r < n; r += Tile::kRows, ++tile) {
                 const Index last = std::min(next.width, (tile + 1) * rows_per_tile);
                 for (Index j = tile * rows_per_tile; j < last; ++j) {
-                    const std::uint8_t* start = m.row(first_row + next.col + j) + offset;
+                    const std::uint8_t* start = row(next.col + j) + offset;
                     for (Index b = 0; b < length; b += 64) prefetch(start + b);
                 }
                 Run::run(int(std::min<Index>(Tile::kRows, n - r)), packets, a + r * a_row + first, a_row, 1, panel,
@@ -868,7 +872,7 @@ void many_rows(const QuantizedMatrix& m, Index first_row, Index count, Index fro
     // W's rows past the last whole packet of c's columns: a chain over the depth in order, as
     // the float kernel's scalar columns, a panel's depth at a time
     for (Index j = whole; j < count; ++j) {
-        const std::uint8_t* w = m.row(first_row + j);
+        const std::uint8_t* w = row(j);
         for (Index first = 0; first == 0 || first < depth; first += kBlockDepth) {
             const Index rows = std::min(kBlockDepth, depth - first);
             span_values<Format>(w, from + first, rows, panel, 1);
