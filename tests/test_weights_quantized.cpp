@@ -256,7 +256,7 @@ TEST_CASE("quantized weights: a decoding step's integer codes times their factor
     for (const QuantFormat format : kFormats) {
         INFO(std::string(attn::detail::quant_format_name(format)));
         const QuantizedMatrix m = random_matrix(512, {{format, 6}}, 17);
-        attn::detail::quant::with_format(format, [&](auto tag) {
+        quant::with_format(format, [&](auto tag) {
             constexpr QuantFormat F = decltype(tag)::value;
             for (Index r = 0; r < m.rows; ++r) {
                 const std::vector<float> reference = reference_row(m, r);

@@ -190,6 +190,14 @@ struct QuantizedMatrix {
         return bytes.data() + run.offset + std::size_t(r - run.first_row) * run.row_bytes;
     }
     std::uint8_t* row(Index r) { return const_cast<std::uint8_t*>(static_cast<const QuantizedMatrix&>(*this).row(r)); }
+    /// Rows first_row + i of one run, i from 0, without looking the run up again for each: the
+    /// products, whose rows multiply_quantized splits by run, call this for every block.
+    struct RunRows {
+        const std::uint8_t* first;
+        std::size_t row_bytes;
+        const std::uint8_t* operator()(Index i) const { return first + std::size_t(i) * row_bytes; }
+    };
+    RunRows rows_of_run(Index first_row) const { return {row(first_row), run_of(first_row).row_bytes}; }
     /// Whether every block's F16 scales (d, and m or dmin in Q4_1/Q5_1/Q4_K/Q5_K) of rows first …
     /// first + count − 1 are finite: then so is every weight, a scale times small integers.
     bool finite(Index first, Index count) const {
@@ -790,10 +798,7 @@ void few_rows(const QuantizedMatrix& m, Index first_row, Index count, Index from
     constexpr Index kAhead = 4;
     const std::uint8_t* ws[kOuts];
     const std::uint8_t* ahead[kOuts];
-    // the rows lie in one run, row_bytes apart
-    const std::uint8_t* const first = m.row(first_row);
-    const std::size_t row_bytes = m.run_of(first_row).row_bytes;
-    const auto row = [&](Index i) { return first + std::size_t(i) * row_bytes; };
+    const QuantizedMatrix::RunRows row = m.rows_of_run(first_row);
     Index j = 0;
     const auto rows_of_a = [&](auto outs) {
         constexpr int Outs = decltype(outs)::value;
@@ -831,10 +836,7 @@ void many_rows(const QuantizedMatrix& m, Index first_row, Index count, Index fro
     // column of the panel, the decoding took 23–27 % of a prefill's samples
     constexpr Index kLanes = Tile::kLanes;
     alignas(64) float decoded[kLanes * kBlockDepth];
-    // the rows lie in one run (multiply_quantized splits by runs), row_bytes apart
-    const std::uint8_t* const base = m.row(first_row);
-    const std::size_t row_bytes = m.run_of(first_row).row_bytes;
-    const auto row = [&](Index i) { return base + std::size_t(i) * row_bytes; };
+    const QuantizedMatrix::RunRows row = m.rows_of_run(first_row);
     const Index whole = count / kLanes * kLanes;
     for (Index col = 0; col < whole; col += Tile::kColumns) {
         const Index width = std::min(Tile::kColumns, whole - col);
