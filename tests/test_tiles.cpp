@@ -128,6 +128,54 @@ TEST_CASE_TEMPLATE("multiply_rows: b copied side by side into panels gives the b
     CHECK(attn::test::max_abs_difference(in_place, expected) < attn::test::tolerance<T>() * double(depth));
 }
 
+TEST_CASE_TEMPLATE(
+    "multiply_rows: a's rows copied tile by tile, in one chunk or several, give the bits of a read in "
+    "place",
+    T, float, double) {
+    // A product copies a's rows tile by tile when it has 256 rows or more, b has 1,024 columns or
+    // more, or a's rows lie a multiple of 4 KiB apart; shares of 30 rows with 100 columns read a
+    // where it lies. Rows 300 and 13 end their last tile short; 100 and 1,030 columns end with
+    // columns past the last whole packet.
+    const Index depth = 70, share = 30;
+    const auto in_shares = [&](const attn::Matrix<T>& a, const attn::Matrix<T>& b) {
+        attn::Matrix<T> c(a.rows(), b.cols());
+        for (Index first = 0; first < a.rows(); first += share) {
+            const Index count = std::min(share, a.rows() - first);
+            for (Index col = 0; col < b.cols(); col += 100) {
+                const Index width = std::min<Index>(100, b.cols() - col);
+                auto block = c.block(first, col, count, width);
+                attn::detail::multiply_rows(a.middleRows(first, count), b.middleCols(col, width), block, false);
+            }
+        }
+        return c;
+    };
+    const auto a = random_matrix<T>(300, depth, 11), b = random_matrix<T>(depth, 100, 12);
+    const attn::Matrix<T> expected = in_shares(a, b);
+    attn::Matrix<T> long_a(300, 100);
+    attn::detail::multiply_rows(a, b, long_a, false);
+    CHECK(long_a == expected);
+    const auto wide_b = random_matrix<T>(depth, 1030, 13), short_a = random_matrix<T>(13, depth, 14);
+    attn::Matrix<T> wide(13, 1030);
+    attn::detail::multiply_rows(short_a, wide_b, wide, false);
+    CHECK(wide == in_shares(short_a, wide_b));
+    attn::Matrix<T> apart = attn::Matrix<T>::Zero(20, 4096 / Index(sizeof(T)));  // rows 4 KiB apart
+    apart.leftCols(depth) = a.topRows(20);
+    attn::Matrix<T> aliased(20, 100);
+    attn::detail::multiply_rows(apart.leftCols(depth), b, aliased, false);
+    CHECK(aliased == expected.topRows(20));
+    // several chunks: 16 tiles of 70 floats or doubles a chunk, so 300 rows take four
+    const Index chunk_bytes = 16 * 6 * depth * Index(sizeof(T));
+    attn::Matrix<T> chunked = random_matrix<T>(300, 100, 15), accumulated = chunked;
+    attn::detail::multiply_many_rows_from(300, depth, 100, a.data(), depth, attn::detail::DenseRows<T>{b.data(), 100},
+                                          chunked.data(), 100, false, chunk_bytes);
+    CHECK(chunked == expected);
+    attn::detail::multiply_many_rows_from(300, depth, 100, a.data(), depth, attn::detail::DenseRows<T>{b.data(), 100},
+                                          accumulated.data(), 100, true, chunk_bytes);
+    const auto start = random_matrix<T>(300, 100, 15);
+    CHECK(attn::test::max_abs_difference(attn::Matrix<T>(accumulated - start), attn::test::to_table(expected)) <
+          attn::test::tolerance<T>() * double(depth));
+}
+
 TEST_CASE_TEMPLATE("multiply_rows: empty shares (no rows, no columns, no depth) are accepted", T, float, double) {
     const auto a = random_matrix<T>(4, 3, 1), b = random_matrix<T>(3, 5, 2);
     attn::Matrix<T> c = random_matrix<T>(4, 5, 3);

@@ -11,6 +11,7 @@
 #include <Eigen/Core>
 
 #include <algorithm>
+#include <vector>
 
 #include "attn/detail/check.hpp"
 
@@ -286,43 +287,37 @@ inline PanelBlock next_panel_block(Index first, Index col, Index depth, Index wh
     return next;
 }
 
-/// multiply_rows_from for more than kStreamedRows rows: the register tiles over blocks of b.
+/// a as the tiles read it: the rows of a tile side by side, (depth × Rows) per tile, so that a
+/// tile's broadcasts read one run of memory, not Rows rows a_row apart (multiply_many_rows_from).
+template <class T>
+struct TileRowsOfA {
+    const T* a = nullptr;
+    Index row = 0;   ///< entries between a(r, t) and a(r + 1, t)
+    Index step = 1;  ///< entries between a(r, t) and a(r, t + 1)
+    Index tile = 0;  ///< entries between a tile's first entry and the next tile's
+    const T* at(Index tile_index, Index t) const { return a + tile_index * tile + t * step; }
+};
+
+/// The tiles over column panels of b, for rows … of a as `of_a` lays them out: c (rows × cols
+/// up to `whole`, a multiple of the packet), (+)= a · b.
 template <class T, class Source>
-void multiply_many_rows_from(Index rows, Index depth, Index cols, const T* a, Index a_row, const Source& b, T* c,
-                             Index c_row, bool accumulate) {
+void tiles_over_panels(Index rows, Index depth, Index whole, const TileRowsOfA<T>& of_a, const Source& b, T* c,
+                       Index c_row, bool accumulate, bool packs) {
     using Tile = RegisterTile<T>;
     using Run = kernel::Tiles<T, Tile::kRows, Tile::kPackets>;
-    const Index whole = cols / Tile::kLanes * Tile::kLanes;
     // Column panels outermost, each cut along the depth into blocks that stay in L1 while every
     // row tile runs over them. A tile adds each block into c, so every entry of c is still one
-    // multiply-add chain over the depth in order, whatever the blocks. A block is first copied
-    // side by side into `panel` when many row tiles will read it (kPackedTiles: its rows come
-    // from memory a short run each, and the copy reads them once), or when b's rows lie a
-    // multiple of 4 KiB apart (1,024 or 3,072 floats) and share a few L1 sets: from 8 tiles if
-    // a tile's row of b is one cache line (16 registers), else from kPackedTiles; and from 8
-    // tiles whatever the registers if they are a multiple of 64 KiB apart (16,384 or 49,152
-    // floats, an unembedding), where they share a few L2 sets too. Otherwise the tiles read it
-    // where it lies (docs/DESIGN.md has the measurements). A source that cannot be read in place
-    // (16-bit rows) is always copied, converted, into the panel; one that can only in some
-    // blocks (weights in panels: a block that is whole rows of one) is copied in the others.
-    // While a block's row tiles run, the next block is prefetched, a share of its rows per
-    // tile: in a forward pass the weights come from L3 or memory, and the first tile of every
-    // block would otherwise wait for them (docs/DESIGN.md: what it saves, profiled).
+    // multiply-add chain over the depth in order, whatever the blocks. A block is copied side
+    // by side into `panel` if `packs` (multiply_many_rows_from says when), or if the source
+    // cannot be read in place there (16-bit rows; weights in panels: a block that is not whole
+    // rows of one). While a block's row tiles run, the next block is prefetched, a share of its
+    // rows per tile: in a forward pass the weights come from L3 or memory, and the first tile
+    // of every block would otherwise wait for them (docs/DESIGN.md: what it saves, profiled).
     constexpr Index kPanelBytes = 32 * 1024;
     constexpr Index kBlockDepth = kPanelBytes / (Tile::kColumns * Index(sizeof(T)));
     constexpr Index kLine = Source::kLineEntries;
-    constexpr Index kPackedTiles = 64;
-    constexpr Index kAliasedPackedTiles = Tile::kColumns <= kLine ? 8 : kPackedTiles;
-    constexpr Index kL2AliasedPackedTiles = 8;
     alignas(64) T panel[kBlockDepth * Tile::kColumns];
     const Index tiles = (rows + Tile::kRows - 1) / Tile::kRows;
-    bool packs = true;
-    if constexpr (Source::kInPlace) {  // it holds T: its rows are row_stride · sizeof(T) bytes apart
-        const Index row_bytes = b.row_stride(0) * Index(sizeof(T));
-        const bool aliased = row_bytes % 4096 == 0, l2_aliased = row_bytes % 65536 == 0;
-        packs = tiles >= kPackedTiles || (aliased && tiles >= kAliasedPackedTiles) ||
-                (l2_aliased && tiles >= kL2AliasedPackedTiles);
-    }
     for (Index col = 0; col < whole; col += Tile::kColumns) {
         const Index width = std::min(Tile::kColumns, whole - col);
         const int packets = int(width / Tile::kLanes);
@@ -345,9 +340,90 @@ void multiply_many_rows_from(Index rows, Index depth, Index cols, const T* a, In
                 const Index prefetched = std::min(next.count, (tile + 1) * rows_per_tile);
                 for (Index t = tile * rows_per_tile; t < prefetched; ++t)
                     for (Index x = 0; x < next.width; x += kLine) prefetch(b.address(next.first + t, next.col + x));
-                Run::run(int(std::min<Index>(Tile::kRows, rows - r)), packets, a + r * a_row + first, a_row, 1, block,
-                         block_row, count, c + r * c_row + col, c_row, accumulate || first > 0);
+                Run::run(int(std::min<Index>(Tile::kRows, rows - r)), packets, of_a.at(tile, first), of_a.row,
+                         of_a.step, block, block_row, count, c + r * c_row + col, c_row, accumulate || first > 0);
             }
+        }
+    }
+}
+
+/// Where a product's rows of a are copied tile by tile (multiply_many_rows_from): one buffer per
+/// thread, kept for the thread's next product, at most kPackedRowsBytes.
+template <class T>
+T* packed_rows_buffer(std::size_t entries) {
+    thread_local std::vector<T> buffer;
+    if (buffer.size() < entries) buffer.resize(entries);
+    return buffer.data();
+}
+
+/// The most bytes multiply_many_rows_from copies a's rows into at a time, per thread.
+constexpr Index kPackedRowsBytes = Index(8) << 20;
+
+/// multiply_rows_from for more than kStreamedRows rows: the register tiles over blocks of b.
+/// packed_rows_bytes bounds the copy of a's rows (a test's way to cut it into several chunks).
+template <class T, class Source>
+void multiply_many_rows_from(Index rows, Index depth, Index cols, const T* a, Index a_row, const Source& b, T* c,
+                             Index c_row, bool accumulate, Index packed_rows_bytes = kPackedRowsBytes) {
+    using Tile = RegisterTile<T>;
+    const Index whole = cols / Tile::kLanes * Tile::kLanes;
+    // A block of b is copied into the tiles' panel when many row tiles will read it
+    // (kPackedTiles: its rows come from memory a short run each, and the copy reads them once),
+    // or when b's rows lie a multiple of 4 KiB apart (1,024 or 3,072 floats) and share a few L1
+    // sets: from 8 tiles if a tile's row of b is one cache line (16 registers), else from
+    // kPackedTiles; and from 8 tiles whatever the registers if they are a multiple of 64 KiB
+    // apart (16,384 or 49,152 floats, an unembedding), where they share a few L2 sets too.
+    // Otherwise the tiles read it where it lies (docs/DESIGN.md has the measurements).
+    constexpr Index kLine = Source::kLineEntries;
+    constexpr Index kPackedTiles = 64;
+    constexpr Index kAliasedPackedTiles = Tile::kColumns <= kLine ? 8 : kPackedTiles;
+    constexpr Index kL2AliasedPackedTiles = 8;
+    const Index tiles = (rows + Tile::kRows - 1) / Tile::kRows;
+    bool packs = true;
+    if constexpr (Source::kInPlace) {  // it holds T: its rows are row_stride · sizeof(T) bytes apart
+        const Index row_bytes = b.row_stride(0) * Index(sizeof(T));
+        const bool aliased = row_bytes % 4096 == 0, l2_aliased = row_bytes % 65536 == 0;
+        packs = tiles >= kPackedTiles || (aliased && tiles >= kAliasedPackedTiles) ||
+                (l2_aliased && tiles >= kL2AliasedPackedTiles);
+    }
+    // a's rows copied tile by tile (TileRowsOfA), chunk after chunk of rows: read in place, a
+    // tile's broadcasts walk six rows a_row apart, and every column panel reads them again;
+    // copied, one run. Each entry of a is copied once and feeds cols multiply-adds, so the copy
+    // pays where b is wide (kPackedRowsColumns), where a is long (kPackedRowsRows: it no longer
+    // stays in L2 between panels), and where a's rows lie a multiple of 4 KiB apart (3,072
+    // floats: GPT-2's down projection) and a tile's six rows share one L1 set with the block of
+    // b. Not for a few narrow panels: 2-3 % slower there. A chunk's copy takes at most
+    // packed_rows_bytes and holds at least kPackedRowsTiles tiles, so that b is read again at
+    // most once per that many rows (docs/DESIGN.md has the measurements).
+    constexpr Index kPackedRowsColumns = 1024;
+    constexpr Index kPackedRowsRows = 256;
+    constexpr Index kPackedRowsTiles = 16;
+    const Index chunk_tiles = packed_rows_bytes / (std::max<Index>(depth, 1) * Tile::kRows * Index(sizeof(T)));
+    const bool a_aliased = (a_row * Index(sizeof(T))) % 4096 == 0;
+    const bool packs_a = depth > 0 && tiles >= 2 && chunk_tiles >= kPackedRowsTiles &&
+                         (whole >= kPackedRowsColumns || rows >= kPackedRowsRows || a_aliased);
+    if (!packs_a) {
+        tiles_over_panels(rows, depth, whole, TileRowsOfA<T>{a, a_row, 1, Tile::kRows * a_row}, b, c, c_row, accumulate,
+                          packs);
+    } else {
+        const Index chunk_rows = std::min(tiles, chunk_tiles) * Tile::kRows;
+        T* packed = packed_rows_buffer<T>(std::size_t(chunk_rows * depth));
+        for (Index first_row = 0; first_row < rows; first_row += chunk_rows) {
+            const Index count = std::min(chunk_rows, rows - first_row);
+            // tile j's entry (r, t) at packed[j · depth · kRows + t · kRows + r]; rows past the
+            // last are zeros, which its tile reads but never stores
+            for (Index r0 = 0; r0 < count; r0 += Tile::kRows) {
+                T* out = packed + r0 * depth;
+                const Index in_tile = std::min<Index>(Tile::kRows, count - r0);
+                for (Index r = 0; r < Tile::kRows; ++r) {
+                    const T* row = a + (first_row + r0 + r) * a_row;
+                    if (r < in_tile)
+                        for (Index t = 0; t < depth; ++t) out[t * Tile::kRows + r] = row[t];
+                    else
+                        for (Index t = 0; t < depth; ++t) out[t * Tile::kRows + r] = T(0);
+                }
+            }
+            tiles_over_panels(count, depth, whole, TileRowsOfA<T>{packed, 1, Tile::kRows, Tile::kRows * depth}, b,
+                              c + first_row * c_row, c_row, accumulate, packs);
         }
     }
     for (Index r = 0; r < rows; ++r)
