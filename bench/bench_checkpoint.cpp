@@ -11,6 +11,11 @@
 //                                           {"prefill": [{"tokens", "seconds"}], "decode": [{"context",
 //                                           "steps", "seconds"}], "peak_rss_bytes", "isa"}, each repetition
 //                                           timed; isa: the vector instructions the kernels were built for
+//   attn_bench_checkpoint DIR sight --threads T --positions 2048,8192 --reps R
+//                                           what seeing inside costs at long prompts: {"sight": [{"positions",
+//                                           "plain", "statistics", "log_sum_exp"}], "peak_rss_bytes", "isa"},
+//                                           seconds of Model::forward each repetition, without and with every
+//                                           head's statistics, and with each row's log-sum-exp kept
 //   attn_bench_checkpoint DIR [benchmark flags]
 //       checkpoint/forward/threads:T/positions:N   a whole text, logits at every position
 //       checkpoint/prefill/threads:T/positions:N   a prompt into a Decoder, the last logits only
@@ -210,6 +215,43 @@ int peer(int argc, char** argv) {
     return 0;
 }
 
+/// What seeing inside costs at long prompts: Model::forward over `positions` random tokens plain (logits
+/// at every position), with every head's statistics measured in the kernel (ForwardOptions::statistics:
+/// back 4, marker position 0), and with each row's log-sum-exp kept (keep_log_sum_exp, from which any
+/// head's rows come afterwards). The three run in turn within each repetition, so that a slow minute
+/// of the machine falls on all three.
+int sight(int argc, char** argv) {
+    std::map<std::string, std::string> flags;
+    for (int i = 3; i + 1 < argc; i += 2) flags[argv[i]] = argv[i + 1];
+    const int reps = std::stoi(flags["--reps"]);
+    attn::Workers workers(std::stoi(flags["--threads"]));
+    attn::HeadStatisticsRequest request;
+    request.markers = {0};
+    std::string json;
+    for (long positions : numbers(flags["--positions"])) {
+        const std::vector<int> ids = random_ids(positions);
+        attn::ForwardResult<float> result;
+        std::vector<double> seconds[3];
+        for (int r = 0; r < reps; ++r)
+            for (int mode = 0; mode < 3; ++mode) {
+                attn::ForwardOptions options;
+                options.threads = workers;
+                if (mode == 1) options.statistics = &request;
+                if (mode == 2) options.keep_log_sum_exp = true;
+                seconds[mode].push_back(seconds_of([&] {
+                    model().forward_into(ids, options, result);
+                    benchmark::DoNotOptimize(result.logits.data());
+                }));
+            }
+        json += std::string(json.empty() ? "" : ", ") + "{\"positions\": " + std::to_string(positions) +
+                ", \"plain\": " + seconds_list(seconds[0]) + ", \"statistics\": " + seconds_list(seconds[1]) +
+                ", \"log_sum_exp\": " + seconds_list(seconds[2]) + "}";
+    }
+    std::printf("{\"sight\": [%s], \"peak_rss_bytes\": %zu, \"isa\": \"%s\"}\n", json.c_str(), peak_resident_bytes(),
+                Eigen::SimdInstructionSetsInUse());
+    return 0;
+}
+
 /// {"logits": [...]}: the last position's logits for the ids, for the same-run agreement check.
 int last_logits(const std::string& list) {
     std::vector<int> ids;
@@ -281,6 +323,7 @@ int main(int argc, char** argv) {
         if (argc >= 3 && std::strcmp(argv[2], "load") == 0) return measure_load();
         if (argc >= 4 && std::strcmp(argv[2], "logits") == 0) return last_logits(argv[3]);
         if (argc >= 3 && std::strcmp(argv[2], "peer") == 0) return peer(argc, argv);
+        if (argc >= 3 && std::strcmp(argv[2], "sight") == 0) return sight(argc, argv);
         model();  // loaded before timing
     } catch (const attn::error& e) {
         std::cerr << "attn_bench_checkpoint: " << e.what() << "\n";

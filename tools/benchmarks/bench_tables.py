@@ -1,0 +1,459 @@
+#!/usr/bin/python3
+"""The performance tables of docs/bench/ and of the README, from one command.
+
+    /usr/bin/python3 tools/benchmarks/bench_tables.py                 # limits + real sizes, ~45 min on 2 cores
+    /usr/bin/python3 tools/benchmarks/bench_tables.py --parts limits  # the machine's limits alone, ~5 min
+    /usr/bin/python3 tools/benchmarks/bench_tables.py --parts limits,real_size,long   # + long prompts, ~40 min more
+
+Parts, each writing into --out (default docs/bench/<UTC date>-<cpu>-<ISA>/tables-<HHMM>/, the day's folder of
+tools/common/run_folder.py and a folder of this run's own, so that no earlier result is overwritten):
+  limits     what bounds a product on this machine, and how close attn's kernels come to it, in the same
+             processes: attn_bench_kernels' fma_peak (the fp32 FMA peak, 1 and 2 threads) beside the
+             from_memory products of GPT-2 small's and SmolLM2-135M's layer shapes (weights in panels, as
+             a model keeps them, cycling through 256 MiB so that they come from memory): prefill's 128 and
+             512 rows as a share of the FMA peak, a decoding step's one row (float and BF16 panels, Q8_0
+             blocks) as a share of the read bandwidth that attn_bench_cache's memory/read_streams:4
+             measures next. Repetitions are randomly interleaved (Google Benchmark's
+             --benchmark_enable_random_interleaving), so that a slow minute of a shared machine falls on
+             every benchmark alike; medians. -> limits_kernels.json, limits_memory.json
+  real_size  tools/benchmarks/bench_llamacpp.py, every system on the same random weights in one run:
+             GPT-2 small F32, SmolLM2-135M BF16 kept in 16 bits, SmolLM2-135M Q4_K_M kept quantized;
+             prefill of 128 and 512, decoding after 128 and 512; 1 and 2 threads. -> real_size*.{md,json}
+  long       the same harness at long prompts: SmolLM2-135M F32 at 2,048 positions (and --long-8192),
+             GPT-2 small F32 at its 1,024. -> long_*.{md,json}
+  sight      what seeing inside costs at long prompts: attn_bench_checkpoint's sight mode on SmolLM2-135M
+             F32, Model::forward over 2,048 positions (and 8,192 with --long-8192) plain, with every head's
+             statistics measured in the kernel, and with each row's log-sum-exp kept (from which any head's
+             rows come afterwards), interleaved within each repetition; 1 and 2 threads. -> sight.json
+
+Then it writes <out>/README.md (the machine as lscpu names it, its vector extensions and caches, the load
+average before and after every part, the commands, every table) and, unless --no-readme, replaces the
+README's table between the markers `<!-- bench_tables: begin -->` and `<!-- bench_tables: end -->` with
+this run's headline table. --compose-only rebuilds both from the JSON files already in --out, running
+nothing. Needs build/bench (`cmake --preset bench && cmake --build build/bench`; built here if missing)
+and the llama.cpp peer (tools/benchmarks/peers/llamacpp_setup.py, run by the harness).
+"""
+import argparse
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))  # the role packages
+from common.run_folder import run_folder  # noqa: E402
+
+BENCH = ROOT / "build" / "bench" / "bench"
+HARNESS = ROOT / "tools" / "benchmarks" / "bench_llamacpp.py"
+README_BEGIN = "<!-- bench_tables: begin -->"
+README_END = "<!-- bench_tables: end -->"
+
+SHAPES = ("gpt2/query_key_value", "gpt2/output", "gpt2/up", "gpt2/down", "gpt2/unembedding",
+          "smollm2/query", "smollm2/gate", "smollm2/down", "smollm2/unembedding")
+PREFILL_ROWS = (128, 512)
+STEP_LAYOUTS = ("float_panels", "bf16_panels", "q8_0")  # a decoding step's weights: one row of a
+KERNEL_FILTER = ("^(fma_peak/threads:[12]"
+                 "|from_memory/(gpt2|smollm2)/[a-z_]+/float_panels/rows:(1|128|512)/pool_MiB:256"
+                 "|from_memory/(gpt2|smollm2)/[a-z_]+/(bf16_panels|q8_0)/rows:1/pool_MiB:256)/")
+MEMORY_FILTER = "^memory/(read|read_streams:4|copy)/threads:[12]/"
+GBENCH_FLAGS = ["--benchmark_repetitions=5", "--benchmark_enable_random_interleaving=true",
+                "--benchmark_report_aggregates_only=true", "--benchmark_min_time=0.2"]
+
+# (file stem, harness arguments): the README's headline runs, then the long prompts
+REAL_SIZE_RUNS = (
+    ("real_size_f32", ["--models", "gpt2-small:F32", "--attn-weights", "converted"]),
+    ("real_size_16bit", ["--models", "smollm2-135m:BF16", "--attn-weights", "stored_16_bit"]),
+    ("real_size_quantized", ["--models", "smollm2-135m:Q4_K_M", "--attn-weights", "stored_quantized"]),
+)
+REAL_SIZE_COMMON = ["--threads", "1,2", "--prefill", "128,512", "--decode", "128,512", "--steps", "16",
+                    "--attn-keep-rows", "0"]
+LONG_RUNS = (
+    ("long_smollm2", ["--models", "smollm2-135m:F32", "--prefill", "2048", "--decode", "2048"]),
+    ("long_gpt2", ["--models", "gpt2-small:F32", "--prefill", "1024", "--decode", "512"]),  # 1,024 positions
+)
+LONG_8192 = ("long_smollm2_8192", ["--models", "smollm2-135m:F32", "--prefill", "8192", "--decode", "8192",
+                                   "--pytorch-up-to", "2048"])
+LONG_COMMON = ["--threads", "1,2", "--steps", "16", "--attn-keep-rows", "0"]
+LONG_REPS = 2
+
+SIGHT_CHECKPOINT = "smollm2-135m-F32-hf_checkpoints"  # the harness's cache name (bench_llamacpp.hf_checkpoint)
+SIGHT_REPS = 3
+
+MODEL_NAMES = {"gpt2-small": "GPT-2 small", "smollm2-135m": "SmolLM2-135M"}
+
+
+# ---------------------------------------------------------------------------------------------------
+# the machine
+
+
+def machine():
+    """What lscpu says of the CPU: model name, family and model numbers, caches, vector extensions."""
+    text = subprocess.run(["lscpu"], text=True, capture_output=True).stdout
+    fields = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in text.splitlines() if ":" in line)}
+    flags = fields.get("Flags", "").split()
+    vector = sorted(f for f in flags if f.startswith(("avx", "amx", "fma", "f16c")))
+    isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE2"
+    return {"model_name": fields.get("Model name", "?"), "family": fields.get("CPU family", "?"),
+            "model": fields.get("Model", "?"), "cpus": fields.get("CPU(s)", "?"), "isa": isa,
+            "vector_extensions": vector,
+            "caches": {k: fields[k] for k in ("L1d cache", "L2 cache", "L3 cache") if k in fields}}
+
+
+def load_average():
+    return round(os.getloadavg()[0], 2)
+
+
+def now():
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+
+
+# ---------------------------------------------------------------------------------------------------
+# running
+
+
+def run(command, log):
+    """Runs a command from the repository's root, its line kept in `log` with the load before and after."""
+    entry = {"command": shlex.join(str(c) for c in command), "started": now(), "load_before": load_average()}
+    print("$", entry["command"], flush=True)
+    env = dict(os.environ)
+    for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # slow the peers' OpenBLAS; set on these machines
+        env.pop(name, None)
+    subprocess.run([str(c) for c in command], check=True, cwd=ROOT, env=env)
+    entry.update({"ended": now(), "load_after": load_average()})
+    log.append(entry)
+
+
+def build(log):
+    if not (ROOT / "build" / "bench" / "CMakeCache.txt").is_file():
+        run(["cmake", "--preset", "bench"], log)
+    run(["cmake", "--build", "build/bench", "--target", "attn_bench_kernels", "attn_bench_cache",
+         "attn_bench_checkpoint"], log)
+
+
+def run_limits(out, log):
+    run([BENCH / "attn_bench_kernels", f"--benchmark_filter={KERNEL_FILTER}", *GBENCH_FLAGS,
+         f"--benchmark_out={out / 'limits_kernels.json'}", "--benchmark_out_format=json"], log)
+    run([BENCH / "attn_bench_cache", f"--benchmark_filter={MEMORY_FILTER}", *GBENCH_FLAGS,
+         f"--benchmark_out={out / 'limits_memory.json'}", "--benchmark_out_format=json"], log)
+
+
+def run_harness(out, stem, arguments, common, reps, log):
+    run([sys.executable, HARNESS, *arguments, *common, "--reps", str(reps), "--out", out / f"{stem}.md"], log)
+
+
+def run_sight(out, cache, long_8192, log):
+    """attn_bench_checkpoint's sight mode at 1 and 2 threads, into sight.json (written by the harness's
+    checkpoint writer first if the long part has not)."""
+    checkpoint = cache / "checkpoints" / SIGHT_CHECKPOINT
+    if not (checkpoint / "config.json").is_file():
+        from benchmarks import bench_llamacpp
+        bench_llamacpp.hf_checkpoint("smollm2-135m", "F32", cache)
+    positions = "2048,8192" if long_8192 else "2048"
+    results = []
+    for threads in (1, 2):
+        command = [BENCH / "attn_bench_checkpoint", checkpoint, "sight", "--threads", str(threads), "--positions",
+                   positions, "--reps", str(SIGHT_REPS)]
+        entry = {"command": shlex.join(str(c) for c in command), "started": now(), "load_before": load_average()}
+        print("$", entry["command"], flush=True)
+        done = subprocess.run([str(c) for c in command], check=True, cwd=ROOT, capture_output=True, text=True)
+        entry.update({"ended": now(), "load_after": load_average()})
+        log.append(entry)
+        results.append({"threads": threads, **json.loads(done.stdout)})
+        (out / "sight.json").write_text(json.dumps({"checkpoint": SIGHT_CHECKPOINT, "runs": results}, indent=1) + "\n",
+                                        encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------------------
+# tables (pure functions of the JSON files: tools/tests/test_bench_tables.py)
+
+
+def median(values):
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def sight_table(sight):
+    """Markdown lines: per thread count and length, the plain forward's seconds and what statistics and kept
+    log-sum-exps cost over it (medians of the repetitions, and the median of the per-repetition ratios)."""
+    lines = ["| threads | positions | forward, s | with every head's statistics | with log-sum-exps kept |",
+             "| ---: | ---: | ---: | ---: | ---: |"]
+    for run in sight["runs"]:
+        for entry in run["sight"]:
+            plain = entry["plain"]
+
+            def over(mode):
+                ratios = [m / p for m, p in zip(entry[mode], plain)]
+                return f"{median(entry[mode]):.2f} s, {median(ratios):.2f}×"
+            lines.append(f"| {run['threads']} | {entry['positions']:,} | {median(plain):.2f} | {over('statistics')} | "
+                         f"{over('log_sum_exp')} |")
+    return lines + [""]
+
+
+def medians(gbench):
+    """Google Benchmark JSON -> {run name without /real_time: its median aggregate's entry}."""
+    found = {}
+    for b in gbench["benchmarks"]:
+        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
+            continue
+        name = re.sub(r"/real_time$", "", b.get("run_name", b["name"]))
+        found[name] = b
+    return found
+
+
+def percent(value, reference):
+    return f"{100 * value / reference:.0f} %" if reference else "?"
+
+
+def limits_tables(kernels, memory):
+    """Markdown lines: the FMA peak and read bandwidth, then the products' share of them."""
+    k, m = medians(kernels), medians(memory)
+    peak = {t: k.get(f"fma_peak/threads:{t}", {}).get("GFLOP/s") for t in (1, 2)}
+    read = {t: m.get(f"memory/read_streams:4/threads:{t}", {}).get("bytes_read") for t in (1, 2)}
+
+    def gb(name, t):
+        value = m.get(f"memory/{name}/threads:{t}", {}).get("bytes_read")
+        return f"{value / 1e9:.1f}" if value else "?"
+
+    def gf(value):
+        return f"{value:.1f}" if value else "?"
+
+    lines = ["| threads | FMA peak, GFLOP/s | read, four streams, GB/s | read, one stream | copy (bytes read) |",
+             "| ---: | ---: | ---: | ---: | ---: |"]
+    for t in (1, 2):
+        lines.append(f"| {t} | {gf(peak[t])} | {gb('read_streams:4', t)} | {gb('read', t)} | {gb('copy', t)} |")
+    lines += ["", "Prefill's products, one thread, weights from memory in panels (GFLOP/s and share of the FMA "
+              "peak measured in the same process):", "",
+              "| product | " + " | ".join(f"{r} rows" for r in PREFILL_ROWS) + " |",
+              "| --- |" + " ---: |" * len(PREFILL_ROWS)]
+    for shape in SHAPES:
+        cells = []
+        for rows in PREFILL_ROWS:
+            b = k.get(f"from_memory/{shape}/float_panels/rows:{rows}/pool_MiB:256")
+            cells.append(f"{b['GFLOP/s']:.1f}, {percent(b['GFLOP/s'], peak[1])}" if b else "not run")
+        lines.append(f"| {shape} | " + " | ".join(cells) + " |")
+    lines += ["", "A decoding step's products, one thread, one row (weights GB/s and share of the four-stream "
+              "read bandwidth above):", "",
+              "| product | " + " | ".join(STEP_LAYOUTS) + " |", "| --- |" + " ---: |" * len(STEP_LAYOUTS)]
+    for shape in SHAPES:
+        cells = []
+        for layout in STEP_LAYOUTS:
+            b = k.get(f"from_memory/{shape}/{layout}/rows:1/pool_MiB:256")
+            cells.append(f"{b['weights_GB/s']:.1f}, {percent(b['weights_GB/s'] * 1e9, read[1])}" if b else "not run")
+        lines.append(f"| {shape} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def model_label(entry):
+    name = MODEL_NAMES.get(entry["model"], entry["model"])
+    return f"{name} {entry['dtype']}"
+
+
+def system_label(system, entry):
+    """The headline table's row name: attn's rows name the model and how its weights are kept; the peers'
+    rows follow it and name themselves."""
+    if system.startswith("attn"):
+        kept = system[len("attn"):].lstrip(", ")
+        return f"attn, {model_label(entry)}" + (f", {kept}" if kept else "")
+    return {"llama.cpp": "llama.cpp (float32 cache)", "llama.cpp defaults": "llama.cpp defaults (float16 cache)",
+            "pytorch-eager": "PyTorch eager"}.get(system, system)
+
+
+def headline_table(entries):
+    """Markdown lines: one row per system of every entry, a column per prefill length and decode context, each
+    cell "1 thread / 2 threads" (medians)."""
+    prefill = sorted({n for e in entries for n in e.get("prefill", [])})
+    decode = sorted({n for e in entries for n in e.get("decode", [])})
+    lines = ["| threads: 1 / 2 | " + " | ".join([f"prefill {n}, tokens/s" for n in prefill]
+                                                + [f"decode at {n}, ms/token" for n in decode]) + " |",
+             "|---|" + "---:|" * (len(prefill) + len(decode))]
+    for entry in entries:
+        by_system = {}
+        for row in entry["rows"]:
+            by_system.setdefault(row["system"], {})[row["threads"]] = row["summary"]
+        # attn's rows first, then its peers, each in the order the harness ran them
+        for system, per_thread in sorted(by_system.items(), key=lambda item: not item[0].startswith("attn")):
+            def cell(key, digits):
+                values = [per_thread.get(t, {}).get(key) for t in (1, 2)]
+                return " / ".join(f"{v:,.{digits}f}" if v is not None else "–" for v in values)
+            cells = [cell(f"prefill_{n}_tokens_per_second", 0) for n in prefill]
+            cells += [cell(f"decode_{n}_ms_per_token", 2) for n in decode]
+            lines.append(f"| {system_label(system, entry)} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def ratios_to_peers(entries):
+    """Markdown lines: attn's figures over each peer's, per entry, thread count and length (> 1: attn ahead)."""
+    lines = []
+    for entry in entries:
+        rows = {(r["system"], r["threads"]): r["summary"] for r in entry["rows"]}
+        attn = [s for s, _ in rows if s.startswith("attn")]
+        peers = [s for s, _ in rows if not s.startswith("attn")]
+        for a in dict.fromkeys(attn):
+            for peer in dict.fromkeys(peers):
+                cells = []
+                for t in (1, 2):
+                    mine, theirs = rows.get((a, t)), rows.get((peer, t))
+                    if not mine or not theirs:
+                        continue
+                    parts = [f"prefill {n} {mine[f'prefill_{n}_tokens_per_second'] / theirs[f'prefill_{n}_tokens_per_second']:.2f}×"
+                             for n in entry.get("prefill", []) if f"prefill_{n}_tokens_per_second" in theirs]
+                    parts += [f"decode @{n} {theirs[f'decode_{n}_ms_per_token'] / mine[f'decode_{n}_ms_per_token']:.2f}×"
+                              for n in entry.get("decode", []) if f"decode_{n}_ms_per_token" in theirs]
+                    if parts:
+                        cells.append(f"{t} thread{'s' if t > 1 else ''}: " + ", ".join(parts))
+                if cells:
+                    lines.append(f"- {system_label(a, entry)} over {system_label(peer, entry)}: " + "; ".join(cells))
+    return lines + ([""] if lines else [])
+
+
+def peak_memory_lines(entries):
+    lines = []
+    for entry in entries:
+        rss = {}
+        for row in entry["rows"]:
+            rss.setdefault(row["system"], []).append(row["summary"]["peak_rss_mib"])
+        lines.append(f"- {model_label(entry)}: " + ", ".join(f"{system_label(s, entry)} {max(v):,.0f} MiB"
+                                                             for s, v in rss.items()))
+    return lines + [""]
+
+
+def harness_entries(out, stems):
+    entries = []
+    for stem in stems:
+        path = out / f"{stem}.json"
+        if path.is_file():
+            entries += json.loads(path.read_text(encoding="utf-8"))["results"]
+    return entries
+
+
+def machine_line(info):
+    caches = ", ".join(f"{k} {v}" for k, v in info["caches"].items())
+    return (f"{info['cpus']}-CPU {info['model_name']} (family {info['family']}, model {info['model']}; {info['isa']}"
+            f"{'; ' + caches if caches else ''})")
+
+
+def folder_readme(out, record):
+    info = record["machine"]
+    lines = [f"# {out.name}: the performance tables", "",
+             "Written by `/usr/bin/python3 tools/benchmarks/bench_tables.py "
+             + " ".join(record["arguments"]) + "` from " + record["started"] + " to " + record["ended"] + ".", "",
+             f"Machine: {machine_line(info)}. Vector extensions: {' '.join(info['vector_extensions'])}.", "",
+             "Commands, with the 1-minute load average of the machine (2 cores, shared) before and after each:", ""]
+    for c in record["commands"]:
+        lines.append(f"- `{c['command']}` ({c['started']} – {c['ended'][-9:]}; load {c['load_before']} → "
+                     f"{c['load_after']})")
+    lines.append("")
+    kernels, memory = out / "limits_kernels.json", out / "limits_memory.json"
+    if kernels.is_file() and memory.is_file():
+        lines += ["## The machine's limits, and attn's products against them", ""]
+        lines += limits_tables(json.loads(kernels.read_text()), json.loads(memory.read_text()))
+    real = harness_entries(out, [stem for stem, _ in REAL_SIZE_RUNS])
+    if real:
+        lines += ["## Real sizes: attn, llama.cpp and PyTorch on the same weights", "",
+                  "Medians; each run's own table, agreement and instruction sets: "
+                  + ", ".join(f"[{stem}.md]({stem}.md)" for stem, _ in REAL_SIZE_RUNS
+                              if (out / f"{stem}.json").is_file()) + ".", ""]
+        lines += headline_table(real) + [""] + ratios_to_peers(real) + ["Peak resident memory:", ""]
+        lines += peak_memory_lines(real)
+    sight = out / "sight.json"
+    if sight.is_file():
+        lines += ["## What seeing inside costs at long prompts", "",
+                  "SmolLM2-135M F32, `Model::forward` over random tokens (logits at every position), plain, with "
+                  "every head's statistics measured in the attention kernel, and with each row's log-sum-exp kept "
+                  "(from which any head's rows of exact weights come afterwards); the three in turn within each "
+                  "repetition; medians, and the median of each repetition's ratio to the plain pass:", ""]
+        lines += sight_table(json.loads(sight.read_text(encoding="utf-8")))
+    long_stems = [stem for stem, _ in LONG_RUNS] + [LONG_8192[0]]
+    long = harness_entries(out, long_stems)
+    if long:
+        lines += ["## Long prompts", "",
+                  "Each run's own table: " + ", ".join(f"[{s}.md]({s}.md)" for s in long_stems
+                                                       if (out / f"{s}.json").is_file()) + ".", ""]
+        lines += headline_table(long) + [""] + ratios_to_peers(long) + ["Peak resident memory:", ""]
+        lines += peak_memory_lines(long)
+    return "\n".join(lines)
+
+
+def readme_block(out, record):
+    """The README's headline: the real-size table and where it came from."""
+    info = record["machine"]
+    real = harness_entries(out, [stem for stem, _ in REAL_SIZE_RUNS])
+    if not real:
+        return None
+    link = out.relative_to(ROOT).as_posix() if out.is_relative_to(ROOT) else str(out)
+    loads = [c["load_before"] for c in record["commands"]] + [c["load_after"] for c in record["commands"]]
+    load = f", load {min(loads)}–{max(loads)}" if loads else ""
+    lines = [f"One run of `tools/benchmarks/bench_tables.py` on a {machine_line(info)}, {record['started']} to "
+             f"{record['ended'][-9:]}{load}: random checkpoints in Hugging Face layout and "
+             "their GGUF files, every system on the same weights, medians "
+             f"([{link}/README.md]({link}/README.md) has every table, the machine's limits and the commands).", ""]
+    return "\n".join(lines + headline_table(real))
+
+
+def replace_readme_block(text, block):
+    """text with the lines between the markers replaced by block; a ValueError if the markers are missing."""
+    begin, end = text.find(README_BEGIN), text.find(README_END)
+    if begin < 0 or end < begin:
+        raise ValueError(f"README.md: no {README_BEGIN} … {README_END} block")
+    return text[:begin + len(README_BEGIN)] + "\n" + block + "\n" + text[end:]
+
+
+# ---------------------------------------------------------------------------------------------------
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--parts", default="limits,real_size", help="comma-separated: limits, real_size, long, sight")
+    parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "attn-peers",
+                        help="the harness's cache (tools/benchmarks/peers/llamacpp_setup.py), for sight's checkpoint")
+    parser.add_argument("--out", type=Path, default=run_folder(ROOT) / time.strftime("tables-%H%M", time.gmtime()))
+    parser.add_argument("--reps", type=int, default=3, help="the harness's repetitions for the real sizes")
+    parser.add_argument("--long-8192", action="store_true",
+                        help="long and sight also run SmolLM2-135M at 8,192 positions (~1 h more)")
+    parser.add_argument("--no-readme", action="store_true", help="leave README.md as it is")
+    parser.add_argument("--no-build", action="store_true", help="use build/bench as it is")
+    parser.add_argument("--compose-only", action="store_true", help="write the tables from --out's JSON, run nothing")
+    args = parser.parse_args()
+    parts = args.parts.split(",")
+    unknown = set(parts) - {"limits", "real_size", "long", "sight"}
+    if unknown:
+        raise SystemExit(f"--parts: unknown {', '.join(sorted(unknown))}")
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    record_path = out / "bench_tables.json"
+    record = {"machine": machine(), "arguments": sys.argv[1:], "started": now(), "commands": []}
+    if args.compose_only and record_path.is_file():
+        record = json.loads(record_path.read_text(encoding="utf-8"))
+    if not args.compose_only:
+        log = record["commands"]
+        if not args.no_build:
+            build(log)
+        if "limits" in parts:
+            run_limits(out, log)
+        if "real_size" in parts:
+            for stem, arguments in REAL_SIZE_RUNS:
+                run_harness(out, stem, arguments, REAL_SIZE_COMMON, args.reps, log)
+        if "long" in parts:
+            for stem, arguments in LONG_RUNS + ((LONG_8192,) if args.long_8192 else ()):
+                run_harness(out, stem, arguments, LONG_COMMON, LONG_REPS, log)
+        if "sight" in parts:
+            run_sight(out, args.cache.expanduser().resolve(), args.long_8192, log)
+        record["ended"] = now()
+        record_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    record.setdefault("ended", now())
+    (out / "README.md").write_text(folder_readme(out, record) + "\n", encoding="utf-8")
+    print(f"wrote {out / 'README.md'}", flush=True)
+    block = readme_block(out, record)
+    if block and not args.no_readme:
+        readme = ROOT / "README.md"
+        readme.write_text(replace_readme_block(readme.read_text(encoding="utf-8"), block), encoding="utf-8")
+        print(f"wrote the table of {readme}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""tools/benchmarks/bench_tables.py: the tables it composes from its runs' JSON, and the README block."""
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import bench_tables as bt  # noqa: E402
+
+
+def gbench(entries):
+    """A Google Benchmark JSON with a median aggregate (and a mean that must be ignored) per entry."""
+    benchmarks = []
+    for name, counters in entries.items():
+        for aggregate, scale in (("mean", 0.5), ("median", 1.0)):
+            benchmarks.append({"name": f"{name}/real_time_{aggregate}", "run_name": f"{name}/real_time",
+                               "run_type": "aggregate", "aggregate_name": aggregate,
+                               **{k: v * scale for k, v in counters.items()}})
+    return {"benchmarks": benchmarks}
+
+
+def harness_entry(model, dtype, systems):
+    rows = []
+    for system, (prefill, decode) in systems.items():
+        for threads in (1, 2):
+            rows.append({"system": system, "threads": threads, "load_average": 1.0,
+                         "summary": {"peak_rss_mib": 500.0 + threads, "prefill_128_tokens_per_second": prefill * threads,
+                                     "decode_128_ms_per_token": decode / threads}})
+    return {"model": model, "dtype": dtype, "prefill": [128], "decode": [128], "rows": rows}
+
+
+def test_medians_keep_the_median_aggregate_under_the_run_name():
+    found = bt.medians(gbench({"fma_peak/threads:1": {"GFLOP/s": 100.0}}))
+    assert found["fma_peak/threads:1"]["GFLOP/s"] == 100.0
+
+
+def test_limits_give_each_product_its_share_of_the_same_process_peak():
+    kernels = gbench({"fma_peak/threads:1": {"GFLOP/s": 200.0}, "fma_peak/threads:2": {"GFLOP/s": 400.0},
+                      "from_memory/gpt2/up/float_panels/rows:128/pool_MiB:256": {"GFLOP/s": 170.0},
+                      "from_memory/gpt2/up/bf16_panels/rows:1/pool_MiB:256": {"weights_GB/s": 9.0}})
+    memory = gbench({"memory/read_streams:4/threads:1": {"bytes_read": 10e9},
+                     "memory/read/threads:1": {"bytes_read": 8e9}})
+    text = "\n".join(bt.limits_tables(kernels, memory))
+    assert "| 1 | 200.0 | 10.0 | 8.0 | ? |" in text
+    assert "| gpt2/up | 170.0, 85 % | not run |" in text
+    assert "| gpt2/up | not run | 9.0, 90 % | not run |" in text
+
+
+def test_headline_table_has_a_row_per_system_and_one_and_two_threads_in_a_cell():
+    entries = [harness_entry("gpt2-small", "F32", {"attn": (700.0, 30.0), "llama.cpp": (300.0, 40.0)}),
+               harness_entry("smollm2-135m", "BF16", {"attn, 16-bit weights": (600.0, 20.0)})]
+    lines = bt.headline_table(entries)
+    assert lines[0] == "| threads: 1 / 2 | prefill 128, tokens/s | decode at 128, ms/token |"
+    assert "| attn, GPT-2 small F32 | 700 / 1,400 | 30.00 / 15.00 |" in lines
+    assert "| llama.cpp (float32 cache) | 300 / 600 | 40.00 / 20.00 |" in lines
+    assert "| attn, SmolLM2-135M BF16, 16-bit weights | 600 / 1,200 | 20.00 / 10.00 |" in lines
+
+
+def test_ratios_are_attn_over_each_peer_ahead_above_one():
+    entry = harness_entry("gpt2-small", "F32", {"attn": (600.0, 30.0), "llama.cpp": (300.0, 60.0)})
+    (line,) = [x for x in bt.ratios_to_peers([entry]) if x]
+    assert "1 thread: prefill 128 2.00×, decode @128 2.00×" in line
+
+
+def test_readme_block_replaces_only_what_lies_between_the_markers():
+    text = f"before\n{bt.README_BEGIN}\nold table\n{bt.README_END}\nafter\n"
+    assert bt.replace_readme_block(text, "new") == f"before\n{bt.README_BEGIN}\nnew\n{bt.README_END}\nafter\n"
+    with pytest.raises(ValueError):
+        bt.replace_readme_block("no markers\n", "new")
+
+
+def test_the_repository_readme_has_the_markers():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    bt.replace_readme_block(readme, "new")
+
+
+def test_folder_readme_names_machine_commands_and_tables(tmp_path):
+    (tmp_path / "real_size_f32.json").write_text(json.dumps(
+        {"results": [harness_entry("gpt2-small", "F32", {"attn": (700.0, 30.0), "pytorch-eager": (800.0, 50.0)})]}))
+    record = {"machine": {"model_name": "Intel(R) Xeon(R) Processor", "family": "6", "model": "167", "cpus": "2",
+                          "isa": "AVX-512", "vector_extensions": ["avx512f"], "caches": {"L2 cache": "4 MiB"}},
+              "arguments": ["--parts", "real_size"], "started": "2026-12-03 15:00 UTC", "ended": "2026-12-03 15:40 UTC",
+              "commands": [{"command": "x", "started": "2026-12-03 15:00 UTC", "ended": "2026-12-03 15:40 UTC",
+                            "load_before": 0.5, "load_after": 1.5}]}
+    text = bt.folder_readme(tmp_path, record)
+    assert "2-CPU Intel(R) Xeon(R) Processor (family 6, model 167; AVX-512; L2 cache 4 MiB)" in text
+    assert "load 0.5 → 1.5" in text
+    assert "| PyTorch eager | 800 / 1,600 | 50.00 / 25.00 |" in text
+    block = bt.readme_block(tmp_path, record)
+    assert "load 0.5–1.5" in block and "| attn, GPT-2 small F32 | 700 / 1,400 | 30.00 / 15.00 |" in block
+
+
+def test_sight_gives_each_mode_its_ratio_to_the_plain_pass():
+    sight = {"runs": [{"threads": 1, "sight": [{"positions": 2048, "plain": [10.0, 12.0, 11.0],
+                                                 "statistics": [12.0, 13.2, 12.1], "log_sum_exp": [10.0, 12.0, 11.0]}]}]}
+    lines = bt.sight_table(sight)
+    assert "| 1 | 2,048 | 11.00 | 12.10 s, 1.10× | 11.00 s, 1.00× |" in lines
