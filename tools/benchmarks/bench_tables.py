@@ -103,6 +103,16 @@ def machine():
             "caches": {k: fields[k] for k in ("L1d cache", "L2 cache", "L3 cache") if k in fields}}
 
 
+def source_commit():
+    """The commit the benchmarks were built from, "+ changes" if the tree differs from it."""
+    head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, text=True, capture_output=True)
+    if head.returncode != 0:
+        return "unknown"
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, text=True,
+                           capture_output=True).stdout.strip()
+    return head.stdout.strip() + (" + changes" if dirty else "")
+
+
 def load_average():
     return round(os.getloadavg()[0], 2)
 
@@ -341,7 +351,8 @@ def folder_readme(out, record):
     info = record["machine"]
     lines = [f"# {out.name}: the performance tables", "",
              "Written by `/usr/bin/python3 tools/benchmarks/bench_tables.py "
-             + " ".join(record["arguments"]) + "` from " + record["started"] + " to " + record["ended"] + ".", "",
+             + " ".join(record["arguments"]) + "` from " + record["started"] + " to " + record["ended"]
+             + f", attn at commit {record.get('commit', 'unknown')}.", "",
              f"Machine: {machine_line(info)}. Vector extensions: {' '.join(info['vector_extensions'])}.", "",
              "Commands, with the 1-minute load average of the machine (2 cores, shared) before and after each:", ""]
     for c in record["commands"]:
@@ -374,7 +385,9 @@ def folder_readme(out, record):
         lines += ["## Long prompts", "",
                   "Each run's own table: " + ", ".join(f"[{s}.md]({s}.md)" for s in long_stems
                                                        if (out / f"{s}.json").is_file()) + ".", ""]
-        lines += headline_table(long) + [""] + ratios_to_peers(long) + ["Peak resident memory:", ""]
+        for entry in long:  # a table each: their lengths differ
+            lines += [f"{model_label(entry)}:", ""] + headline_table([entry]) + [""]
+        lines += ratios_to_peers(long) + ["Peak resident memory:", ""]
         lines += peak_memory_lines(long)
     return "\n".join(lines)
 
@@ -388,8 +401,8 @@ def readme_block(out, record):
     link = out.relative_to(ROOT).as_posix() if out.is_relative_to(ROOT) else str(out)
     loads = [c["load_before"] for c in record["commands"]] + [c["load_after"] for c in record["commands"]]
     load = f", load {min(loads)}–{max(loads)}" if loads else ""
-    lines = [f"One run of `tools/benchmarks/bench_tables.py` on a {machine_line(info)}, {record['started']} to "
-             f"{record['ended'][-9:]}{load}: random checkpoints in Hugging Face layout and "
+    lines = [f"One run of `tools/benchmarks/bench_tables.py` (attn at {record.get('commit', 'unknown')}) on a "
+             f"{machine_line(info)}, {record['started']} to {record['ended'][-9:]}{load}: random checkpoints in Hugging Face layout and "
              "their GGUF files, every system on the same weights, medians "
              f"([{link}/README.md]({link}/README.md) has every table, the machine's limits and the commands).", ""]
     return "\n".join(lines + headline_table(real))
@@ -426,7 +439,8 @@ def main():
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     record_path = out / "bench_tables.json"
-    record = {"machine": machine(), "arguments": sys.argv[1:], "started": now(), "commands": []}
+    record = {"machine": machine(), "commit": source_commit(), "arguments": sys.argv[1:], "started": now(),
+              "commands": []}
     if args.compose_only and record_path.is_file():
         record = json.loads(record_path.read_text(encoding="utf-8"))
     if not args.compose_only:
