@@ -1,30 +1,51 @@
 // alternating measurement: returns best-of and median GFLOP/s for a workload and the FMA peak, interleaved
+#include <immintrin.h>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <vector>
-#include <algorithm>
 #include <functional>
-#include <immintrin.h>
+#include <vector>
 inline double fma_peak_slice() {  // GFLOP/s over ~20 ms
-    __m512 acc[12]; for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(float(i));
+    __m512 acc[12];
+    for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(float(i));
     const __m512 x = _mm512_set1_ps(0.999f), y = _mm512_set1_ps(0.001f);
-    long n = 0; auto t0 = std::chrono::steady_clock::now(); double el;
-    do { for (int k = 0; k < 1000; ++k) for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], x, y); n += 12000;
-         el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); } while (el < 0.02);
-    float s = 0; for (int i = 0; i < 12; ++i) s += _mm512_reduce_add_ps(acc[i]);
-    volatile float sink = s; (void)sink;
+    long n = 0;
+    auto t0 = std::chrono::steady_clock::now();
+    double el;
+    do {
+        for (int k = 0; k < 1000; ++k)
+            for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], x, y);
+        n += 12000;
+        el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    } while (el < 0.02);
+    float s = 0;
+    for (int i = 0; i < 12; ++i) s += _mm512_reduce_add_ps(acc[i]);
+    volatile float sink = s;
+    (void)sink;
     return n * 32.0 / el * 1e-9;
 }
 inline double work_slice(const std::function<void()>& f, double flops) {
-    long n = 0; auto t0 = std::chrono::steady_clock::now(); double el;
-    do { f(); ++n; el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); } while (el < 0.02);
+    long n = 0;
+    auto t0 = std::chrono::steady_clock::now();
+    double el;
+    do {
+        f();
+        ++n;
+        el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    } while (el < 0.02);
     return n * flops / el * 1e-9;
 }
-struct Result { double best, p75, peak_best; };
+struct Result {
+    double best, p75, peak_best;
+};
 inline Result measure(const std::function<void()>& f, double flops, int slices = 40) {
     std::vector<double> w, p;
     f();
-    for (int i = 0; i < slices; ++i) { p.push_back(fma_peak_slice()); w.push_back(work_slice(f, flops)); }
-    std::sort(w.begin(), w.end()); std::sort(p.begin(), p.end());
+    for (int i = 0; i < slices; ++i) {
+        p.push_back(fma_peak_slice());
+        w.push_back(work_slice(f, flops));
+    }
+    std::sort(w.begin(), w.end());
+    std::sort(p.begin(), p.end());
     return {w.back(), w[w.size() * 3 / 4], p.back()};
 }
