@@ -399,7 +399,7 @@ void multiply_many_rows_from(Index rows, Index depth, Index cols, const T* a, In
     constexpr Index kPackedRowsTiles = 16;
     const Index chunk_tiles = packed_rows_bytes / (std::max<Index>(depth, 1) * Tile::kRows * Index(sizeof(T)));
     const bool a_aliased = (a_row * Index(sizeof(T))) % 4096 == 0;
-    const bool packs_a = depth > 0 && tiles >= 2 && chunk_tiles >= kPackedRowsTiles &&
+    const bool packs_a = depth > 0 && whole > 0 && tiles >= 2 && chunk_tiles >= kPackedRowsTiles &&
                          (whole >= kPackedRowsColumns || rows >= kPackedRowsRows || a_aliased);
     if (!packs_a) {
         tiles_over_panels(rows, depth, whole, TileRowsOfA<T>{a, a_row, 1, Tile::kRows * a_row}, b, c, c_row, accumulate,
@@ -415,11 +415,12 @@ void multiply_many_rows_from(Index rows, Index depth, Index cols, const T* a, In
                 T* out = packed + r0 * depth;
                 const Index in_tile = std::min<Index>(Tile::kRows, count - r0);
                 for (Index r = 0; r < Tile::kRows; ++r) {
-                    const T* row = a + (first_row + r0 + r) * a_row;
-                    if (r < in_tile)
+                    if (r < in_tile) {
+                        const T* row = a + (first_row + r0 + r) * a_row;
                         for (Index t = 0; t < depth; ++t) out[t * Tile::kRows + r] = row[t];
-                    else
+                    } else {
                         for (Index t = 0; t < depth; ++t) out[t * Tile::kRows + r] = T(0);
+                    }
                 }
             }
             tiles_over_panels(count, depth, whole, TileRowsOfA<T>{packed, 1, Tile::kRows, Tile::kRows * depth}, b,
