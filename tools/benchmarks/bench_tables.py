@@ -125,16 +125,19 @@ def now():
 # running
 
 
-def run(command, log):
-    """Runs a command from the repository's root, its line kept in `log` with the load before and after."""
+def run(command, log, capture=False):
+    """Runs a command from the repository's root, its line kept in `log` with the load before and after;
+    with `capture`, returns what it printed (else it prints to this process's output)."""
     entry = {"command": shlex.join(str(c) for c in command), "started": now(), "load_before": load_average()}
     print("$", entry["command"], flush=True)
     env = dict(os.environ)
     for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # slow the peers' OpenBLAS; set on these machines
         env.pop(name, None)
-    subprocess.run([str(c) for c in command], check=True, cwd=ROOT, env=env)
+    done = subprocess.run([str(c) for c in command], check=True, cwd=ROOT, env=env, capture_output=capture,
+                          text=True)
     entry.update({"ended": now(), "load_after": load_average()})
     log.append(entry)
+    return done.stdout
 
 
 def build(log):
@@ -167,12 +170,7 @@ def run_sight(out, cache, long_8192, log):
     for threads in (1, 2):
         command = [BENCH / "attn_bench_checkpoint", checkpoint, "sight", "--threads", str(threads), "--positions",
                    positions, "--reps", str(SIGHT_REPS)]
-        entry = {"command": shlex.join(str(c) for c in command), "started": now(), "load_before": load_average()}
-        print("$", entry["command"], flush=True)
-        done = subprocess.run([str(c) for c in command], check=True, cwd=ROOT, capture_output=True, text=True)
-        entry.update({"ended": now(), "load_after": load_average()})
-        log.append(entry)
-        results.append({"threads": threads, **json.loads(done.stdout)})
+        results.append({"threads": threads, **json.loads(run(command, log, capture=True))})
         (out / "sight.json").write_text(json.dumps({"checkpoint": SIGHT_CHECKPOINT, "runs": results}, indent=1) + "\n",
                                         encoding="utf-8")
 
@@ -236,25 +234,23 @@ def limits_tables(kernels, memory):
              "| ---: | ---: | ---: | ---: | ---: |"]
     for t in (1, 2):
         lines.append(f"| {t} | {gf(peak[t])} | {gb('read_streams:4', t)} | {gb('read', t)} | {gb('copy', t)} |")
+    def products(headings, name_of, counter, scale, reference):
+        """A row per layer shape, a column per heading: the product's counter and its share of reference."""
+        rows = ["| product | " + " | ".join(headings) + " |", "| --- |" + " ---: |" * len(headings)]
+        for shape in SHAPES:
+            cells = []
+            for b in (k.get(f"from_memory/{shape}/{name_of(column)}/pool_MiB:256") for column in range(len(headings))):
+                cells.append(f"{b[counter]:.1f}, {percent(b[counter] * scale, reference)}" if b else "not run")
+            rows.append(f"| {shape} | " + " | ".join(cells) + " |")
+        return rows
+
     lines += ["", "Prefill's products, one thread, weights from memory in panels (GFLOP/s and share of the FMA "
-              "peak measured in the same process):", "",
-              "| product | " + " | ".join(f"{r} rows" for r in PREFILL_ROWS) + " |",
-              "| --- |" + " ---: |" * len(PREFILL_ROWS)]
-    for shape in SHAPES:
-        cells = []
-        for rows in PREFILL_ROWS:
-            b = k.get(f"from_memory/{shape}/float_panels/rows:{rows}/pool_MiB:256")
-            cells.append(f"{b['GFLOP/s']:.1f}, {percent(b['GFLOP/s'], peak[1])}" if b else "not run")
-        lines.append(f"| {shape} | " + " | ".join(cells) + " |")
+              "peak measured in the same process):", ""]
+    lines += products([f"{r} rows" for r in PREFILL_ROWS], lambda i: f"float_panels/rows:{PREFILL_ROWS[i]}",
+                      "GFLOP/s", 1.0, peak[1])
     lines += ["", "A decoding step's products, one thread, one row (weights GB/s and share of the four-stream "
-              "read bandwidth above):", "",
-              "| product | " + " | ".join(STEP_LAYOUTS) + " |", "| --- |" + " ---: |" * len(STEP_LAYOUTS)]
-    for shape in SHAPES:
-        cells = []
-        for layout in STEP_LAYOUTS:
-            b = k.get(f"from_memory/{shape}/{layout}/rows:1/pool_MiB:256")
-            cells.append(f"{b['weights_GB/s']:.1f}, {percent(b['weights_GB/s'] * 1e9, read[1])}" if b else "not run")
-        lines.append(f"| {shape} | " + " | ".join(cells) + " |")
+              "read bandwidth above):", ""]
+    lines += products(list(STEP_LAYOUTS), lambda i: f"{STEP_LAYOUTS[i]}/rows:1", "weights_GB/s", 1e9, read[1])
     return lines + [""]
 
 
