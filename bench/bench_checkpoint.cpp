@@ -168,11 +168,17 @@ std::string seconds_list(const std::vector<double>& seconds) {
     return "[" + text + "]";
 }
 
+/// A mode's flags after `DIR mode`: --name value pairs.
+std::map<std::string, std::string> mode_flags(int argc, char** argv) {
+    std::map<std::string, std::string> flags;
+    for (int i = 3; i + 1 < argc; i += 2) flags[argv[i]] = argv[i + 1];
+    return flags;
+}
+
 /// The peer protocol of tools/benchmarks/bench_llamacpp.py: prefill (one batch, the last position's logits)
 /// and decode (`steps` single-token steps after `context` positions), each repetition timed.
 int peer(int argc, char** argv) {
-    std::map<std::string, std::string> flags;
-    for (int i = 3; i + 1 < argc; i += 2) flags[argv[i]] = argv[i + 1];
+    std::map<std::string, std::string> flags = mode_flags(argc, argv);
     const int threads = std::stoi(flags["--threads"]);
     const int steps = std::stoi(flags["--steps"]), reps = std::stoi(flags["--reps"]);
     const bool keep_rows = flags["--keep-rows"] == "1";
@@ -222,8 +228,7 @@ int peer(int argc, char** argv) {
 /// statistics' arrays made), then the three in turn within each repetition, so that a slow minute of the
 /// machine falls on all three.
 int sight(int argc, char** argv) {
-    std::map<std::string, std::string> flags;
-    for (int i = 3; i + 1 < argc; i += 2) flags[argv[i]] = argv[i + 1];
+    std::map<std::string, std::string> flags = mode_flags(argc, argv);
     const int reps = std::stoi(flags["--reps"]);
     attn::Workers workers(std::stoi(flags["--threads"]));
     attn::HeadStatisticsRequest request;
