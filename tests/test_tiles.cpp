@@ -14,7 +14,7 @@ using attn::test::random_matrix;
 TEST_CASE_TEMPLATE("multiply_rows: c (+)= a · b matches the naive product for tile-sized and odd shapes", T, float,
                    double) {
     for (Index rows : {1, 2, 3, 5, 6, 7, 13, 24})
-        for (Index depth : {1, 3, 32, 129})
+        for (Index depth : {1, 3, 32, 129, 300})
             for (Index cols : {1, 7, 16, 33, 64, 100, 130}) {
                 CAPTURE(rows);
                 CAPTURE(depth);

@@ -308,15 +308,28 @@ TEST_CASE("quantized weights: each product equals dequantize-then-multiply withi
 }
 
 TEST_CASE("quantized weights: a prefill's product has the float kernel's bits on the dequantized matrix") {
-    for (const QuantFormat format : kFormats) {
-        INFO(std::string(attn::detail::quant_format_name(format)));
-        const QuantizedMatrix m = random_matrix(1024, {{format, 70}}, 3);
-        const auto w = dequantized_transposed(m);  // (1024 × 70)
-        const auto a = random_activations(11, 1024, 5);
-        attn::detail::RowMajorMatrix<float> quantized(11, 70), dense(11, 70);
-        attn::detail::multiply_quantized(11, 1024, a.data(), 1024, m, 0, 70, 0, quantized.data(), 70, false);
-        attn::detail::multiply_rows(a, w, dense, false);
-        CHECK(std::memcmp(quantized.data(), dense.data(), std::size_t(dense.size()) * sizeof(float)) == 0);
+    // rows of a 4 KiB apart (their copy tile by tile), 260 rows (the copy again, a's rows
+    // unaligned), a window of W's columns from 256, columns past the last whole packet, a depth
+    // longer than a column's piece, accumulating
+    struct Case {
+        Index n, a_row, depth, count, from, cols;
+        bool accumulate;
+    };
+    for (const Case& k : {Case{11, 1024, 1024, 70, 0, 1024, false}, Case{260, 515, 512, 37, 256, 768, true},
+                          Case{7, 600, 256, 19, 512, 768, false}}) {
+        for (const QuantFormat format : kFormats) {
+            INFO(std::string(attn::detail::quant_format_name(format)), ": ", k.n, " rows, depth ", k.depth, ", ",
+                 k.count, " columns from ", k.from);
+            const QuantizedMatrix m = random_matrix(k.cols, {{format, k.count}}, 3);
+            const auto w = dequantized_transposed(m);  // (cols × count)
+            const auto a = random_activations(k.n, k.a_row, 5);
+            const auto start = random_activations(k.n, k.count, 9);
+            attn::detail::RowMajorMatrix<float> quantized = start, dense = start;
+            attn::detail::multiply_quantized(k.n, k.depth, a.data(), k.a_row, m, 0, k.count, k.from, quantized.data(),
+                                             k.count, k.accumulate);
+            attn::detail::multiply_rows(a.leftCols(k.depth), w.middleRows(k.from, k.depth), dense, k.accumulate);
+            CHECK(std::memcmp(quantized.data(), dense.data(), std::size_t(dense.size()) * sizeof(float)) == 0);
+        }
     }
 }
 

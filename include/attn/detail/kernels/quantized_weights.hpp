@@ -818,73 +818,65 @@ void few_rows(const QuantizedMatrix& m, Index first_row, Index count, Index from
     for (; j < count; ++j) rows_of_a(std::integral_constant<int, 1>());
 }
 
-/// The many-rows product on rows of one format: W's rows a tile's columns at a time, the depth
-/// a panel at a time, each panel decoded once into L1 and run over by every row tile of a.
+/// b of a prefill's product on rows of one format: b(t, j) = W(j, from + t), rows j of W
+/// (`row`) read down, (depth × rows), as multiply_many_rows_from (tiles.hpp) reads its sources.
+/// A row of W is a column of b, its values side by side along the depth only, so the tiles hand
+/// over whole blocks (kDecodesBlocks): decoded once into L1 and run over by every row tile of a.
+template <QuantFormat Format>
+struct QuantizedColumns {
+    using Scalar = float;
+    static constexpr bool kInPlace = false;
+    static constexpr bool kDecodesBlocks = true;
+    static constexpr Index kLineEntries = 64 / Index(sizeof(float));  // of a decoded block
+
+    QuantizedMatrix::RunRows row;
+    Index from = 0;
+
+    /// panel(t, j) = b(first + t, col + j) for t < count, j < width; panel's rows panel_row apart.
+    void copy_block(Index first, Index count, Index col, Index width, float* panel, Index panel_row) const {
+        // a packet's rows of W decoded along the depth (rows of `decoded`), then transposed into
+        // the panel's columns a packets × packets block at a time: written one entry at a time
+        // down a column of the panel, the decoding took 23–27 % of a prefill's samples
+        constexpr Index kPiece = 128;
+        alignas(64) float decoded[kLanes * kPiece];
+        for (Index t = 0; t < count; t += kPiece) {
+            const Index piece = std::min(kPiece, count - t);
+            for (Index j = 0; j < width; j += kLanes) {
+                const Index lanes = std::min<Index>(kLanes, width - j);
+                for (Index i = 0; i < lanes; ++i)
+                    span_values<Format>(row(col + j + i), from + first + t, piece, decoded + i * piece, 1);
+                if (lanes == kLanes)  // the sizes known to the compiler where whole
+                    kernel::transpose(decoded, piece, kLanes, piece, panel + t * panel_row + j, panel_row);
+                else
+                    kernel::transpose(decoded, piece, lanes, piece, panel + t * panel_row + j, panel_row);
+            }
+        }
+    }
+
+    /// The parts of block `next` prefetch_part takes one at a time: its rows of W. A block is a
+    /// short run of each of its 64 rows (136 bytes of Q8_0), too short for the hardware
+    /// prefetchers, and its decoding would wait on each.
+    static Index prefetch_parts(const PanelBlock& next) { return next.width; }
+    /// Prefetches the bytes block `next` decodes from its rows of W begin … end − 1.
+    EIGEN_ALWAYS_INLINE void prefetch_part(const PanelBlock& next, Index begin, Index end) const {
+        const Index t0 = from + next.first;
+        const Index offset = t0 / quant_block_values(Format) * quant_block_bytes(Format) +
+                             t0 % quant_block_values(Format) * quant_block_bytes(Format) / quant_block_values(Format);
+        const Index length = next.count * quant_block_bytes(Format) / quant_block_values(Format) + 64;
+        for (Index j = begin; j < end; ++j) {
+            const std::uint8_t* start = row(next.col + j) + offset;
+            for (Index b = 0; b < length; b += 64) prefetch(start + b);
+        }
+    }
+};
+
+/// The many-rows product on rows of one format: the float tiles over blocks of W decoded into
+/// panels (QuantizedColumns), a's rows copied as for any weights.
 template <QuantFormat Format>
 void many_rows(const QuantizedMatrix& m, Index first_row, Index count, Index from, Index depth, Index n, const float* a,
                Index a_row, float* c, Index c_row, bool accumulate) {
-    using Tile = RegisterTile<float>;
-    using Run = kernel::Tiles<float, Tile::kRows, Tile::kPackets>;
-    // As multiply_rows_from's panels: 32 KiB, (depth block × a tile's columns), a whole number of
-    // chunks deep
-    constexpr Index kPanelBytes = 32 * 1024;
-    constexpr Index kBlockDepth = kPanelBytes / (Tile::kColumns * Index(sizeof(float)));
-    static_assert(kBlockDepth % kQuantChunk == 0, "quantized panels: whole chunks deep");
-    alignas(64) float panel[kBlockDepth * Tile::kColumns];
-    // a packet's rows of W decoded along the depth (rows of `decoded`), then transposed into the
-    // panel's columns a packets × packets block at a time: written one entry at a time down a
-    // column of the panel, the decoding took 23–27 % of a prefill's samples
-    constexpr Index kLanes = Tile::kLanes;
-    alignas(64) float decoded[kLanes * kBlockDepth];
-    const QuantizedMatrix::RunRows row = m.rows_of_run(first_row);
-    const Index whole = count / kLanes * kLanes;
-    for (Index col = 0; col < whole; col += Tile::kColumns) {
-        const Index width = std::min(Tile::kColumns, whole - col);
-        const int packets = int(width / kLanes);
-        for (Index first = 0; first == 0 || first < depth; first += kBlockDepth) {
-            const Index rows = std::min(kBlockDepth, depth - first);
-            // panel(t, j) = W(first_row + col + j, from + first + t)
-            for (Index j = 0; j < width; j += kLanes) {
-                for (Index i = 0; i < kLanes; ++i)
-                    span_values<Format>(row(col + j + i), from + first, rows, decoded + i * rows, 1);
-                kernel::transpose(decoded, rows, kLanes, rows, panel + j, Tile::kColumns);
-            }
-            // While the row tiles run over this panel, the next block's bytes of W are prefetched, a
-            // share of its rows per tile: a block is a short run of each of its 64 rows (136 bytes of
-            // Q8_0), too short for the hardware prefetchers, and its decoding above waited on each.
-            const PanelBlock next = next_panel_block(first, col, depth, whole, kBlockDepth, Tile::kColumns);
-            const Index t0 = from + next.first;
-            const Index offset =
-                t0 / quant_block_values(Format) * quant_block_bytes(Format) +
-                t0 % quant_block_values(Format) * quant_block_bytes(Format) / quant_block_values(Format);
-            const Index length = next.count * quant_block_bytes(Format) / quant_block_values(Format) + 64;
-            const Index tiles = (n + Tile::kRows - 1) / Tile::kRows;
-            const Index rows_per_tile = (next.width + tiles - 1) / tiles;
-            for (Index r = 0, tile = 0; r < n; r += Tile::kRows, ++tile) {
-                const Index last = std::min(next.width, (tile + 1) * rows_per_tile);
-                for (Index j = tile * rows_per_tile; j < last; ++j) {
-                    const std::uint8_t* start = row(next.col + j) + offset;
-                    for (Index b = 0; b < length; b += 64) prefetch(start + b);
-                }
-                Run::run(int(std::min<Index>(Tile::kRows, n - r)), packets, a + r * a_row + first, a_row, 1, panel,
-                         Tile::kColumns, rows, c + r * c_row + col, c_row, accumulate || first > 0);
-            }
-        }
-    }
-    // W's rows past the last whole packet of c's columns: a chain over the depth in order, as
-    // the float kernel's scalar columns, a panel's depth at a time
-    for (Index j = whole; j < count; ++j) {
-        const std::uint8_t* w = row(j);
-        for (Index first = 0; first == 0 || first < depth; first += kBlockDepth) {
-            const Index rows = std::min(kBlockDepth, depth - first);
-            span_values<Format>(w, from + first, rows, panel, 1);
-            for (Index r = 0; r < n; ++r) {
-                float sum = accumulate || first > 0 ? c[r * c_row + j] : 0.0f;
-                for (Index t = 0; t < rows; ++t) sum += a[r * a_row + first + t] * panel[t];
-                c[r * c_row + j] = sum;
-            }
-        }
-    }
+    multiply_many_rows_from(n, depth, count, a, a_row, QuantizedColumns<Format>{m.rows_of_run(first_row), from}, c,
+                            c_row, accumulate);
 }
 
 }  // namespace quant

@@ -11,6 +11,7 @@
 #include <Eigen/Core>
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "attn/detail/check.hpp"
@@ -287,6 +288,47 @@ inline PanelBlock next_panel_block(Index first, Index col, Index depth, Index wh
     return next;
 }
 
+/// Whether b's source decodes whole blocks itself (Source::kDecodesBlocks: copy_block and
+/// prefetch_parts, prefetch_part): a source whose columns are what lies side by side, as the rows of a
+/// quantized matrix (quantized_weights.hpp), where a row of b at a time would decode each of its
+/// blocks for one value.
+template <class Source, class = void>
+struct DecodesBlocks : std::false_type {};
+template <class Source>
+struct DecodesBlocks<Source, std::void_t<decltype(Source::kDecodesBlocks)>>
+    : std::bool_constant<Source::kDecodesBlocks> {};
+
+/// out(t, j) = b(first + t, col + j) for t < count, j < width; out's rows out_row apart.
+template <class Source, class T>
+void copy_block(const Source& b, Index first, Index count, Index col, Index width, T* out, Index out_row) {
+    if constexpr (DecodesBlocks<Source>::value)
+        b.copy_block(first, count, col, width, out, out_row);
+    else
+        for (Index t = 0; t < count; ++t) b.copy(first + t, col, width, out + t * out_row);
+}
+
+/// How many parts of block `next` of b a source prefetches separately (prefetch_part): its rows
+/// along the depth, or for a source that decodes blocks, its own (the rows of W it decodes).
+template <class Source>
+Index prefetch_parts(const PanelBlock& next) {
+    if constexpr (DecodesBlocks<Source>::value)
+        return Source::prefetch_parts(next);
+    else
+        return next.count;
+}
+
+/// Prefetches parts begin … end − 1 of block `next` of b.
+template <class Source>
+EIGEN_ALWAYS_INLINE void prefetch_part(const Source& b, const PanelBlock& next, Index begin, Index end) {
+    if constexpr (DecodesBlocks<Source>::value) {
+        b.prefetch_part(next, begin, end);
+    } else {
+        constexpr Index kLine = Source::kLineEntries;
+        for (Index t = begin; t < end; ++t)
+            for (Index x = 0; x < next.width; x += kLine) prefetch(b.address(next.first + t, next.col + x));
+    }
+}
+
 /// a as the tiles read it: the rows of a tile side by side, (depth × Rows) per tile, so that a
 /// tile's broadcasts read one run of memory, not Rows rows a_row apart (multiply_many_rows_from).
 template <class T>
@@ -315,7 +357,6 @@ void tiles_over_panels(Index rows, Index depth, Index whole, const TileRowsOfA<T
     // of every block would otherwise wait for them (docs/DESIGN.md: what it saves, profiled).
     constexpr Index kPanelBytes = 32 * 1024;
     constexpr Index kBlockDepth = kPanelBytes / (Tile::kColumns * Index(sizeof(T)));
-    constexpr Index kLine = Source::kLineEntries;
     alignas(64) T panel[kBlockDepth * Tile::kColumns];
     const Index tiles = (rows + Tile::kRows - 1) / Tile::kRows;
     for (Index col = 0; col < whole; col += Tile::kColumns) {
@@ -329,19 +370,34 @@ void tiles_over_panels(Index rows, Index depth, Index whole, const TileRowsOfA<T
             bool copies = packs;
             if constexpr (Source::kInPlace) copies = copies || !b.in_place(col, width);
             if (copies) {
-                for (Index t = 0; t < count; ++t) b.copy(first + t, col, width, panel + t * Tile::kColumns);
+                copy_block(b, first, count, col, width, panel, Tile::kColumns);
             } else if constexpr (Source::kInPlace) {
                 if (count > 0) block = b.at(first, col);  // no depth: nothing is read, and b may be null
                 block_row = b.row_stride(col);
             }
             const PanelBlock next = next_panel_block(first, col, depth, whole, kBlockDepth, Tile::kColumns);
-            const Index rows_per_tile = (next.count + tiles - 1) / tiles;
+            const Index parts = prefetch_parts<Source>(next), parts_per_tile = (parts + tiles - 1) / tiles;
             for (Index r = 0, tile = 0; r < rows; r += Tile::kRows, ++tile) {
-                const Index prefetched = std::min(next.count, (tile + 1) * rows_per_tile);
-                for (Index t = tile * rows_per_tile; t < prefetched; ++t)
-                    for (Index x = 0; x < next.width; x += kLine) prefetch(b.address(next.first + t, next.col + x));
-                Run::run(int(std::min<Index>(Tile::kRows, rows - r)), packets, of_a.at(tile, first), of_a.row,
-                         of_a.step, block, block_row, count, c + r * c_row + col, c_row, accumulate || first > 0);
+                prefetch_part(b, next, std::min(parts, tile * parts_per_tile),
+                              std::min(parts, (tile + 1) * parts_per_tile));
+                const int tile_rows = int(std::min<Index>(Tile::kRows, rows - r));
+                const bool adds = accumulate || first > 0;
+                T* c_tile = c + r * c_row + col;
+                // A whole tile inlined here, with either layout's steps as literals the compiler folds
+                // into its addressing (left to the compiler, whether it inlined the tile moved a
+                // product by 3-5 %); the edges' tiles are called.
+                const T* a_tile = of_a.at(tile, first);
+                if (tile_rows == Tile::kRows && packets == Tile::kPackets) {
+                    if (of_a.step == 1)
+                        kernel::tile_product<T, Tile::kRows, Tile::kPackets>(a_tile, of_a.row, 1, block, block_row,
+                                                                             count, c_tile, c_row, adds);
+                    else
+                        kernel::tile_product<T, Tile::kRows, Tile::kPackets>(a_tile, 1, Tile::kRows, block, block_row,
+                                                                             count, c_tile, c_row, adds);
+                } else {
+                    Run::run(tile_rows, packets, a_tile, of_a.row, of_a.step, block, block_row, count, c_tile, c_row,
+                             adds);
+                }
             }
         }
     }
@@ -427,11 +483,20 @@ void multiply_many_rows_from(Index rows, Index depth, Index cols, const T* a, In
                               c + first_row * c_row, c_row, accumulate, packs);
         }
     }
-    for (Index r = 0; r < rows; ++r)
-        for (Index col = whole; col < cols; ++col) {
-            T sum = accumulate ? c[r * c_row + col] : T(0);
-            for (Index t = 0; t < depth; ++t) sum += a[r * a_row + t] * b.value(t, col);
-            c[r * c_row + col] = sum;
+    // Columns past the last whole packet: each entry the same chain over the depth in order, a
+    // column of b copied out a piece of the depth at a time (a source that decodes blocks would
+    // otherwise decode one for each value)
+    constexpr Index kColumnPiece = 256;
+    T column[kColumnPiece];
+    for (Index col = whole; col < cols; ++col)
+        for (Index first = 0; first == 0 || first < depth; first += kColumnPiece) {
+            const Index count = std::min(kColumnPiece, depth - first);
+            copy_block(b, first, count, col, 1, column, 1);
+            for (Index r = 0; r < rows; ++r) {
+                T sum = accumulate || first > 0 ? c[r * c_row + col] : T(0);
+                for (Index t = 0; t < count; ++t) sum += a[r * a_row + first + t] * column[t];
+                c[r * c_row + col] = sum;
+            }
         }
 }
 
