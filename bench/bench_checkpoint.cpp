@@ -3,13 +3,15 @@
 // decoding steps.
 //
 //   attn_bench_checkpoint DIR load          one JSON line: load seconds, peak resident memory,
-//                                           the checkpoint's bytes and the loaded weights' bytes
+//                                           the checkpoint's bytes, the loaded weights' bytes and
+//                                           those a decoding step reads
 //   attn_bench_checkpoint DIR logits IDS    {"logits": [...]}: the last position's, for IDS (1,2,3)
 //   attn_bench_checkpoint DIR peer --threads T --prefill 128,512 --decode 128,512 --steps S --reps R
 //                                  --keep-rows 0|1
 //                                           the same-run comparison's timings (tools/benchmarks/bench_llamacpp.py):
 //                                           {"prefill": [{"tokens", "seconds"}], "decode": [{"context",
-//                                           "steps", "seconds"}], "peak_rss_bytes", "isa"}, each repetition
+//                                           "steps", "seconds"}], "peak_rss_bytes", "step_weights_bytes",
+//                                           "isa"}, each repetition
 //                                           timed; isa: the vector instructions the kernels were built for
 //   attn_bench_checkpoint DIR sight --threads T --positions 2048,8192 --reps R
 //                                           what seeing inside costs at long prompts: {"sight": [{"positions",
@@ -65,6 +67,21 @@ std::size_t weight_bytes(const attn::Model<float>& loaded) {
     return std::size_t(large) * 2 + (std::size_t(loaded.parameters()) - std::size_t(large)) * 4;
 }
 
+/// The bytes of weights a decoding step reads: every layer's matrices and the unembedding, in the
+/// storage they were loaded in (not the vectors, nor the embedding a step looks one row up in); for a
+/// GGUF file kept quantized, the file's size (its blocks, with its vectors and header: within about 1 %
+/// for a tied embedding, which the unembedding reads).
+std::size_t step_weight_bytes(const attn::Model<float>& loaded) {
+    if (loaded.weight_storage() == attn::WeightStorage::stored_quantized)
+        return std::size_t(std::filesystem::file_size(checkpoint_directory));
+    const attn::ModelSettings& s = loaded.settings();
+    double entries = double(s.vocabulary_size) * double(s.dimensions);
+    for (const attn::LayerDescription& layer : s.layer_descriptions)
+        entries += double(s.dimensions) *
+                   double(s.query_key_value_width() + s.query_width() + (layer.gated_mlp ? 3 : 2) * s.mlp_width);
+    return std::size_t(entries) * (loaded.weight_storage() == attn::WeightStorage::stored_16_bit ? 2 : 4);
+}
+
 /// Peak resident memory of this process so far, from /proc/self/status (0 where it is missing).
 std::size_t peak_resident_bytes() {
     std::ifstream status("/proc/self/status");
@@ -89,8 +106,8 @@ int measure_load() {
     const std::size_t weights = weight_bytes(loaded);
     std::printf(
         "{\"load_seconds\": %.4f, \"peak_resident_bytes\": %zu, \"checkpoint_bytes\": %zu, \"weights_bytes\": %zu, "
-        "\"parameters\": %lld, \"peak_over_weights\": %.4f}\n",
-        seconds, peak_resident_bytes(), directory_bytes(checkpoint_directory), weights,
+        "\"step_weights_bytes\": %zu, \"parameters\": %lld, \"peak_over_weights\": %.4f}\n",
+        seconds, peak_resident_bytes(), directory_bytes(checkpoint_directory), weights, step_weight_bytes(loaded),
         static_cast<long long>(loaded.parameters()), double(peak_resident_bytes()) / double(weights));
     return 0;
 }
@@ -215,9 +232,13 @@ int peer(int argc, char** argv) {
                        ", \"steps\": " + std::to_string(steps) + ", \"seconds\": " + seconds_list(seconds) + "}";
     }
     // "isa": the vector instructions this build's kernels use (Eigen's packets), for the table to say
-    // which instruction set each figure came from
-    std::printf("{\"prefill\": [%s], \"decode\": [%s], \"peak_rss_bytes\": %zu, \"isa\": \"%s\"}\n",
-                prefill_json.c_str(), decode_json.c_str(), peak_resident_bytes(), Eigen::SimdInstructionSetsInUse());
+    // which instruction set each figure came from; "step_weights_bytes": what a decoding step reads of
+    // the weights, for its bandwidth
+    std::printf(
+        "{\"prefill\": [%s], \"decode\": [%s], \"peak_rss_bytes\": %zu, \"step_weights_bytes\": %zu, \"isa\": "
+        "\"%s\"}\n",
+        prefill_json.c_str(), decode_json.c_str(), peak_resident_bytes(), step_weight_bytes(model()),
+        Eigen::SimdInstructionSetsInUse());
     return 0;
 }
 

@@ -18,7 +18,9 @@ tools/common/run_folder.py and a folder of this run's own, so that no earlier re
              every benchmark alike; medians. -> limits_kernels.json, limits_memory.json
   real_size  tools/benchmarks/bench_llamacpp.py, every system on the same random weights in one run:
              GPT-2 small F32, SmolLM2-135M BF16 kept in 16 bits, SmolLM2-135M Q4_K_M kept quantized;
-             prefill of 128 and 512, decoding after 128 and 512; 1 and 2 threads. -> real_size*.{md,json}
+             prefill of 128 and 512, decoding after 128 and 512; 1 and 2 threads; and a whole decoding
+             step's weights (the bytes attn_bench_checkpoint reports a step reads) over its time, against
+             the limits' read bandwidth with as many threads. -> real_size*.{md,json}
   long       the same harness at long prompts: SmolLM2-135M F32 at 2,048 positions (and --long-8192),
              GPT-2 small F32 at its 1,024. -> long_*.{md,json}
   sight      what seeing inside costs at long prompts: attn_bench_checkpoint's sight mode on SmolLM2-135M
@@ -254,6 +256,46 @@ def limits_tables(kernels, memory):
     return lines + [""]
 
 
+STEP_SYSTEMS = ("llama.cpp", "llama.cpp defaults")  # beside attn: the same weights in the same storage
+
+
+def step_bandwidth_table(entries, memory):
+    """Markdown lines: a whole decoding step's weights over its time (the bytes attn reports a step reads,
+    "step_weights_bytes": every layer's matrices and the unembedding in the storage they are kept in), as
+    GB/s and a share of the four-stream read bandwidth with as many threads; attn's rows and llama.cpp's,
+    which reads the same weights from its file in the same storage. Empty if no row has the bytes."""
+    m = medians(memory) if memory else {}
+    read = {t: m.get(f"memory/read_streams:4/threads:{t}", {}).get("bytes_read") for t in (1, 2)}
+    contexts = sorted({n for e in entries for n in e.get("decode", [])})
+    lines = []
+    for entry in entries:
+        bytes_per_step = next((r.get("raw", {}).get("step_weights_bytes") for r in entry["rows"]
+                               if r["system"].startswith("attn") and r.get("raw", {}).get("step_weights_bytes")),
+                              None)
+        if not bytes_per_step:
+            continue
+        for row in entry["rows"]:
+            system = row["system"]
+            if not (system.startswith("attn") and "keeping" not in system) and system not in STEP_SYSTEMS:
+                continue
+            cells = []
+            for n in contexts:
+                ms = row["summary"].get(f"decode_{n}_ms_per_token")
+                if ms is None:
+                    cells.append("–")
+                    continue
+                rate = bytes_per_step / (ms / 1e3)
+                cells.append(f"{ms:.2f} ms, {rate / 1e9:.1f} GB/s, {percent(rate, read.get(row['threads']))}")
+            lines.append(f"| {model_label(entry)}, {bytes_per_step / 1e6:,.0f} MB | {row['threads']} | "
+                         f"{system_label(system, entry)} | " + " | ".join(cells) + " |")
+    if not lines:
+        return []
+    header = ["| weights a step reads | threads | system | "
+              + " | ".join(f"decode at {n}: ms/token, GB/s, share of read bandwidth" for n in contexts) + " |",
+              "|---|---:|---|" + "---:|" * len(contexts)]
+    return header + sorted(lines, key=lambda line: line.split(" | ")[:3]) + [""]  # by model, then threads
+
+
 def model_label(entry):
     name = MODEL_NAMES.get(entry["model"], entry["model"])
     return f"{name} {entry['dtype']}"
@@ -367,6 +409,11 @@ def folder_readme(out, record):
                               if (out / f"{stem}.json").is_file()) + ".", ""]
         lines += headline_table(real) + [""] + ratios_to_peers(real) + ["Peak resident memory:", ""]
         lines += peak_memory_lines(real)
+        steps = step_bandwidth_table(real, json.loads(memory.read_text()) if memory.is_file() else None)
+        if steps:
+            lines += ["A whole decoding step against the read bandwidth (the limits above, as many threads): the "
+                      "bytes of weights a step reads over its time (medians; the cache's reads, 1–2 % of them at "
+                      "these contexts, not counted):", ""] + steps
     sight = out / "sight.json"
     if sight.is_file():
         lines += ["## What seeing inside costs at long prompts", "",

@@ -63,6 +63,29 @@ def test_ratios_are_attn_over_each_peer_ahead_above_one():
     assert "1 thread: prefill 128 2.00×, decode @128 2.00×" in line
 
 
+def test_a_whole_step_is_its_weights_bytes_over_its_time_against_the_same_thread_count_bandwidth():
+    entry = harness_entry("gpt2-small", "F32", {"attn": (700.0, 40.0), "llama.cpp defaults": (300.0, 50.0),
+                                                 "pytorch-eager": (800.0, 100.0)})
+    for row in entry["rows"]:
+        if row["system"] == "attn":
+            row["raw"] = {"step_weights_bytes": 500e6}
+    memory = gbench({"memory/read_streams:4/threads:1": {"bytes_read": 13e9},
+                     "memory/read_streams:4/threads:2": {"bytes_read": 25e9}})
+    lines = bt.step_bandwidth_table([entry], memory)
+    # 500 MB in 40 ms: 12.5 GB/s of 13; in 20 ms on 2 threads: 25 GB/s of 25; PyTorch's rows left out
+    assert "| GPT-2 small F32, 500 MB | 1 | attn, GPT-2 small F32 | 40.00 ms, 12.5 GB/s, 96 % |" in lines
+    assert "| GPT-2 small F32, 500 MB | 2 | attn, GPT-2 small F32 | 20.00 ms, 25.0 GB/s, 100 % |" in lines
+    assert "| GPT-2 small F32, 500 MB | 1 | llama.cpp defaults (float16 cache) | 50.00 ms, 10.0 GB/s, 77 % |" in lines
+    assert not [line for line in lines if "PyTorch" in line]
+    # rows in order of threads within the model
+    threads = [line.split(" | ")[1] for line in lines[2:] if line]
+    assert threads == sorted(threads)
+    # no bytes reported (an older run): no table
+    for row in entry["rows"]:
+        row.pop("raw", None)
+    assert bt.step_bandwidth_table([entry], memory) == []
+
+
 def test_readme_block_replaces_only_what_lies_between_the_markers():
     text = f"before\n{bt.README_BEGIN}\nold table\n{bt.README_END}\nafter\n"
     assert bt.replace_readme_block(text, "new") == f"before\n{bt.README_BEGIN}\nnew\n{bt.README_END}\nafter\n"
