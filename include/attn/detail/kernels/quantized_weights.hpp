@@ -818,8 +818,9 @@ void few_rows(const QuantizedMatrix& m, Index first_row, Index count, Index from
     for (; j < count; ++j) rows_of_a(std::integral_constant<int, 1>());
 }
 
-/// b of a prefill's product on rows of one format: b(t, j) = W(j, from + t), rows j of W
-/// (`row`) read down, (depth × rows), as multiply_many_rows_from (tiles.hpp) reads its sources.
+/// b of a prefill's product on rows of one format: b(t, j) = W(j, from + t), the rows j of W
+/// that `row` reaches read down, (depth × those rows), as multiply_many_rows_from (tiles.hpp) reads
+/// its sources.
 /// A row of W is a column of b, its values side by side along the depth only, so the tiles hand
 /// over whole blocks (kDecodesBlocks): decoded once into L1 and run over by every row tile of a.
 template <QuantFormat Format>
