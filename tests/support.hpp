@@ -7,14 +7,30 @@
 #include <attn/error.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 namespace attn::test {
+
+/// Whether a and b (Eigen expressions of one scalar type) have one shape and every entry the same
+/// bits: stricter than ==, which holds for 0 and −0 and never for NaN.
+template <class A, class B>
+bool same_bits(const Eigen::DenseBase<A>& a, const Eigen::DenseBase<B>& b) {
+    static_assert(std::is_same_v<typename A::Scalar, typename B::Scalar>, "same_bits: one scalar type");
+    if (a.rows() != b.rows() || a.cols() != b.cols()) return false;
+    for (Index j = 0; j < a.cols(); ++j)
+        for (Index i = 0; i < a.rows(); ++i) {
+            const typename A::Scalar x = a(i, j), y = b(i, j);
+            if (std::memcmp(&x, &y, sizeof x) != 0) return false;
+        }
+    return true;
+}
 
 /// The message of the `Error` that `f` throws (fails the test if it throws nothing or something else).
 template <class Error, class F>

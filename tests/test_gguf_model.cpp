@@ -25,6 +25,8 @@
 #include "gguf_writer.hpp"
 #include "support.hpp"
 
+using attn::test::same_bits;
+
 using attn::Index;
 using attn::LayerSlot;
 
@@ -93,11 +95,6 @@ double gguf_relative_error(const A& actual, const B& expected) {
     REQUIRE(actual.cols() == expected.cols());
     const double scale = std::max(1e-300, double(expected.template cast<double>().cwiseAbs().maxCoeff()));
     return double((actual.template cast<double>() - expected.template cast<double>()).cwiseAbs().maxCoeff()) / scale;
-}
-
-template <class A, class B>
-bool same_bits(const A& a, const B& b) {
-    return a.rows() == b.rows() && a.cols() == b.cols() && (a.array() == b.array()).all();
 }
 
 /// Every weight of a equal to b's, bit for bit, slot by slot.

@@ -22,6 +22,8 @@
 
 #include "support.hpp"
 
+using attn::test::same_bits;
+
 using attn::Index;
 using attn::detail::HalfFormat;
 using attn::detail::HalfMatrix;
@@ -35,15 +37,6 @@ std::uint32_t bits_of(float f) {
     std::uint32_t bits;
     std::memcpy(&bits, &f, sizeof bits);
     return bits;
-}
-
-template <class A, class B>
-bool same_bit_patterns(const A& a, const B& b) {
-    if (a.rows() != b.rows() || a.cols() != b.cols()) return false;
-    for (Index i = 0; i < a.rows(); ++i)
-        for (Index j = 0; j < a.cols(); ++j)
-            if (bits_of(a(i, j)) != bits_of(b(i, j))) return false;
-    return true;
 }
 
 /// A (rows × cols) matrix of random numbers of `format`, as the 16-bit bits and widened to float
@@ -138,7 +131,7 @@ TEST_CASE("16-bit weights: products on BF16 and F16 weights have the bits of the
                             attn::Matrix<float> from_half = start, from_float = start;
                             attn::detail::multiply_rows(a, w_block, from_half, accumulate);
                             attn::detail::multiply_rows(a, float_block, from_float, accumulate);
-                            REQUIRE(same_bit_patterns(from_half, from_float));
+                            REQUIRE(same_bits(from_half, from_float));
                             // and what it is: a · w in double from the row-major bits, written independently
                             double worst = 0.0;
                             for (Index r = 0; r < rows; ++r)
@@ -186,7 +179,7 @@ TEST_CASE("16-bit weights: a rows block of 16-bit weights (a head's rows of Wo) 
     attn::Matrix<float> from_half(9, 24), from_float(9, 24);
     attn::detail::multiply_rows(a, WeightRows<float>::of(w).middleRows(16, 8), from_half, false);
     attn::detail::multiply_rows(a, w.widened().middleRows(16, 8), from_float, false);
-    CHECK(same_bit_patterns(from_half, from_float));
+    CHECK(same_bits(from_half, from_float));
 }
 
 TEST_CASE("16-bit weights: a model stored in 16 bits gives the float model's logits and attention, bit for bit") {
@@ -210,10 +203,10 @@ TEST_CASE("16-bit weights: a model stored in 16 bits gives the float model's log
                 if (workers) options.threads = *workers;
                 const attn::ForwardResult<float> expected = as_float.forward(text, options);
                 const attn::ForwardResult<float> actual = as_16_bit.forward(text, options);
-                CHECK(same_bit_patterns(actual.logits, expected.logits));
+                CHECK(same_bits(actual.logits, expected.logits));
                 for (Index l = 0; l < expected.attention.layers(); ++l)
                     for (Index h = 0; h < expected.attention.heads(); ++h)
-                        CHECK(same_bit_patterns(actual.attention.head(l, h), expected.attention.head(l, h)));
+                        CHECK(same_bits(actual.attention.head(l, h), expected.attention.head(l, h)));
             }
 
         // decoding: a prompt, then steps one at a time (split by columns with two workers)
@@ -224,15 +217,14 @@ TEST_CASE("16-bit weights: a model stored in 16 bits gives the float model's log
             options.keep_attention = true;
             if (workers) options.threads = *workers;
             const std::vector<int> prompt(ids.begin(), ids.begin() + 6);
-            CHECK(same_bit_patterns(decode_16_bit.append(prompt, options).logits,
-                                    decode_float.append(prompt, options).logits));
+            CHECK(same_bits(decode_16_bit.append(prompt, options).logits, decode_float.append(prompt, options).logits));
             for (std::size_t i = 6; i < 12; ++i) {
                 const attn::DecodeResult<float> expected = decode_float.step(ids[i], options);
                 const attn::DecodeResult<float> actual = decode_16_bit.step(ids[i], options);
-                CHECK(same_bit_patterns(actual.logits, expected.logits));
+                CHECK(same_bits(actual.logits, expected.logits));
                 for (Index l = 0; l < expected.attention.layers(); ++l)
                     for (Index h = 0; h < expected.attention.heads(); ++h)
-                        CHECK(same_bit_patterns(actual.attention.head(l, h), expected.attention.head(l, h)));
+                        CHECK(same_bits(actual.attention.head(l, h), expected.attention.head(l, h)));
             }
         }
 
@@ -253,23 +245,22 @@ TEST_CASE("16-bit weights: the accessors give the matrices widened, and everythi
     const attn::Model<float>& as_float = loaded("llama_gqa_bf16_shards", attn::WeightStorage::converted);
     for (Index l = 0; l < model.settings().layers; ++l) {
         const attn::Model<float>::Layer widened = model.layer(l), converted = as_float.layer(l);
-        for (attn::LayerSlot slot : attn::kMatrixSlots)
-            CHECK(same_bit_patterns(widened.matrix(slot), converted.matrix(slot)));
-        CHECK(same_bit_patterns(widened.attention_norm_weight, converted.attention_norm_weight));
+        for (attn::LayerSlot slot : attn::kMatrixSlots) CHECK(same_bits(widened.matrix(slot), converted.matrix(slot)));
+        CHECK(same_bits(widened.attention_norm_weight, converted.attention_norm_weight));
     }
-    CHECK(same_bit_patterns(model.embedding(), as_float.embedding()));
-    CHECK(same_bit_patterns(model.unembedding(), as_float.unembedding()));
-    CHECK(same_bit_patterns(model.unembedding_column(5), as_float.unembedding().col(5)));
-    CHECK(same_bit_patterns(attn::reference_forward(model, {1, 2, 3}).logits,
-                            attn::reference_forward(as_float, {1, 2, 3}).logits));
+    CHECK(same_bits(model.embedding(), as_float.embedding()));
+    CHECK(same_bits(model.unembedding(), as_float.unembedding()));
+    CHECK(same_bits(model.unembedding_column(5), as_float.unembedding().col(5)));
+    CHECK(same_bits(attn::reference_forward(model, {1, 2, 3}).logits,
+                    attn::reference_forward(as_float, {1, 2, 3}).logits));
     attn::HookOptions<float> hooks;
     hooks.keep = {"*"};
     const attn::HookedResult<float> run = attn::run_with_hooks(model, {1, 2, 3}, hooks);  // hooks run on 16-bit weights
     const attn::HookedResult<float> run_float = attn::run_with_hooks(as_float, {1, 2, 3}, hooks);
-    CHECK(same_bit_patterns(run.cache["blocks.1.hook_mlp_out"], run_float.cache["blocks.1.hook_mlp_out"]));
-    CHECK(same_bit_patterns(run.cache["blocks.0.attn.hook_result"], run_float.cache["blocks.0.attn.hook_result"]));
-    CHECK(same_bit_patterns(attn::logit_lens(model, run, 2).probabilities,
-                            attn::logit_lens(as_float, run_float, 2).probabilities));
+    CHECK(same_bits(run.cache["blocks.1.hook_mlp_out"], run_float.cache["blocks.1.hook_mlp_out"]));
+    CHECK(same_bits(run.cache["blocks.0.attn.hook_result"], run_float.cache["blocks.0.attn.hook_result"]));
+    CHECK(same_bits(attn::logit_lens(model, run, 2).probabilities,
+                    attn::logit_lens(as_float, run_float, 2).probabilities));
 }
 
 TEST_CASE("16-bit weights: a storage the model cannot keep is refused, naming the load option and tensor") {

@@ -11,19 +11,11 @@
 
 #include "support.hpp"
 
+using attn::test::same_bits;
+
 using attn::Index;
 using attn::detail::PanelMatrix;
 using attn::detail::WeightRows;
-
-namespace {
-
-template <class T>
-bool same_bits(const attn::Matrix<T>& a, const attn::Matrix<T>& b) {
-    return a.rows() == b.rows() && a.cols() == b.cols() &&
-           (a.size() == 0 || std::memcmp(a.data(), b.data(), sizeof(T) * std::size_t(a.size())) == 0);
-}
-
-}  // namespace
 
 TEST_CASE_TEMPLATE("weight panels: a matrix packed holds its numbers panel by panel, and unpacks to them", T, float,
                    double) {
@@ -38,12 +30,12 @@ TEST_CASE_TEMPLATE("weight panels: a matrix packed holds its numbers panel by pa
         // panel p: its rows one after another, panel_width apart, then panel p + 1
         CHECK(packed.at(1, 0) == packed.at(0, 0) + std::min(kPanel, cols));
         if (cols > kPanel) CHECK(packed.at(0, kPanel) == packed.at(m.rows() - 1, kPanel - 1) + 1);
-        CHECK(same_bits<T>(packed.unpacked(), m));
-        CHECK(same_bits<T>(attn::detail::unpacked(WeightRows<T>::of(packed)), m));
+        CHECK(same_bits(packed.unpacked(), m));
+        CHECK(same_bits(attn::detail::unpacked(WeightRows<T>::of(packed)), m));
         // a block, as layer accessors and a column of U read it
-        CHECK(same_bits<T>(attn::detail::unpacked(WeightRows<T>::of(packed).middleCols(cols / 2, cols - cols / 2)),
-                           m.middleCols(cols / 2, cols - cols / 2)));
-        CHECK(same_bits<T>(attn::detail::unpacked(WeightRows<T>::of(packed).middleRows(3, 5)), m.middleRows(3, 5)));
+        CHECK(same_bits(attn::detail::unpacked(WeightRows<T>::of(packed).middleCols(cols / 2, cols - cols / 2)),
+                        m.middleCols(cols / 2, cols - cols / 2)));
+        CHECK(same_bits(attn::detail::unpacked(WeightRows<T>::of(packed).middleRows(3, 5)), m.middleRows(3, 5)));
     }
 }
 
@@ -76,7 +68,7 @@ TEST_CASE_TEMPLATE("weight panels: every product on a block of panels has the bi
                         attn::Matrix<T> from_panels = start, from_rows = start;
                         attn::detail::multiply_rows(a, block, from_panels, accumulate);
                         attn::detail::multiply_rows(a, row_major, from_rows, accumulate);
-                        REQUIRE(same_bits<T>(from_panels, from_rows));
+                        REQUIRE(same_bits(from_panels, from_rows));
                         // and what it is: a · m in double, summed here
                         double worst = 0.0;
                         for (Index r = 0; r < rows; ++r)
@@ -101,5 +93,5 @@ TEST_CASE("weight panels: a rows block (a head's rows of Wo) is that block's pro
     attn::Matrix<float> from_panels(9, 130), from_rows(9, 130);
     attn::detail::multiply_rows(a, WeightRows<float>::of(packed).middleRows(16, 8), from_panels, false);
     attn::detail::multiply_rows(a, m.middleRows(16, 8), from_rows, false);
-    CHECK(same_bits<float>(from_panels, from_rows));
+    CHECK(same_bits(from_panels, from_rows));
 }
