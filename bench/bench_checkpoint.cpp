@@ -54,16 +54,24 @@ const attn::Model<float>& model() {
     return loaded;
 }
 
+/// Entries of every layer's matrices, which stored_16_bit keeps in 16 bits (the embedding and
+/// unembedding apart).
+double layer_matrix_entries(const attn::ModelSettings& s) {
+    double entries = 0;
+    for (const attn::LayerDescription& layer : s.layer_descriptions)
+        entries += double(s.dimensions) *
+                   double(s.query_key_value_width() + s.query_width() + (layer.gated_mlp ? 3 : 2) * s.mlp_width);
+    return entries;
+}
+
 /// The bytes the loaded weights take: the large matrices in 16 bits with stored_16_bit.
 std::size_t weight_bytes(const attn::Model<float>& loaded) {
     const attn::ModelSettings& s = loaded.settings();
     if (loaded.weight_storage() == attn::WeightStorage::converted) return std::size_t(loaded.parameters()) * 4;
     if (loaded.weight_storage() == attn::WeightStorage::stored_quantized)  // the file's blocks: about its size
         return std::size_t(std::filesystem::file_size(checkpoint_directory));
-    double large = double(s.vocabulary_size) * double(s.dimensions) * (s.tied_embeddings ? 1 : 2);
-    for (const attn::LayerDescription& layer : s.layer_descriptions)
-        large += double(s.dimensions) *
-                 double(s.query_key_value_width() + s.query_width() + (layer.gated_mlp ? 3 : 2) * s.mlp_width);
+    const double large =
+        double(s.vocabulary_size) * double(s.dimensions) * (s.tied_embeddings ? 1 : 2) + layer_matrix_entries(s);
     return std::size_t(large) * 2 + (std::size_t(loaded.parameters()) - std::size_t(large)) * 4;
 }
 
@@ -75,10 +83,7 @@ std::size_t step_weight_bytes(const attn::Model<float>& loaded) {
     if (loaded.weight_storage() == attn::WeightStorage::stored_quantized)
         return std::size_t(std::filesystem::file_size(checkpoint_directory));
     const attn::ModelSettings& s = loaded.settings();
-    double entries = double(s.vocabulary_size) * double(s.dimensions);
-    for (const attn::LayerDescription& layer : s.layer_descriptions)
-        entries += double(s.dimensions) *
-                   double(s.query_key_value_width() + s.query_width() + (layer.gated_mlp ? 3 : 2) * s.mlp_width);
+    const double entries = double(s.vocabulary_size) * double(s.dimensions) + layer_matrix_entries(s);
     return std::size_t(entries) * (loaded.weight_storage() == attn::WeightStorage::stored_16_bit ? 2 : 4);
 }
 
