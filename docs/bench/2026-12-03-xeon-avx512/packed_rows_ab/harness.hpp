@@ -49,3 +49,27 @@ inline Result measure(const std::function<void()>& f, double flops, int slices =
     std::sort(p.begin(), p.end());
     return {w.back(), w[w.size() * 3 / 4], p.back()};
 }
+
+/// Old and new timed in interleaved pairs of slices (old, new, new, old), so that a slow minute of a
+/// shared machine falls on both: prints label, each one's median GFLOP/s, and the median and quartiles
+/// of the pairs' new/old ratios (the figure to read); same_bits: whether their results were equal.
+inline void compare_in_pairs(const char* label, const std::function<void()>& old_run,
+                             const std::function<void()>& new_run, double flops, int slices, bool same_bits) {
+    std::vector<double> O, N, ratio;
+    for (int i = 0; i < slices; ++i) {
+        double x = work_slice(old_run, flops), y = work_slice(new_run, flops);
+        double y2 = work_slice(new_run, flops), x2 = work_slice(old_run, flops);
+        O.push_back(x);
+        O.push_back(x2);
+        N.push_back(y);
+        N.push_back(y2);
+        ratio.push_back((y + y2) / (x + x2));
+    }
+    std::sort(O.begin(), O.end());
+    std::sort(N.begin(), N.end());
+    std::sort(ratio.begin(), ratio.end());
+    std::printf("%s: old median %6.1f  new median %6.1f GFLOP/s | new/old per pair: median %.3f [q1 %.3f q3 %.3f]%s\n",
+                label, O[O.size() / 2], N[N.size() / 2], ratio[ratio.size() / 2], ratio[ratio.size() / 4],
+                ratio[ratio.size() * 3 / 4], same_bits ? "" : " DIFFERENT BITS");
+    std::fflush(stdout);
+}

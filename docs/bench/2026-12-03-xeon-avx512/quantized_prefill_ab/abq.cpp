@@ -23,25 +23,10 @@ int main(int argc, char** argv) {
         void* n = make_attn_new(fmt, rows, s.depth, s.cols, 128);
         double co = run_attn_old(o), cn = run_attn_new(n);
         double flops = 2.0 * rows * s.depth * s.cols;
-        std::vector<double> O, N, ratio;
-        for (int i = 0; i < slices; ++i) {
-            double x = work_slice([&] { run_attn_old(o); }, flops), y = work_slice([&] { run_attn_new(n); }, flops);
-            double y2 = work_slice([&] { run_attn_new(n); }, flops), x2 = work_slice([&] { run_attn_old(o); }, flops);
-            O.push_back(x);
-            O.push_back(x2);
-            N.push_back(y);
-            N.push_back(y2);
-            ratio.push_back((y + y2) / (x + x2));
-        }
-        std::sort(O.begin(), O.end());
-        std::sort(N.begin(), N.end());
-        std::sort(ratio.begin(), ratio.end());
-        printf(
-            "fmt %d %-14s rows %ld: old median %6.1f  new median %6.1f GFLOP/s | new/old per pair: median %.3f [q1 "
-            "%.3f q3 %.3f]%s\n",
-            fmt, s.name, rows, O[O.size() / 2], N[N.size() / 2], ratio[ratio.size() / 2], ratio[ratio.size() / 4],
-            ratio[ratio.size() * 3 / 4], co == cn ? "" : " DIFFERENT BITS");
-        fflush(stdout);
+        char label[64];
+        snprintf(label, sizeof label, "fmt %d %-14s rows %ld", fmt, s.name, rows);
+        compare_in_pairs(
+            label, [&] { run_attn_old(o); }, [&] { run_attn_new(n); }, flops, slices, co == cn);
         free_attn_old(o);
         free_attn_new(n);
     }
