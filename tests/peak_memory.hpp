@@ -13,19 +13,9 @@
 #include <random>
 #include <string>
 
-namespace attn::test {
+#include "sanitizers.hpp"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool under_sanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-constexpr bool under_sanitizer = true;
-#else
-constexpr bool under_sanitizer = false;
-#endif
-#else
-constexpr bool under_sanitizer = false;
-#endif
+namespace attn::test {
 
 constexpr double peak_bound = 1.25;  ///< peak resident set over the bytes loaded
 constexpr int skipped = 77;          ///< ctest's SKIP_RETURN_CODE: no VmHWM to read

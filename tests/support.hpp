@@ -16,21 +16,9 @@
 #include <utility>
 #include <vector>
 
-namespace attn::test {
+#include "sanitizers.hpp"
 
-/// Whether this build runs under ThreadSanitizer, which makes every memory access some 5–15×
-/// dearer: the thread tests then run the same code paths on less data (CI's TSan section).
-#if defined(__SANITIZE_THREAD__)
-constexpr bool under_thread_sanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr bool under_thread_sanitizer = true;
-#else
-constexpr bool under_thread_sanitizer = false;
-#endif
-#else
-constexpr bool under_thread_sanitizer = false;
-#endif
+namespace attn::test {
 
 /// Whether a and b (Eigen expressions of one scalar type) have one shape and every entry the same
 /// bits: stricter than ==, which holds for 0 and −0 and never for NaN.
