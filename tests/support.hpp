@@ -16,8 +16,6 @@
 #include <utility>
 #include <vector>
 
-#include "sanitizers.hpp"
-
 namespace attn::test {
 
 /// Whether a and b (Eigen expressions of one scalar type) have one shape and every entry the same

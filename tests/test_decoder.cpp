@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "model_fixture.hpp"
+#include "sanitizers.hpp"
 #include "store_model.hpp"
-#include "support.hpp"
 
 using attn::Index;
 using attn::test::store_model;
