@@ -20,7 +20,8 @@ tools/common/run_folder.py and a folder of this run's own, so that no earlier re
              GPT-2 small F32, SmolLM2-135M BF16 kept in 16 bits, SmolLM2-135M Q4_K_M kept quantized;
              prefill of 128 and 512, decoding after 128 and 512; 1 and 2 threads; and a whole decoding
              step's weights (the bytes attn_bench_checkpoint reports a step reads) over its time, against
-             the limits' read bandwidth with as many threads. -> real_size*.{md,json}
+             the limits' read bandwidth with as many threads, and every system's prefill as GFLOP/s
+             against the limits' FMA peak with as many threads (also for long). -> real_size*.{md,json}
   long       the same harness at long prompts: SmolLM2-135M F32 at 2,048 positions (and --long-8192),
              GPT-2 small F32 at its 1,024. -> long_*.{md,json}
   sight      what seeing inside costs at long prompts: attn_bench_checkpoint's sight mode on SmolLM2-135M
@@ -256,6 +257,67 @@ def limits_tables(kernels, memory):
     return lines + [""]
 
 
+# The layer shapes of the harness's models (tools/benchmarks/bench_llamacpp.py): what a prefill computes.
+PREFILL_SHAPES = {
+    "gpt2-small": {"layers": 12, "width": 768, "qkv_width": 3 * 768, "query_width": 768, "mlp": 3072,
+                   "gated": False, "heads": 12, "head_dim": 64, "vocabulary": 50257},
+    "smollm2-135m": {"layers": 30, "width": 576, "qkv_width": 576 + 2 * 192, "query_width": 576, "mlp": 1536,
+                     "gated": True, "heads": 9, "head_dim": 64, "vocabulary": 49152},
+}
+
+
+def prefill_flops(model, positions):
+    """The floating-point operations a causal prefill of `positions` tokens needs (a multiply-add is 2): every
+    layer's products, attention's q·k and weights·v over the keys each query sees (p + 1 at position p), and
+    the last position's logits; None for a model not in PREFILL_SHAPES. Norms, activations and the softmax's
+    exponentials are left out (under 1 % at these sizes)."""
+    s = PREFILL_SHAPES.get(model)
+    if s is None:
+        return None
+    n = positions
+    layer_weights = s["width"] * s["qkv_width"] + s["query_width"] * s["width"] \
+        + (3 if s["gated"] else 2) * s["width"] * s["mlp"]
+    attention = 2 * 2 * s["heads"] * s["head_dim"] * n * (n + 1) // 2
+    return s["layers"] * (2 * n * layer_weights + attention) + 2 * s["width"] * s["vocabulary"]
+
+
+PREFILL_ARITHMETIC_TEXT = (
+    "Prefill as arithmetic: the operations a causal prefill needs (every layer's products, attention over the "
+    "keys each query sees, the last position's logits) over each system's median time, as GFLOP/s and a share "
+    "of the limits' FMA peak with as many threads. A target of k× a peer asks for k times the peer's share:")
+
+
+def prefill_arithmetic_table(entries, kernels):
+    """Markdown lines: every system's prefill as arithmetic, GFLOP/s (prefill_flops over its median time) and
+    a share of the same run's FMA peak with as many threads; what a target over a peer asks of the FMA peak
+    follows from it. Empty without the peak or a known model."""
+    k = medians(kernels) if kernels else {}
+    peak = {t: k.get(f"fma_peak/threads:{t}", {}).get("GFLOP/s") for t in (1, 2)}
+    if not any(peak.values()):
+        return []
+    lengths = sorted({n for e in entries if e["model"] in PREFILL_SHAPES for n in e.get("prefill", [])})
+    lines = []
+    for entry in entries:
+        if entry["model"] not in PREFILL_SHAPES:
+            continue
+        for row in entry["rows"]:
+            cells = []
+            for n in lengths:
+                rate = row["summary"].get(f"prefill_{n}_tokens_per_second")
+                if rate is None or n not in entry.get("prefill", []):
+                    cells.append("–")
+                    continue
+                gflops = prefill_flops(entry["model"], n) / (n / rate) / 1e9
+                cells.append(f"{gflops:.0f}, {percent(gflops, peak.get(row['threads']))}")
+            lines.append(f"| {model_label(entry)} | {row['threads']} | {system_label(row['system'], entry)} | "
+                         + " | ".join(cells) + " |")
+    if not lines:
+        return []
+    header = ["| model | threads | system | " + " | ".join(f"prefill {n}: GFLOP/s, share of FMA peak" for n in lengths)
+              + " |", "|---|---:|---|" + "---:|" * len(lengths)]
+    return header + sorted(lines, key=lambda line: line.split(" | ")[:2]) + [""]  # by model, then threads
+
+
 STEP_SYSTEMS = ("llama.cpp", "llama.cpp defaults")  # beside attn: the same weights in the same storage
 
 
@@ -414,6 +476,9 @@ def folder_readme(out, record):
             lines += ["A whole decoding step against the read bandwidth (the limits above, as many threads): the "
                       "bytes of weights a step reads over its time (medians; the cache's reads, 1–2 % of them at "
                       "these contexts, not counted):", ""] + steps
+        arithmetic = prefill_arithmetic_table(real, json.loads(kernels.read_text()) if kernels.is_file() else None)
+        if arithmetic:
+            lines += [PREFILL_ARITHMETIC_TEXT, ""] + arithmetic
     sight = out / "sight.json"
     if sight.is_file():
         lines += ["## What seeing inside costs at long prompts", "",
@@ -432,6 +497,9 @@ def folder_readme(out, record):
             lines += [f"{model_label(entry)}:", ""] + headline_table([entry]) + [""]
         lines += ratios_to_peers(long) + ["Peak resident memory:", ""]
         lines += peak_memory_lines(long)
+        arithmetic = prefill_arithmetic_table(long, json.loads(kernels.read_text()) if kernels.is_file() else None)
+        if arithmetic:
+            lines += [PREFILL_ARITHMETIC_TEXT, ""] + arithmetic
     return "\n".join(lines)
 
 

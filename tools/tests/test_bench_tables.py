@@ -86,6 +86,32 @@ def test_a_whole_step_is_its_weights_bytes_over_its_time_against_the_same_thread
     assert bt.step_bandwidth_table([entry], memory) == []
 
 
+def test_prefill_flops_count_every_layers_products_causal_attention_and_the_last_logits():
+    # GPT-2 small: 7,077,888 weights a layer; 12 heads of 64; 768 × 50257 logits
+    n = 128
+    expected = 12 * (2 * n * 7_077_888 + 2 * 2 * 12 * 64 * n * (n + 1) // 2) + 2 * 768 * 50257
+    assert bt.prefill_flops("gpt2-small", n) == expected
+    # SmolLM2-135M: q 576, k and v 192 each, o 576 × 576, gated MLP of 1536 (3,538,944 weights a layer)
+    assert bt.prefill_flops("smollm2-135m", 1) == 30 * (2 * 3_538_944 + 2 * 2 * 9 * 64) + 2 * 576 * 49152
+    assert bt.prefill_flops("pythia-160m", 128) is None
+
+
+def test_prefill_arithmetic_is_each_systems_gflops_against_the_same_thread_count_peak():
+    entry = harness_entry("gpt2-small", "F32", {"attn": (500.0, 40.0), "pytorch-eager": (250.0, 100.0)})
+    flops = bt.prefill_flops("gpt2-small", 128)
+    kernels = gbench({"fma_peak/threads:1": {"GFLOP/s": flops * 500 / 128 / 1e9 * 2},  # attn at half of it
+                      "fma_peak/threads:2": {"GFLOP/s": flops * 1000 / 128 / 1e9}})   # and all of it
+    lines = bt.prefill_arithmetic_table([entry], kernels)
+    gflops = flops * 500 / 128 / 1e9
+    assert f"| GPT-2 small F32 | 1 | attn, GPT-2 small F32 | {gflops:.0f}, 50 % |" in lines
+    assert f"| GPT-2 small F32 | 2 | attn, GPT-2 small F32 | {2 * gflops:.0f}, 100 % |" in lines
+    assert f"| GPT-2 small F32 | 1 | PyTorch eager | {gflops / 2:.0f}, 25 % |" in lines
+    assert lines[0].startswith("| model | threads | system | prefill 128: GFLOP/s, share of FMA peak |")
+    # no peak measured, or a model of unknown shape: no table
+    assert bt.prefill_arithmetic_table([entry], None) == []
+    assert bt.prefill_arithmetic_table([harness_entry("pythia-160m", "F32", {"attn": (1.0, 1.0)})], kernels) == []
+
+
 def test_readme_block_replaces_only_what_lies_between_the_markers():
     text = f"before\n{bt.README_BEGIN}\nold table\n{bt.README_END}\nafter\n"
     assert bt.replace_readme_block(text, "new") == f"before\n{bt.README_BEGIN}\nnew\n{bt.README_END}\nafter\n"
