@@ -20,7 +20,6 @@ is the median over the rounds of per-round medians (timeit-style repetition, ≥
 """
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -37,6 +36,7 @@ from benchmarks.bench_model_peers import NumpyForward, median_seconds  # noqa: E
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role packages
+from common import peer_threads  # noqa: E402
 from common.run_folder import run_folder  # noqa: E402
 CACHE_LENGTHS = [16, 32, 64, 128, 159]
 PREFILLS = [16, 32, 64, 128, 160]
@@ -134,6 +134,7 @@ def generate_greedily(decoder, new_cache, to_ids, prompt, count):
 
 def time_peer(peer, threads, budget):
     """{"step": {L: s}, "prefill": {n: s}, "tokens_per_second": x} for one peer, in this process."""
+    peer_threads.limit_this_process(threads)  # OpenBLAS's threads too (NumPy's and PyTorch's products)
     torch.set_num_threads(threads)
     decoder, new_cache, to_ids = build(peer)
     text = text_ids()
@@ -182,7 +183,7 @@ def check_agreement():
 
 
 def peer_in_subprocess(peer, threads, budget):
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+    env = peer_threads.thread_env(threads)
     started = time.time()
     out = subprocess.run([sys.executable, __file__, "--peer", peer, "--threads", str(threads),
                           "--budget", str(budget)], check=True, capture_output=True, text=True,

@@ -43,6 +43,7 @@ from common.tokenizer import read_products  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role packages
+from common import peer_threads  # noqa: E402
 from common.run_folder import run_folder  # noqa: E402
 POSITIONS = 160
 FORMS = ["plain", "cache", "sweep_eager", "sweep_batch", "sweep_skip"]
@@ -97,6 +98,7 @@ def clean_hook_z(model, clean):
 
 def time_forms(threads):
     """Medians in seconds of every form on `threads` threads, in this process."""
+    peer_threads.limit_this_process(threads)  # OpenBLAS's threads too, not only OpenMP's
     torch.set_num_threads(threads)
     model, tokenizer, _ = iv.load_model(ROOT / "models/store")
     model = model.float()

@@ -75,8 +75,11 @@ at most 1 GiB: 4,096 positions of mistral-small would take 16 GiB.
 
 OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are set on these machines and slow PyTorch; they are
 removed from the environment of the benchmarked processes only. Debian's PyTorch runs its
-matrix products in OpenBLAS's own threads while its OpenMP workers spin-wait beside them; at 2
-threads on 2 cores that halves prefill or worse, so the PyTorch peer runs with
+matrix products in OpenBLAS's own threads, which torch.set_num_threads does not limit: the PyTorch
+peer starts with OPENBLAS_NUM_THREADS and OMP_NUM_THREADS at its thread count and limits OpenBLAS
+again at run time (tools/common/peer_threads.py). Runs before 2026-12-04 did not: their "1 thread"
+PyTorch rows ran the products on both cores. Its OpenMP workers spin-wait beside OpenBLAS's threads;
+at 2 threads on 2 cores that halves prefill or worse, so the PyTorch peer runs with
 OMP_WAIT_POLICY=PASSIVE (--omp-wait-policy ACTIVE measures the default).
 """
 import argparse
@@ -93,6 +96,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role packages
+from common.peer_threads import thread_env  # noqa: E402
 from common.run_folder import run_folder  # noqa: E402
 PEERS = ROOT / "tools" / "benchmarks" / "peers"
 sys.path.insert(0, str(ROOT / "tools"))  # the role packages
@@ -458,7 +462,8 @@ def markdown(results, cpu, llama, args):
              "under each model), the best in brackets; peak RSS of the system's process (PyTorch: after loading); "
              "load: the machine's 1-minute load average before the row ran (2 cores, shared).",
              "\"llama.cpp\": float32 KV cache, flash attention off; \"llama.cpp defaults\": float16 cache, "
-             f"flash attention auto. PyTorch with OMP_WAIT_POLICY={args.omp_wait_policy}.",
+             f"flash attention auto. PyTorch with OMP_WAIT_POLICY={args.omp_wait_policy} and OpenBLAS on the "
+             "row's thread count.",
              "Sliding windows are kept by every system (Mistral's GGUF as llama.cpp's granite_swa); \"attn, no "
              "window\": attn on the same weights with full attention (a config.json whose window no prompt "
              "reaches).", ""]
@@ -611,7 +616,9 @@ def main():
         for threads in [int(t) for t in args.threads.split(",")]:
             for system, command in bench_commands(hf_dir, gguf, threads, args, llama, no_window, quantized):
                 load_average, started = os.getloadavg()[0], time.strftime("%H:%M:%S UTC", time.gmtime())
-                extra_env = {"OMP_WAIT_POLICY": args.omp_wait_policy} if system == "pytorch-eager" else None
+                extra_env = None
+                if system == "pytorch-eager":  # OpenBLAS's threads limited too (tools/common/peer_threads.py)
+                    extra_env = {**thread_env(threads, {}), "OMP_WAIT_POLICY": args.omp_wait_policy}
                 raw = run_json(command, system, extra_env)
                 row = {"system": system, "threads": threads, "load_average": load_average, "started": started,
                        "summary": summarize(raw), "raw": raw}

@@ -35,6 +35,7 @@ from references.generate import load_weights as exported_weights  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role packages
+from common.peer_threads import limit_this_process  # noqa: E402
 from common.run_folder import run_folder  # noqa: E402
 POSITIONS = [16, 32, 64, 128, 160]
 PEERS = ["pytorch-eager", "pytorch-script", "numpy"]
@@ -133,6 +134,7 @@ def ours(bench, threads):
 
 def time_peer(peer, threads):
     """Medians in seconds per position count for one peer on `threads` threads, in this process."""
+    limit_this_process(threads)  # OpenBLAS's threads too (NumPy's and PyTorch's products)
     torch.set_num_threads(threads)
     settings, w = load_weights(ROOT / "models/store")
     text = longest_golden_text()

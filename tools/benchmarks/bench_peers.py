@@ -23,8 +23,12 @@ import platform
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the role packages
+from common.peer_threads import limit_this_process  # noqa: E402
 
 
 def blas_info():
@@ -276,11 +280,7 @@ def time_attention(args, torch, forms, rng, report):
 
 def main():
     args = parse_args()
-    try:
-        import threadpoolctl
-        threadpoolctl.threadpool_limits(args.threads)
-    except ImportError:
-        pass
+    limit_this_process(args.threads)  # NumPy's OpenBLAS, and PyTorch's once imported
     import torch
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)

@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tools/: the role packages
-from common import safetensors_io  # noqa: E402
+from common import peer_threads, safetensors_io  # noqa: E402
 
 
 class Cache:
@@ -399,6 +399,7 @@ def main():
     timing.add_argument("--steps", type=int, default=32)
     timing.add_argument("--reps", type=int, default=5)
     args = parser.parse_args()
+    peer_threads.limit_this_process(args.threads)  # OpenBLAS's threads too, not only OpenMP's
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
     if args.command == "logits":
