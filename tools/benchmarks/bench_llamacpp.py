@@ -423,6 +423,19 @@ def summarize(raw):
     return row
 
 
+def merge_raw(runs):
+    """One system's JSON from several processes (the rounds of --rounds) as one: every repetition's
+    seconds of each length together, the highest peak RSS, the rest from the first."""
+    merged = json.loads(json.dumps(runs[0]))
+    for run in runs[1:]:
+        for kind, key in (("prefill", "tokens"), ("decode", "context")):
+            by_length = {e[key]: e for e in merged.get(kind, [])}
+            for e in run.get(kind, []):
+                by_length[e[key]]["seconds"] += e["seconds"]
+        merged["peak_rss_bytes"] = max(merged["peak_rss_bytes"], run["peak_rss_bytes"])
+    return merged
+
+
 def lengths(entry):
     """(prefill lengths, decode contexts) of a result entry: those it was run with (128, 512 before they
     were options)."""
@@ -471,7 +484,10 @@ def markdown(results, cpu, llama, args):
         prefill, decode = lengths(entry)
         agree = entry["agreement"]["max_relative_difference"]
         lines += [f"## {entry['model']} {entry['dtype']}", "",
-                  f"Run {entry.get('date', '?')}; repetitions: {entry.get('reps', args.reps)}; decode of "
+                  f"Run {entry.get('date', '?')}; repetitions: {entry.get('reps', args.reps)}"
+                  + (f" in each of {entry['rounds']} rounds (every system in turn)"
+                     if entry.get("rounds", 1) > 1 else "")
+                  + "; decode of "
                   f"{entry.get('steps', args.steps)} steps. "
                   f"Logits against {entry['agreement'].get('reference', 'float64')} "
                   "(float64; 16-token prompt; max |a − b| / max |b|): "
@@ -532,6 +548,8 @@ def main():
                         help="comma-separated contexts after which --steps single-token steps are timed")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--steps", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run every system this many times in turn, each time --reps repetitions, and merge them")
     parser.add_argument("--cache", type=Path, default=llamacpp_setup.DEFAULT_CACHE)
     parser.add_argument("--out", type=Path, default=run_folder(ROOT) / "real_size.md")
     attn_bench = ROOT / "build" / "bench" / "bench" / "attn_bench_checkpoint"  # cmake --workflow --preset bench
@@ -576,7 +594,8 @@ def main():
         ran = {(e["model"], e["dtype"]) for e in results}
         kept = [e for e in earlier if (e["model"], e["dtype"]) not in ran] + results
         record = {"cpu": cpu, "llama_cpp": {"release": llama.release, "commit": llama.commit},
-                  "reps": args.reps, "steps": args.steps, "omp_wait_policy": args.omp_wait_policy, "results": kept}
+                  "reps": args.reps, "rounds": args.rounds, "steps": args.steps,
+                  "omp_wait_policy": args.omp_wait_policy, "results": kept}
         args.out.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         args.out.write_text(markdown(kept, cpu, llama, args), encoding="utf-8")
@@ -593,7 +612,7 @@ def main():
                                                                  for c in args.decode.split(",")])
         no_window = unwindowed_copy(hf_dir, longest) if args.attn_bench and not quantized else None
         entry = {"model": shape, "dtype": dtype, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                 "reps": args.reps, "steps": args.steps,
+                 "reps": args.reps, "rounds": args.rounds, "steps": args.steps,
                  "prefill": [int(n) for n in args.prefill.split(",")],
                  "decode": [int(n) for n in args.decode.split(",")]}
         if quantized:
@@ -614,17 +633,27 @@ def main():
             continue
         results.append(entry)
         for threads in [int(t) for t in args.threads.split(",")]:
-            for system, command in bench_commands(hf_dir, gguf, threads, args, llama, no_window, quantized):
-                load_average, started = os.getloadavg()[0], time.strftime("%H:%M:%S UTC", time.gmtime())
-                extra_env = None
-                if system == "pytorch-eager":  # OpenBLAS's threads limited too (tools/common/peer_threads.py)
-                    extra_env = {**thread_env(threads, {}), "OMP_WAIT_POLICY": args.omp_wait_policy}
-                raw = run_json(command, system, extra_env)
-                row = {"system": system, "threads": threads, "load_average": load_average, "started": started,
-                       "summary": summarize(raw), "raw": raw}
-                entry["rows"].append(row)
-                write()
-                print(f"  {system:32s} threads {threads}: {row['summary']}", flush=True)
+            commands = list(bench_commands(hf_dir, gguf, threads, args, llama, no_window, quantized))
+            runs = {system: [] for system, _ in commands}
+            rows = {}
+            # --rounds: every system in turn, again and again, so that a slow minute of the machine (its
+            # read bandwidth moves 10-20 % from minute to minute on these VMs) falls on each of them
+            for round_index in range(args.rounds):
+                for system, command in commands:
+                    load_average, started = os.getloadavg()[0], time.strftime("%H:%M:%S UTC", time.gmtime())
+                    extra_env = None
+                    if system == "pytorch-eager":  # OpenBLAS's threads limited too (tools/common/peer_threads.py)
+                        extra_env = {**thread_env(threads, {}), "OMP_WAIT_POLICY": args.omp_wait_policy}
+                    runs[system].append(run_json(command, system, extra_env))
+                    raw = merge_raw(runs[system])
+                    if system not in rows:
+                        rows[system] = {"system": system, "threads": threads, "load_average": load_average,
+                                        "started": started}
+                        entry["rows"].append(rows[system])
+                    rows[system].update({"summary": summarize(raw), "raw": raw, "rounds": round_index + 1})
+                    write()
+                    print(f"  {system:32s} threads {threads} round {round_index + 1}: {rows[system]['summary']}",
+                          flush=True)
         print(f"wrote {args.out} and {json_path}", flush=True)
 
 if __name__ == "__main__":

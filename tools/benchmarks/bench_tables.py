@@ -18,7 +18,8 @@ tools/common/run_folder.py and a folder of this run's own, so that no earlier re
              every benchmark alike; medians. -> limits_kernels.json, limits_memory.json
   real_size  tools/benchmarks/bench_llamacpp.py, every system on the same random weights in one run:
              GPT-2 small F32, SmolLM2-135M BF16 kept in 16 bits, SmolLM2-135M Q4_K_M kept quantized;
-             prefill of 128 and 512, decoding after 128 and 512; 1 and 2 threads; and a whole decoding
+             prefill of 128 and 512, decoding after 128 and 512; 1 and 2 threads; every system in turn,
+             three times (--rounds: a slow minute of the VM falls on all alike); and a whole decoding
              step's weights (the bytes attn_bench_checkpoint reports a step reads) over its time, against
              the limits' read bandwidth with as many threads, and every system's prefill as GFLOP/s
              against the limits' FMA peak with as many threads (also for long). -> real_size*.{md,json}
@@ -157,8 +158,9 @@ def run_limits(out, log):
          f"--benchmark_out={out / 'limits_memory.json'}", "--benchmark_out_format=json"], log)
 
 
-def run_harness(out, stem, arguments, common, reps, log):
-    run([sys.executable, HARNESS, *arguments, *common, "--reps", str(reps), "--out", out / f"{stem}.md"], log)
+def run_harness(out, stem, arguments, common, reps, log, rounds=1):
+    run([sys.executable, HARNESS, *arguments, *common, "--reps", str(reps), "--rounds", str(rounds),
+         "--out", out / f"{stem}.md"], log)
 
 
 def run_sight(out, cache, long_8192, log):
@@ -536,7 +538,9 @@ def main():
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "attn-peers",
                         help="the harness's cache (tools/benchmarks/peers/llamacpp_setup.py), for sight's checkpoint")
     parser.add_argument("--out", type=Path, default=run_folder(ROOT) / time.strftime("tables-%H%M", time.gmtime()))
-    parser.add_argument("--reps", type=int, default=3, help="the harness's repetitions for the real sizes")
+    parser.add_argument("--reps", type=int, default=1, help="the harness's repetitions in a process, real sizes")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="the harness's rounds for the real sizes: every system in turn, this many times")
     parser.add_argument("--long-8192", action="store_true",
                         help="long and sight also run SmolLM2-135M at 8,192 positions (~1 h more)")
     parser.add_argument("--no-readme", action="store_true", help="leave README.md as it is")
@@ -562,7 +566,7 @@ def main():
             run_limits(out, log)
         if "real_size" in parts:
             for stem, arguments in REAL_SIZE_RUNS:
-                run_harness(out, stem, arguments, REAL_SIZE_COMMON, args.reps, log)
+                run_harness(out, stem, arguments, REAL_SIZE_COMMON, args.reps, log, args.rounds)
         if "long" in parts:
             for stem, arguments in LONG_RUNS + ((LONG_8192,) if args.long_8192 else ()):
                 run_harness(out, stem, arguments, LONG_COMMON, LONG_REPS, log)
