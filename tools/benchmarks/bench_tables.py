@@ -514,10 +514,12 @@ def readme_block(out, record):
     link = out.relative_to(ROOT).as_posix() if out.is_relative_to(ROOT) else str(out)
     loads = [c["load_before"] for c in record["commands"]] + [c["load_after"] for c in record["commands"]]
     load = f", load {min(loads)}–{max(loads)}" if loads else ""
+    rounds = min(e.get("rounds", 1) for e in real)
     lines = [f"One run of `tools/benchmarks/bench_tables.py` (attn at {record.get('commit', 'unknown')}) on a "
              f"{machine_line(info)}, {record['started']} to {record['ended'][-9:]}{load}: random checkpoints in Hugging Face layout and "
-             "their GGUF files, every system on the same weights, medians "
-             f"([{link}/README.md]({link}/README.md) has every table, the machine's limits and the commands).", ""]
+             "their GGUF files, every system on the same weights, medians"
+             + (f" over {rounds} rounds of every system in turn" if rounds > 1 else "")
+             + f" ([{link}/README.md]({link}/README.md) has every table, the machine's limits and the commands).", ""]
     return "\n".join(lines + headline_table(real))
 
 
