@@ -138,6 +138,11 @@ def test_folder_readme_names_machine_commands_and_tables(tmp_path):
     assert "| PyTorch eager | 800 / 1,600 | 50.00 / 25.00 |" in text
     block = bt.readme_block(tmp_path, record)
     assert "load 0.5–1.5" in block and "| attn, GPT-2 small F32 | 700 / 1,400 | 30.00 / 15.00 |" in block
+    assert "rounds" not in block  # one round (or a run from before --rounds): plain medians
+    entry = harness_entry("gpt2-small", "F32", {"attn": (700.0, 30.0)})
+    entry["rounds"] = 3
+    (tmp_path / "real_size_f32.json").write_text(json.dumps({"results": [entry]}))
+    assert "medians over 3 rounds of every system in turn" in bt.readme_block(tmp_path, record)
 
 
 def test_sight_gives_each_mode_its_ratio_to_the_plain_pass():
