@@ -200,8 +200,11 @@ TEST_CASE("weights on demand: a custom mask on the plain path") {
     options.keep_weights = true;
     options.keep_log_sum_exp = true;
     const auto exact = attn::attend_heads(q, k, v, options);
-    check_close(attn::attention_rows(q, k, exact.log_sum_exp, {}, {}, {}, options).weights, exact.weights,
-                tolerance<float>());
+    // The plain path's scores are Eigen's product (scaled_scores), not the kernel's tiles: the two
+    // have the same bits where neither fuses a multiply-add (SSE2), but with FMA instructions
+    // (AVX2, AVX-512) each score rounds differently, and its weight moves by as much relative
+    // (1.03e-6 measured there, against the kernel's 1e-6 bound above).
+    check_close(attn::attention_rows(q, k, exact.log_sum_exp, {}, {}, {}, options).weights, exact.weights, 2e-6);
 }
 
 TEST_CASE("weights on demand: bad rows, heads, key ranges, log-sum-exps and storage are attn:: errors") {

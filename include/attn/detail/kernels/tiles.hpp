@@ -11,6 +11,7 @@
 #include <Eigen/Core>
 
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
 #include <vector>
 
@@ -41,6 +42,21 @@ struct RegisterTile {
     static constexpr int kPackets = kWide ? 4 : 2;  ///< packets of columns of c per tile
     static constexpr Index kColumns = Index(kPackets) * kLanes;
 };
+
+/// a · b + c as a packet's multiply-add computes each lane: fused, one rounding, where Eigen's
+/// packets use FMA instructions (EIGEN_VECTORIZE_FMA: AVX2 builds with FMA, AVX-512), else the
+/// product then the sum. The products' scalar chains (columns past the last whole packet) use
+/// it, so that a column has the same bits in a packet's lane or past one: whatever slice or
+/// share of the columns holds it. (A scalar `sum += a * b` is not fused in standard C++ mode:
+/// gcc's -std=c++17 turns -ffp-contract off.)
+template <class T>
+EIGEN_ALWAYS_INLINE T multiply_add(T a, T b, T c) {
+#if defined(EIGEN_VECTORIZE_FMA)
+    return std::fma(a, b, c);
+#else
+    return a * b + c;
+#endif
+}
 
 namespace kernel {
 
@@ -240,7 +256,7 @@ void stream_few_rows(Index rows, Index depth, Index cols, const T* a, Index a_ro
     for (Index r = 0; r < rows; ++r)
         for (Index col = whole; col < cols; ++col) {
             T sum = accumulate ? c[r * c_row + col] : T(0);
-            for (Index k = 0; k < depth; ++k) sum += a[r * a_row + k] * b.value(k, col);
+            for (Index k = 0; k < depth; ++k) sum = multiply_add(a[r * a_row + k], b.value(k, col), sum);
             c[r * c_row + col] = sum;
         }
 }
@@ -340,13 +356,87 @@ struct TileRowsOfA {
     const T* at(Index tile_index, Index t) const { return a + tile_index * tile + t * step; }
 };
 
+/// The columns of b that a source keeps side by side as one run of memory per row of b
+/// (Source::kPanelColumns: weights packed in panels of 64 columns), else 0.
+template <class Source, class = void>
+struct PanelColumns : std::integral_constant<Index, 0> {};
+template <class Source>
+struct PanelColumns<Source, std::void_t<decltype(Source::kPanelColumns)>>
+    : std::integral_constant<Index, Source::kPanelColumns> {};
+
+/// One row tile of c (tile_rows rows from c_tile, `packets` packets of columns) (+)= its rows of
+/// a (from a_tile, as `of_a` lays them out) times a block of b (count rows, block_row apart).
+/// A whole tile inlined here, with either layout's steps as literals the compiler folds into
+/// its addressing (left to the compiler, whether it inlined the tile moved the products by
+/// 3-8 %: docs/DESIGN.md); the edges' tiles are called.
+template <class T>
+EIGEN_ALWAYS_INLINE void tile_over_block(int tile_rows, int packets, const T* a_tile, const TileRowsOfA<T>& of_a,
+                                         const T* block, Index block_row, Index count, T* c_tile, Index c_row,
+                                         bool adds) {
+    using Tile = RegisterTile<T>;
+    if (tile_rows == Tile::kRows && packets == Tile::kPackets) {
+        if (of_a.step == 1)
+            kernel::tile_product<T, Tile::kRows, Tile::kPackets>(a_tile, of_a.row, 1, block, block_row, count, c_tile,
+                                                                 c_row, adds);
+        else
+            kernel::tile_product<T, Tile::kRows, Tile::kPackets>(a_tile, 1, Tile::kRows, block, block_row, count,
+                                                                 c_tile, c_row, adds);
+    } else {
+        kernel::Tiles<T, Tile::kRows, Tile::kPackets>::run(tile_rows, packets, a_tile, of_a.row, of_a.step, block,
+                                                           block_row, count, c_tile, c_row, adds);
+    }
+}
+
+/// The bytes of b a block holds while every row tile runs over it: L1's share.
+inline constexpr Index kTileBlockBytes = 32 * 1024;
+
+/// tiles_over_panels on columns col … col + kGroup − 1, one whole panel of a source whose panels
+/// (kGroup = PanelColumns columns) are wider than a tile (AVX2: 16 of 64 columns). Each block of
+/// the panel's depth is read as one run, a whole row of the panel at a time, and cut into the
+/// kGroup / kColumns tiles' panels side by side (Source::copy_cut); the row tiles then run over
+/// each in turn. Read a tile's columns at a time, as tiles_over_panels does for other sources, a
+/// block would take one cache line of every 256-byte row of the panel, a walk through memory
+/// in steps the hardware prefetchers follow badly, and fetch the panel's other lines again for
+/// the next tiles: 57-68 % of the FMA peak at 128 rows on AVX2, against 79-82 % this way
+/// (docs/bench/2026-12-04-epyc-avx512/avx2_group). Each entry of c is the same multiply-add
+/// chain over the depth in order.
+template <class T, class Source>
+void tiles_over_panel_group(Index rows, Index depth, Index col, Index whole, const TileRowsOfA<T>& of_a,
+                            const Source& b, T* c, Index c_row, bool accumulate) {
+    using Tile = RegisterTile<T>;
+    constexpr Index kGroup = PanelColumns<Source>::value;
+    constexpr Index kPieces = kGroup / Tile::kColumns;
+    constexpr Index kBlockDepth = kTileBlockBytes / (kGroup * Index(sizeof(T)));
+    alignas(64) T panel[kBlockDepth * kGroup];
+    const Index tiles = (rows + Tile::kRows - 1) / Tile::kRows;
+    // depth 0 still runs one (empty) block: c is zeroed unless accumulating
+    for (Index first = 0; first == 0 || first < depth; first += kBlockDepth) {
+        const Index count = std::min(kBlockDepth, depth - first);
+        if (count > 0) b.copy_cut(first, count, col, Tile::kColumns, panel);  // piece p of row t: p·count + t
+        // the next block prefetched a share per tile, over all the pieces' tiles
+        const PanelBlock next = next_panel_block(first, col, depth, whole, kBlockDepth, kGroup);
+        const Index parts = prefetch_parts<Source>(next), steps = kPieces * tiles;
+        const Index parts_per_step = (parts + steps - 1) / steps;
+        Index step = 0;
+        for (Index piece = 0; piece < kPieces; ++piece) {
+            const T* block = panel + piece * count * Tile::kColumns;
+            for (Index r = 0, tile = 0; r < rows; r += Tile::kRows, ++tile, ++step) {
+                prefetch_part(b, next, std::min(parts, step * parts_per_step),
+                              std::min(parts, (step + 1) * parts_per_step));
+                tile_over_block(int(std::min<Index>(Tile::kRows, rows - r)), Tile::kPackets, of_a.at(tile, first), of_a,
+                                block, Tile::kColumns, count, c + r * c_row + col + piece * Tile::kColumns, c_row,
+                                accumulate || first > 0);
+            }
+        }
+    }
+}
+
 /// The tiles over column panels of b, for rows … of a as `of_a` lays them out: c (rows × cols
 /// up to `whole`, a multiple of the packet), (+)= a · b.
 template <class T, class Source>
 void tiles_over_panels(Index rows, Index depth, Index whole, const TileRowsOfA<T>& of_a, const Source& b, T* c,
                        Index c_row, bool accumulate, bool packs) {
     using Tile = RegisterTile<T>;
-    using Run = kernel::Tiles<T, Tile::kRows, Tile::kPackets>;
     // Column panels outermost, each cut along the depth into blocks that stay in L1 while every
     // row tile runs over them. A tile adds each block into c, so every entry of c is still one
     // multiply-add chain over the depth in order, whatever the blocks. A block is copied side
@@ -355,12 +445,23 @@ void tiles_over_panels(Index rows, Index depth, Index whole, const TileRowsOfA<T
     // rows of one). While a block's row tiles run, the next block is prefetched, a share of its
     // rows per tile: in a forward pass the weights come from L3 or memory, and the first tile
     // of every block would otherwise wait for them (docs/DESIGN.md: what it saves, profiled).
-    constexpr Index kPanelBytes = 32 * 1024;
-    constexpr Index kBlockDepth = kPanelBytes / (Tile::kColumns * Index(sizeof(T)));
+    // Weights in panels wider than a tile go a whole panel at a time (tiles_over_panel_group).
+    constexpr Index kGroup = PanelColumns<Source>::value;
+    constexpr Index kBlockDepth = kTileBlockBytes / (Tile::kColumns * Index(sizeof(T)));
     alignas(64) T panel[kBlockDepth * Tile::kColumns];
     const Index tiles = (rows + Tile::kRows - 1) / Tile::kRows;
-    for (Index col = 0; col < whole; col += Tile::kColumns) {
-        const Index width = std::min(Tile::kColumns, whole - col);
+    for (Index col = 0; col < whole;) {
+        Index width = std::min(Tile::kColumns, whole - col);
+        if constexpr (kGroup > Tile::kColumns && kGroup % Tile::kColumns == 0) {
+            if (whole - col >= kGroup && b.whole_panel(col)) {
+                tiles_over_panel_group(rows, depth, col, whole, of_a, b, c, c_row, accumulate);
+                col += kGroup;
+                continue;
+            }
+            // a share of the columns that starts inside a panel: up to its edge, then whole panels
+            const Index to_edge = kGroup - b.into_panel(col);
+            if (to_edge < width && to_edge % Tile::kLanes == 0) width = to_edge;
+        }
         const int packets = int(width / Tile::kLanes);
         // depth 0 still runs one (empty) block: c is zeroed unless accumulating
         for (Index first = 0; first == 0 || first < depth; first += kBlockDepth) {
@@ -380,26 +481,11 @@ void tiles_over_panels(Index rows, Index depth, Index whole, const TileRowsOfA<T
             for (Index r = 0, tile = 0; r < rows; r += Tile::kRows, ++tile) {
                 prefetch_part(b, next, std::min(parts, tile * parts_per_tile),
                               std::min(parts, (tile + 1) * parts_per_tile));
-                const int tile_rows = int(std::min<Index>(Tile::kRows, rows - r));
-                const bool adds = accumulate || first > 0;
-                T* c_tile = c + r * c_row + col;
-                // A whole tile inlined here, with either layout's steps as literals the compiler folds
-                // into its addressing (left to the compiler, whether it inlined the tile moved the
-                // products by 3-8 %: docs/DESIGN.md); the edges' tiles are called.
-                const T* a_tile = of_a.at(tile, first);
-                if (tile_rows == Tile::kRows && packets == Tile::kPackets) {
-                    if (of_a.step == 1)
-                        kernel::tile_product<T, Tile::kRows, Tile::kPackets>(a_tile, of_a.row, 1, block, block_row,
-                                                                             count, c_tile, c_row, adds);
-                    else
-                        kernel::tile_product<T, Tile::kRows, Tile::kPackets>(a_tile, 1, Tile::kRows, block, block_row,
-                                                                             count, c_tile, c_row, adds);
-                } else {
-                    Run::run(tile_rows, packets, a_tile, of_a.row, of_a.step, block, block_row, count, c_tile, c_row,
-                             adds);
-                }
+                tile_over_block(int(std::min<Index>(Tile::kRows, rows - r)), packets, of_a.at(tile, first), of_a, block,
+                                block_row, count, c + r * c_row + col, c_row, accumulate || first > 0);
             }
         }
+        col += width;
     }
 }
 
@@ -494,7 +580,7 @@ void multiply_many_rows_from(Index rows, Index depth, Index cols, const T* a, In
             copy_block(b, first, count, col, 1, column, 1);
             for (Index r = 0; r < rows; ++r) {
                 T sum = accumulate || first > 0 ? c[r * c_row + col] : T(0);
-                for (Index t = 0; t < count; ++t) sum += a[r * a_row + first + t] * column[t];
+                for (Index t = 0; t < count; ++t) sum = multiply_add(a[r * a_row + first + t], column[t], sum);
                 c[r * c_row + col] = sum;
             }
         }

@@ -172,6 +172,8 @@ struct Panels {
     using Stored = typename Reader::Stored;
     static constexpr bool kInPlace = Reader::kInPlace;
     static constexpr Index kLineEntries = 64 / Index(sizeof(Stored));
+    /// Columns whose entries of a row lie side by side (tiles.hpp: PanelColumns).
+    static constexpr Index kPanelColumns = PanelMatrix<Stored>::kPanel;
 
     const PanelMatrix<Stored>* matrix = nullptr;
     Index first_row = 0, first_col = 0;
@@ -195,6 +197,22 @@ struct Panels {
     }
     Index row_stride(Index col) const { return matrix->panel_width(first_col + col); }
     const Stored* at(Index t, Index col) const { return matrix->at(first_row + t, first_col + col); }
+
+    /// Where column col lies in its panel (0 … kPanelColumns − 1).
+    Index into_panel(Index col) const { return (first_col + col) % kPanelColumns; }
+    /// Whether columns col … col + kPanelColumns − 1 are one whole panel.
+    bool whole_panel(Index col) const {
+        return into_panel(col) == 0 && matrix->panel_width(first_col + col) == kPanelColumns;
+    }
+    /// Rows first … first + count − 1 of the whole panel from column col, each read as one run and
+    /// cut into pieces of `piece` columns side by side: entry (t, p · piece + j) to
+    /// out[(p · count + t) · piece + j] (tiles.hpp: tiles_over_panel_group).
+    void copy_cut(Index first, Index count, Index col, Index piece, Scalar* out) const {
+        const Index pieces = kPanelColumns / piece;
+        const Stored* row = at(first, col);
+        for (Index t = 0; t < count; ++t, row += kPanelColumns)
+            for (Index p = 0; p < pieces; ++p) Reader::run(row + p * piece, piece, out + (p * count + t) * piece);
+    }
 };
 
 /// 16-bit weights in panels, read as float.
@@ -284,7 +302,7 @@ void stream_panels(Index rows, Index depth, Index cols, const Scalar* a, Index a
     const auto scalar_column = [&](Index col) {
         for (Index r = 0; r < rows; ++r) {
             Scalar sum = accumulate ? c[r * c_row + col] : Scalar(0);
-            for (Index t = 0; t < depth; ++t) sum += a[r * a_row + t] * b.value(t, col);
+            for (Index t = 0; t < depth; ++t) sum = multiply_add(a[r * a_row + t], b.value(t, col), sum);
             c[r * c_row + col] = sum;
         }
     };
