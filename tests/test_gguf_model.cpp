@@ -250,7 +250,7 @@ TEST_CASE("GGUF: logits and every hook equal the Hugging Face checkpoint's") {
     // Measured (whole context): 0 in float and double for every file but llama3_rope_scaling,
     // whose float32 table of frequency divisors moves its logits by 4.3e-7 (float) and 1.8e-8
     // (double) of their scale, and a hook by up to 1.01e-6 of its own (blocks.1.hook_mlp_out, an
-    // AVX2 build; under 1e-6 in SSE2 and AVX-512 builds).
+    // AVX2 build; under 1e-6 in SSE2 and AVX-512 builds): 2e-6 for that file, 1e-6 for the others.
     double worst_float = 0, worst_double = 0, worst_hook = 0;
     std::string worst, worst_hook_at;
     for (const Converted& c : kConverted) {
@@ -271,7 +271,7 @@ TEST_CASE("GGUF: logits and every hook equal the Hugging Face checkpoint's") {
         for (const std::string& name : names) {
             CAPTURE(name);
             const double hook_error = gguf_relative_error(g.cache[name], h.cache[name]);
-            CHECK(hook_error <= 2e-6);
+            CHECK(hook_error <= (checkpoint == "llama3_rope_scaling" ? 2e-6 : 1e-6));
             if (hook_error > worst_hook) worst_hook_at = checkpoint + " " + name;
             worst_hook = std::max(worst_hook, hook_error);
         }

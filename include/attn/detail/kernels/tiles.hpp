@@ -453,7 +453,7 @@ void tiles_over_panels(Index rows, Index depth, Index whole, const TileRowsOfA<T
     for (Index col = 0; col < whole;) {
         Index width = std::min(Tile::kColumns, whole - col);
         if constexpr (kGroup > Tile::kColumns && kGroup % Tile::kColumns == 0) {
-            if (whole - col >= kGroup && b.whole_panel(col)) {
+            if (whole - col >= kGroup && b.in_place(col, kGroup)) {  // one whole panel
                 tiles_over_panel_group(rows, depth, col, whole, of_a, b, c, c_row, accumulate);
                 col += kGroup;
                 continue;

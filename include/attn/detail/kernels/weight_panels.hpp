@@ -200,10 +200,6 @@ struct Panels {
 
     /// Where column col lies in its panel (0 … kPanelColumns − 1).
     Index into_panel(Index col) const { return (first_col + col) % kPanelColumns; }
-    /// Whether columns col … col + kPanelColumns − 1 are one whole panel.
-    bool whole_panel(Index col) const {
-        return into_panel(col) == 0 && matrix->panel_width(first_col + col) == kPanelColumns;
-    }
     /// Rows first … first + count − 1 of the whole panel from column col, each read as one run and
     /// cut into pieces of `piece` columns side by side: entry (t, p · piece + j) to
     /// out[(p · count + t) · piece + j] (tiles.hpp: tiles_over_panel_group).
