@@ -63,7 +63,10 @@ enum class WeightStorage {
     /// in it, as the file's bytes, and dequantized in registers inside the products, accumulating in float
     /// (detail/kernels/quantized_weights.hpp): a Q4_K matrix takes 4.5 bits a weight, and a
     /// decoding step reads that many. The products equal the converted model's to float
-    /// rounding (within γ_K Σ|a w| over a product's depth K); an embedding row is dequantized
+    /// rounding (within γ_K Σ|a w| over a product's depth K); a decoding step's on Q4_0, Q5_0,
+    /// Q4_K, Q5_K and Q6_K with AVX-512 VNNI multiply the codes in integers by the activations
+    /// kept as three signed bytes each (within 2^-21 of the largest of their 32, where llama.cpp
+    /// keeps 8 bits), as close to it again. An embedding row is dequantized
     /// when a token is looked up. Matrices in F32, F16 or BF16 are converted to float, as are
     /// the norms, biases and learned positions. Model<float> and GGUF files only; layer(),
     /// embedding() and unembedding() give the matrices dequantized (a copy).
