@@ -440,7 +440,7 @@ TEST_CASE(
     namespace quant = attn::detail::quant;
     for (const QuantFormat format : kFormats) {
         INFO(std::string(attn::detail::quant_format_name(format)));
-        // more than ActivationDigits::kDepth (4,096) values: two pieces, the second ending mid-block
+        // more than ActivationDigits::kDepth (4,096) values: two pieces, which may meet or end mid-block
         const Index cols = 4096 + 768, rows = 9;
         const QuantizedMatrix m = random_matrix(cols, {{format, rows}}, 29);
         const auto w = dequantized_transposed(m);
@@ -448,6 +448,7 @@ TEST_CASE(
         for (const Index n : {Index(1), Index(2)}) {
             check_product(m, w, n, 0, rows, 0, cols, false, checked);
             check_product(m, w, n, 1, 5, 256, cols - 320, true, checked);
+            check_product(m, w, n, 2, 4, 64, cols - 128, false, checked);  // the pieces meet mid-block
         }
         MESSAGE(std::string(attn::detail::quant_format_name(format)), ", depth ", cols, ": largest error ",
                 checked.worst, " of the bound");

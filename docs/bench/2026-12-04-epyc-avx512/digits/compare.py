@@ -1,5 +1,5 @@
 """The digits' products against the float path's, from memory, one thread: medians over the rounds
-of each run's median (base_<round>.json, final2_<round>.json), weights per second and the blocks'
+of each run's median (base_<round>.json, final3_<round>.json), weights per second and the blocks'
 bytes per second against the same rounds' memory/read (attn_bench_cache).
 
     python3 compare.py
@@ -20,8 +20,8 @@ def medians(prefix, counter):
     return {name: statistics.median(values) for name, values in runs.items()}
 
 
-base, digits = medians("base", "GFLOP/s"), medians("final2", "GFLOP/s")
-bytes_per_second = medians("final2", "weights_GB/s")
+base, digits = medians("base", "GFLOP/s"), medians("final3", "GFLOP/s")
+bytes_per_second = medians("final3", "weights_GB/s")
 read = medians("memory", "bytes_read")
 read_1 = read["memory/read/threads:1/real_time"] * 1e-9
 print(f"memory/read, one thread: {read_1:.1f} GB/s (median of the rounds)")

@@ -58,8 +58,8 @@
 //     products is exact, the codes' bias comes off as a's precomputed digit sums times it, and
 //     the lane goes to float once, times the block's scale and the chunk's power of two. That is
 //     11–17 vector instructions per 64 weights against the float path's ~40 (which widens every
-//     code to a float): from memory on one thread, Q4_K 12 to 17–19 G weights/s, Q5_0 12–13 to
-//     18–20, Q6_K 9 to 19–20 (1.4–2.2×; EPYC Zen 4, docs/bench/2026-12-04-epyc-avx512/digits).
+//     code to a float): from memory on one thread, Q4_K 10–13 to 18–20 G weights/s, Q5_0 11–13
+//     to 17–20, Q6_K 7–9 to 17–20 (1.4–2.4×; EPYC Zen 4, docs/bench/2026-12-04-epyc-avx512/digits).
 //   - more rows (a prefill): a block of W's rows (a tile's columns of c) by a block of the depth
 //     is decoded into a float panel in L1 (32 KiB), laid out as the float kernel's packed
 //     panels, and the register-tiled kernel (tiles.hpp) runs every row tile of a over it: each
@@ -845,12 +845,18 @@ EIGEN_ALWAYS_INLINE KFactors k_factors(const std::uint8_t* block) {
                 _mm256_setzero_ps()};
     } else {
         static_assert(Format == QuantFormat::q4_k || Format == QuantFormat::q5_k, "a K format");
-        // the twelve bytes of 6-bit pairs to eight scales then eight mins, as block_factors
-        constexpr std::uint32_t six = 0x3F3F3F3Fu, four = 0x0F0F0F0Fu, two = 0x03030303u;
-        std::uint32_t w[3];
-        std::memcpy(w, block + 4, 12);
-        const __m128i bytes = _mm_set_epi32(int(((w[2] >> 4) & four) | (((w[1] >> 6) & two) << 4)), int(w[1] & six),
-                                            int((w[2] & four) | (((w[0] >> 6) & two) << 4)), int(w[0] & six));
+        // the twelve bytes of 6-bit pairs (k_scale_and_min) to eight scales then eight mins, in
+        // one register: bytes 0 … 7 hold scales and mins 0 … 3 in their low 6 bits and the top 2
+        // bits of 4 … 7; bytes 8 … 11 the low 4 bits of scales (low nibbles) and mins (high) 4 … 7
+        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 4));  // 4 bytes past: codes
+        const __m128i first = _mm_and_si128(q, _mm_set1_epi8(0x3F));
+        const __m128i top = _mm_and_si128(_mm_srli_epi16(q, 2), _mm_set1_epi8(0x30));  // bits 6, 7 to 4, 5
+        const __m128i last =
+            _mm_shuffle_epi8(q, _mm_setr_epi8(8, 9, 10, 11, 8, 9, 10, 11, -1, -1, -1, -1, -1, -1, -1, -1));
+        const __m128i nibbles = _mm_blend_epi32(_mm_and_si128(last, _mm_set1_epi8(0x0F)),
+                                                _mm_and_si128(_mm_srli_epi16(last, 4), _mm_set1_epi8(0x0F)), 0b0010);
+        // [scales 0 … 3, scales 4 … 7, mins 0 … 3, mins 4 … 7]
+        const __m128i bytes = _mm_unpacklo_epi32(first, _mm_or_si128(nibbles, top));
         const __m256 scales = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
         const __m256 mins = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8)));
         return {_mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(half_at(block)), scales)),
@@ -944,8 +950,11 @@ EIGEN_ALWAYS_INLINE void dot_digits(const std::uint8_t* const* ws, const std::ui
     constexpr Index kGroupBytes = quant_block_bytes(Format) * 64 / quant_block_values(Format);
     constexpr bool kBias = kCodeBias<Format> != 0, kMin = has_min(Format), kK = is_k_format(Format);
     __m512 acc[Rows][Outs];
-    for (int r = 0; r < Rows; ++r)
+    __m256 mins[Rows][kMin ? Outs : 1];  // a K block's mins times a's chunk sums
+    for (int r = 0; r < Rows; ++r) {
         for (int j = 0; j < Outs; ++j) acc[r][j] = _mm512_setzero_ps();
+        for (int j = 0; j < (kMin ? Outs : 1); ++j) mins[r][j] = _mm256_setzero_ps();
+    }
     KFactors factors[Outs];
     const Index first_group = from / 64, groups = depth / 64;
     for (Index g = 0; g < groups; ++g) {
@@ -957,13 +966,14 @@ EIGEN_ALWAYS_INLINE void dot_digits(const std::uint8_t* const* ws, const std::ui
                     factors[j] = k_factors<Format>(ws[j] + block * quant_block_bytes(Format));
                 if constexpr (kMin) {  // its eight mins times a's chunk sums, the chunks inside the window
                     const Index chunk = (block * 256 - from) / 32;
-                    const auto inside = __mmask16(0xFFu & (0xFFu << std::max<Index>(0, -chunk)) &
-                                                  (0xFFu >> std::max<Index>(0, chunk + 8 - depth / 32)));
+                    const bool whole = chunk >= 0 && chunk + 8 <= depth / 32;
+                    const auto inside = __mmask8(0xFFu & (0xFFu << std::max<Index>(0, -chunk)) &
+                                                 (0xFFu >> std::max<Index>(0, chunk + 8 - depth / 32)));
                     for (int r = 0; r < Rows; ++r) {
-                        const __m512 sums = _mm512_castps256_ps512(_mm256_loadu_ps(x[r].chunk_sum(chunk)));
+                        const __m256 sums = _mm256_loadu_ps(x[r].chunk_sum(chunk));
                         for (int j = 0; j < Outs; ++j)
-                            acc[r][j] = _mm512_mask3_fmadd_ps(_mm512_castps256_ps512(factors[j].offset), sums,
-                                                              acc[r][j], inside);
+                            mins[r][j] = whole ? _mm256_fmadd_ps(factors[j].offset, sums, mins[r][j])
+                                               : _mm256_mask3_fmadd_ps(factors[j].offset, sums, mins[r][j], inside);
                     }
                 }
             }
@@ -987,7 +997,12 @@ EIGEN_ALWAYS_INLINE void dot_digits(const std::uint8_t* const* ws, const std::ui
     }
     for (int r = 0; r < Rows; ++r)
         for (int j = 0; j < Outs; ++j) {
-            const float sum = _mm512_reduce_add_ps(acc[r][j]);
+            float sum = _mm512_reduce_add_ps(acc[r][j]);
+            if constexpr (kMin) {
+                __m128 m = _mm_add_ps(_mm256_castps256_ps128(mins[r][j]), _mm256_extractf128_ps(mins[r][j], 1));
+                m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+                sum += _mm_cvtss_f32(_mm_add_ss(m, _mm_movehdup_ps(m)));
+            }
             float& out = c[r * c_row + j];
             out = accumulate ? out + sum : sum;
         }
