@@ -1,6 +1,7 @@
 """The digits' products with a K block's four groups unrolled (blocks_<round>.json) against the
 group-at-a-time loop before (base_<round>.json), and 64-bit variable shifts for the codes
-(shifts_64bit_<round>.json) against the same two (shifts_base_, shifts_blocks_): from memory, one
+(shifts_64bit_<round>.json) against the same two (shifts_base_, shifts_blocks_), and Q4_K's high
+nibbles left in place (q4_k_nibbles/nibbles_) against blocks (q4_k_nibbles/blocks_): from memory, one
 thread, rounds of each binary in turn; medians over the rounds of each run's median, GFLOP/s
 (two per weight), and the range over the rounds.
 
@@ -23,7 +24,8 @@ def medians(prefix):
 
 
 for title, prefixes in (("blocks against base", ["base", "blocks"]),
-                        ("64-bit shifts", ["shifts_base", "shifts_blocks", "shifts_64bit"])):
+                        ("64-bit shifts", ["shifts_base", "shifts_blocks", "shifts_64bit"]),
+                        ("Q4_K's high nibbles in place", ["q4_k_nibbles/blocks", "q4_k_nibbles/nibbles"])):
     runs = [medians(p) for p in prefixes]
     print(f"\n{title}\n\n| product | " + " | ".join(prefixes) + f" | {prefixes[-1]}/{prefixes[0]} |")
     print("|---|" + "---:|" * (len(prefixes) + 1))

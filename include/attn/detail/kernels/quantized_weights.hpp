@@ -866,15 +866,22 @@ EIGEN_ALWAYS_INLINE KFactors k_factors(const std::uint8_t* block) {
         const __m128i bytes = k_scales_and_mins(block);
         const __m256 scales = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
         const __m256 mins = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8)));
-        return {_mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(half_at(block)), scales)),
+        // Q4_K's odd sub-blocks' codes stay in their bytes' high nibbles, 16 times their value
+        // (group_codes): their scales a sixteenth, exactly
+        const __m256 d = Format == QuantFormat::q4_k
+                             ? _mm256_mul_ps(_mm256_set1_ps(half_at(block)),
+                                             _mm256_setr_ps(1, 0.0625f, 1, 0.0625f, 1, 0.0625f, 1, 0.0625f))
+                             : _mm256_set1_ps(half_at(block));
+        return {_mm512_castps256_ps512(_mm256_mul_ps(d, scales)),
                 _mm256_mul_ps(_mm256_set1_ps(-half_at(block + 2)), mins)};
     }
 }
 
 /// The 64 codes u of a group of 64 values, unsigned bytes in the values' order, and their
 /// scales: each 32-bit lane's (4 values') d or d · sc (the K formats' from the block's factors
-/// f). `at` is where the group's codes are: Q4_0/Q5_0 the first of its two blocks, the K formats
-/// the block whose quarter `quarter` (0 … 3) it is.
+/// f; Q4_K's second 32 codes are 16 times theirs and their scales a sixteenth). `at` is where the
+/// group's codes are: Q4_0/Q5_0 the first of its two blocks, the K formats the block whose
+/// quarter `quarter` (0 … 3) it is.
 template <QuantFormat Format>
 EIGEN_ALWAYS_INLINE __m512i group_codes(const std::uint8_t* at, int quarter, const KFactors& f, __m512& scale) {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
@@ -911,8 +918,13 @@ EIGEN_ALWAYS_INLINE __m512i group_codes(const std::uint8_t* at, int quarter, con
         const std::uint8_t* block = at;
         const std::uint8_t* codes = block + (Format == QuantFormat::q5_k ? 48 : 16) + 32 * r;
         const __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes)));
-        __m512i u = _mm512_and_si512(_mm512_srlv_epi16(q, halves_counts(0, 4)), low4);
-        if constexpr (Format == QuantFormat::q5_k) {
+        __m512i u;
+        if constexpr (Format == QuantFormat::q4_k) {
+            // the high nibbles left where they are, 16 times the codes (at most 240, which keeps a
+            // lane's sums below 2^31), their scales a sixteenth (k_factors): one instruction fewer
+            u = _mm512_and_si512(q, _mm512_inserti64x4(low4, _mm256_set1_epi8(char(0xF0)), 1));
+        } else {  // Q5_K: its fifth bits go above the high nibbles' codes
+            u = _mm512_and_si512(_mm512_srlv_epi16(q, halves_counts(0, 4)), low4);
             // value l of sub-block s has its fifth bit at bit s of qh[l]: each 32-bit lane rotated
             // left by 4 − s (mod 32) brings bit s of every byte to bit 4 of the same byte
             const __m512i high =
