@@ -848,6 +848,7 @@ inline bool takes_digits(QuantFormat format, Index n, Index from, Index depth) {
 EIGEN_ALWAYS_INLINE __m512i halves_counts(short first, short second) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16(first)), _mm256_set1_epi16(second), 1);
 }
+
 /// A K block's factors in registers: Q4_K/Q5_K's eight sub-blocks' d · sc in scale's lanes 0 … 7
 /// and −dmin · m in offset's; Q6_K's sixteen d · sc in scale's lanes (block_factors' values).
 struct KFactors {
@@ -1003,6 +1004,15 @@ EIGEN_ALWAYS_INLINE void digits_block(const std::uint8_t* const* at, Index block
     }
 }
 
+/// The Outs rows of W `offset` bytes in: into L1 in the rows ahead, into L2 in those further ahead.
+template <int Outs>
+EIGEN_ALWAYS_INLINE void prefetch_rows(const std::uint8_t* const* ahead, const std::uint8_t* const* far, Index offset) {
+    for (int j = 0; j < Outs; ++j) {
+        prefetch(ahead[j] + offset);
+        _mm_prefetch(reinterpret_cast<const char*>(far[j] + offset), _MM_HINT_T1);
+    }
+}
+
 /// Quarter Quarter of a whole K block (the window's g-th group its first) in each of the Outs
 /// rows of W (their blocks at at[j]), which prefetches line Quarter of the block in the rows ahead.
 template <QuantFormat Format, int Rows, int Outs, int Quarter>
@@ -1010,11 +1020,7 @@ EIGEN_ALWAYS_INLINE void digits_quarter(const std::uint8_t* const* at, const std
                                         const std::uint8_t* const* far, Index block, Index g, const ActivationDigits* x,
                                         const KFactors* factors, __m512 (&acc)[Rows][Outs]) {
     constexpr Index kBlockBytes = quant_block_bytes(Format);
-    if constexpr (64 * Quarter < kBlockBytes)
-        for (int j = 0; j < Outs; ++j) {
-            prefetch(ahead[j] + block * kBlockBytes + 64 * Quarter);
-            _mm_prefetch(reinterpret_cast<const char*>(far[j] + block * kBlockBytes + 64 * Quarter), _MM_HINT_T1);
-        }
+    if constexpr (64 * Quarter < kBlockBytes) prefetch_rows<Outs>(ahead, far, block * kBlockBytes + 64 * Quarter);
     digits_group<Format, Rows, Outs>(at, Quarter, g + Quarter, x, factors, acc);
 }
 
@@ -1025,7 +1031,8 @@ EIGEN_ALWAYS_INLINE void digits_quarter(const std::uint8_t* const* at, const std
 /// mins times a's chunk sums. A K format's whole blocks go four groups at once, each quarter known
 /// when compiled and each of the block's lines prefetched once: finding the block and quarter
 /// for every group at run time took about a quarter of the loop's instructions (Zen 4, one
-/// thread, from memory: Q4_K 1.02–1.16×, Q5_K 1.03–1.14×, Q6_K 1.03–1.24× this way).
+/// thread, from memory: Q4_K 1.02–1.06×, Q5_K 1.03–1.11×, Q6_K 1.06–1.29× this way;
+/// docs/bench/2026-12-04-epyc-avx512/digits_blocks).
 template <QuantFormat Format, int Rows, int Outs>
 EIGEN_ALWAYS_INLINE void dot_digits(const std::uint8_t* const* ws, const std::uint8_t* const* ahead,
                                     const std::uint8_t* const* far, Index from, Index depth, const ActivationDigits* x,
@@ -1056,19 +1063,15 @@ EIGEN_ALWAYS_INLINE void dot_digits(const std::uint8_t* const* ws, const std::ui
                 g += 4;
                 continue;
             }
-            // a group of a block the window holds only part of
-            for (int j = 0; j < Outs; ++j) {
-                prefetch(ahead[j] + group * kGroupBytes);
-                _mm_prefetch(reinterpret_cast<const char*>(far[j] + group * kGroupBytes), _MM_HINT_T1);
-            }
-            if (g == 0 || group % 4 == 0) digits_block<Format, Rows, Outs>(at, block, from, depth, x, factors, mins);
+        }
+        // one group: Q4_0's or Q5_0's, or one of a K block the window holds only part of
+        prefetch_rows<Outs>(ahead, far, group * kGroupBytes);
+        if constexpr (kK) {
+            if (g == 0 || group % 4 == 0)
+                digits_block<Format, Rows, Outs>(at, group / 4, from, depth, x, factors, mins);
             digits_group<Format, Rows, Outs>(at, int(group % 4), g, x, factors, acc);
         } else {
-            for (int j = 0; j < Outs; ++j) {
-                at[j] = ws[j] + group * kGroupBytes;
-                prefetch(ahead[j] + group * kGroupBytes);
-                _mm_prefetch(reinterpret_cast<const char*>(far[j] + group * kGroupBytes), _MM_HINT_T1);
-            }
+            for (int j = 0; j < Outs; ++j) at[j] = ws[j] + group * kGroupBytes;
             digits_group<Format, Rows, Outs>(at, 0, g, x, factors, acc);
         }
         ++g;
