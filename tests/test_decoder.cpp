@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "allocation_counter.hpp"
 #include "model_fixture.hpp"
 #include "sanitizers.hpp"
 #include "store_model.hpp"
@@ -306,6 +307,24 @@ TEST_CASE_TEMPLATE("Decoder: rows without weights, and the last logits only, equ
         const auto step = decoder.step(ids[i]);
         CHECK(double((step.logits.row(0) - full.logits.row(Index(i))).cwiseAbs().maxCoeff()) <= bound<T>() * scale);
     }
+}
+
+TEST_CASE("Decoder: append keeps its working memory: a prompt again allocates its result only, with the same bits") {
+    const attn::Model<float>& model = store_model<float>();
+    const std::vector<int> ids = validation_products(1)[0];
+    attn::Decoder<float> decoder(model);
+    attn::DecodeResult<float> first, again;
+    const long fresh = attn::test::allocations_in([&] { first = decoder.append(ids); });
+    decoder.reset();
+    const long kept = attn::test::allocations_in([&] { again = decoder.append(ids); });
+    CAPTURE(fresh);
+    CHECK(kept <= 1);  // the returned logits; every (positions × width) buffer is the last call's
+    CHECK(fresh > kept);
+    CHECK(again.logits == first.logits);
+    // a step, then the prompt again: the buffers change shape both times, the bits do not
+    decoder.step(ids[0]);
+    decoder.reset();
+    CHECK(decoder.append(ids).logits == first.logits);
 }
 
 TEST_CASE("Decoder: truncate forgets positions and decoding resumes from there") {

@@ -112,10 +112,16 @@ public:
     /// tokens at once): runs them through the model, attending to every earlier position, and
     /// keeps their keys and values. Throws argument_error, with nothing changed, for an empty
     /// ids, an id outside the vocabulary, or positions past the model's context.
+    ///
+    /// The decoder keeps the call's working memory (its (n × width) buffers: about 6 MB for GPT-2
+    /// small's 128 positions, 50 KB for a step) for its next append or step: memory taken fresh
+    /// costs a page fault per 4 KiB on first touch (a GPT-2 small prefill is 1.09–1.17× as fast
+    /// without them: docs/DESIGN.md), which prompts of one length in turn, or steps, then pay once.
     DecodeResult<T> append(const std::vector<int>& ids, const DecodeOptions& options = {}) {
         DecodeResult<T> result;
+        std::swap(result.workspace, workspace_);
         append_into(ids, options, result);
-        result.workspace = {};  // the numbers, not the call's memory
+        std::swap(result.workspace, workspace_);  // the numbers are returned, the memory kept
         return result;
     }
 
@@ -190,6 +196,7 @@ private:
     ForwardOptions forward_;                // its ablation, set once
     std::vector<KeyValueCache<T>> caches_;  // per layer
     std::vector<int> one_id_;               // step_into's id, kept to allocate nothing
+    ForwardWorkspace<T> workspace_;         // append's and step's working memory, kept between calls
 };
 
 }  // namespace attn
