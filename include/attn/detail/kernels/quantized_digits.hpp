@@ -17,8 +17,9 @@
 // exactly, by three dot products on bytes (vpdpbusd) with shifts between them: u ≤ 240 (Q4_K's
 // high nibbles stay in place, 16 times their codes; the others are at most 63) and the digits'
 // sum below 2^21 keep every lane under 2^31 (4 · 240 · 2^21 < 2^31). A format whose weights are
-// d · (u − bias) subtracts bias · Σ_{i in l} (X1_i · 2^14 + X2_i · 2^7 + X3_i), kept here per lane; one with a min
-// (Q4_K, Q5_K: d · u − m) adds m · Σ x per chunk, kept here per chunk (float sums of the values).
+// d · (u − bias) subtracts bias · Σ_{i in l} (X1_i · 2^14 + X2_i · 2^7 + X3_i), kept here per
+// lane; one with a min (Q4_K, Q5_K: d · u − m) adds m · Σ x per chunk, kept here per chunk (float
+// sums of the values).
 // The lane's integer is then converted to float and multiplied by the weight block's scale and 2^e.
 //
 // A chunk outside the digits' range (a value not finite, or the chunk's largest magnitude
