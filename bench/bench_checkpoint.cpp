@@ -7,12 +7,16 @@
 //                                           those a decoding step reads
 //   attn_bench_checkpoint DIR logits IDS    {"logits": [...]}: the last position's, for IDS (1,2,3)
 //   attn_bench_checkpoint DIR peer --threads T --prefill 128,512 --decode 128,512 --steps S --reps R
-//                                  --keep-rows 0|1
+//                                  --keep-rows 0|1|last
 //                                           the same-run comparison's timings (tools/benchmarks/bench_llamacpp.py):
 //                                           {"prefill": [{"tokens", "seconds"}], "decode": [{"context",
 //                                           "steps", "seconds"}], "peak_rss_bytes", "step_weights_bytes",
 //                                           "isa"}, each repetition
-//                                           timed; isa: the vector instructions the kernels were built for
+//                                           timed; isa: the vector instructions the kernels were built for;
+//                                           --keep-rows: every head's attention rows kept (1), or the
+//                                           last position's only (last: what generate keeps of a prompt);
+//                                           each prefill length and decoding context first runs once
+//                                           untimed, as in the peers (--untimed-first 0: not)
 //   attn_bench_checkpoint DIR sight --threads T --positions 2048,8192 --reps R
 //                                           what seeing inside costs at long prompts: {"sight": [{"positions",
 //                                           "plain", "statistics", "log_sum_exp"}], "peak_rss_bytes", "isa"},
@@ -203,20 +207,26 @@ int peer(int argc, char** argv) {
     std::map<std::string, std::string> flags = mode_flags(argc, argv);
     const int threads = std::stoi(flags["--threads"]);
     const int steps = std::stoi(flags["--steps"]), reps = std::stoi(flags["--reps"]);
-    const bool keep_rows = flags["--keep-rows"] == "1";
+    const std::string keep_rows = flags["--keep-rows"];
+    // As the peers (tools/benchmarks/peers): no timing pays for first-touch page faults. Each shape
+    // runs once untimed first, since a decoder's buffers are sized to its last call (--untimed-first 0:
+    // every repetition timed, the first a first pass: tools/benchmarks/bench_first_pass.py).
+    const int first_rep = flags.count("--untimed-first") != 0 && flags["--untimed-first"] == "0" ? 0 : -1;
     attn::Workers workers(threads);
     attn::DecodeOptions options;
     options.threads = workers;
-    options.keep_attention = keep_rows;
+    options.keep_attention = keep_rows == "1" || keep_rows == "last";
+    options.last_attention_only = keep_rows == "last";
     std::string prefill_json, decode_json;
     for (long tokens : numbers(flags["--prefill"])) {
         const std::vector<int> ids = random_ids(tokens);
         attn::Decoder<float> decoder(model(), {}, tokens);
         std::vector<double> seconds;
-        for (int r = 0; r < reps; ++r) {
+        for (int r = first_rep; r < reps; ++r) {  // r < 0: untimed
             decoder.reset();
-            seconds.push_back(
-                seconds_of([&] { benchmark::DoNotOptimize(decoder.append(ids, options).logits.data()); }));
+            const double took =
+                seconds_of([&] { benchmark::DoNotOptimize(decoder.append(ids, options).logits.data()); });
+            if (r >= 0) seconds.push_back(took);
         }
         prefill_json += std::string(prefill_json.empty() ? "" : ", ") + "{\"tokens\": " + std::to_string(tokens) +
                         ", \"seconds\": " + seconds_list(seconds) + "}";
@@ -225,13 +235,14 @@ int peer(int argc, char** argv) {
         const std::vector<int> ids = random_ids(context + steps);
         attn::Decoder<float> decoder(model(), {}, context + steps);
         std::vector<double> seconds;
-        for (int r = 0; r < reps; ++r) {
+        for (int r = first_rep; r < reps; ++r) {
             decoder.reset();
             decoder.append({ids.begin(), ids.begin() + context}, options);
-            seconds.push_back(seconds_of([&] {
+            const double took = seconds_of([&] {
                 for (int s = 0; s < steps; ++s)
                     benchmark::DoNotOptimize(decoder.step(ids[std::size_t(context + s)], options).logits.data());
-            }));
+            });
+            if (r >= 0) seconds.push_back(took);
         }
         decode_json += std::string(decode_json.empty() ? "" : ", ") + "{\"context\": " + std::to_string(context) +
                        ", \"steps\": " + std::to_string(steps) + ", \"seconds\": " + seconds_list(seconds) + "}";

@@ -309,6 +309,59 @@ TEST_CASE_TEMPLATE("Decoder: rows without weights, and the last logits only, equ
     }
 }
 
+TEST_CASE_TEMPLATE("Decoder: the last position's attention only is its row among all rows, on 1 and 2 threads", T,
+                   float, double) {
+    const attn::Model<T>& model = store_model<T>();
+    const std::vector<int> ids = validation_products(1)[0];
+    const Index n = Index(ids.size()), before = 5;  // a prompt after `before` cached positions, then the rest
+    REQUIRE(n > before + 2);
+    const std::vector<int> head(ids.begin(), ids.begin() + before), rest(ids.begin() + before, ids.end());
+    for (int threads : {1, 2}) {
+        CAPTURE(threads);
+        attn::Workers workers(threads);
+        attn::DecodeOptions every;
+        every.keep_attention = true;
+        every.threads = workers;
+        attn::DecodeOptions last = every;
+        last.last_attention_only = true;
+        attn::Decoder<T> decoder(model);
+        decoder.append(head);
+        const attn::DecodeResult<T> all_rows = decoder.append(rest, every);
+        decoder.truncate(before);
+        attn::DecodeResult<T> reused;  // its storage: every row's first, then one row's twice
+        decoder.append_into(rest, every, reused);
+        decoder.truncate(before);
+        for (int round = 0; round < 2; ++round) {
+            CAPTURE(round);
+            decoder.append_into(rest, last, reused);
+            decoder.truncate(before);
+            const attn::ModelAttention<T>& one = reused.attention;
+            REQUIRE(one.layers() == model.settings().layers);
+            REQUIRE(one.rows() == 1);
+            REQUIRE(one.positions() == n);
+            CHECK(one.visible(0, 0).last == n);
+            double worst = 0.0;
+            for (Index l = 0; l < one.layers(); ++l)
+                for (Index h = 0; h < one.heads(); ++h)
+                    worst = std::max(worst,
+                                     double((one.head(l, h).row(0) - all_rows.attention.head(l, h).row(n - before - 1))
+                                                .cwiseAbs()
+                                                .maxCoeff()));
+            // the other positions attend without weights (the streaming kernel): the layers after
+            // the first see their outputs to rounding (measured 2.7e-7 in float, 3.3e-16 in double)
+            CHECK(worst <= bound<T>());
+            const double scale = std::max(1.0, double(all_rows.logits.cwiseAbs().maxCoeff()));
+            CHECK(double((reused.logits - all_rows.logits).cwiseAbs().maxCoeff()) <= bound<T>() * scale);
+        }
+        // a step, one position: its row, as without last_attention_only
+        decoder.append({rest.begin(), rest.end() - 1});
+        const attn::DecodeResult<T> step = decoder.step(ids.back(), last);
+        decoder.truncate(n - 1);
+        CHECK(decoder.step(ids.back(), every).attention == step.attention);
+        REQUIRE(step.attention.rows() == 1);
+    }
+}
+
 TEST_CASE("Decoder: append keeps its working memory: a prompt again allocates its result only, with the same bits") {
     const attn::Model<float>& model = store_model<float>();
     const std::vector<int> ids = validation_products(1)[0];

@@ -7,10 +7,11 @@ same prefill repeated in one process (issue: "the first pass costs what a later 
 
 For each thread count, --runs fresh processes of `build/bench/examples/generate --model DIR --ids
 <prompt> --max-tokens 1 --json` (each loads the checkpoint, then prefills the prompt once: its
-prefill_ms is a first pass, attention rows kept as generate keeps them), then one process of
-`attn_bench_checkpoint DIR peer --prefill N --reps R --keep-rows 1`, which times the same prefill R
-times after one load (its first repetition is that process's first pass too). The ratio is the
-median cold prefill over the median of the in-process repetitions after the first.
+prefill_ms is a first pass, the prompt's last attention row kept, as generate keeps it), then one
+process of `attn_bench_checkpoint DIR peer --prefill N --reps R --keep-rows last --untimed-first 0`,
+which times the same prefill R times after one load (its first repetition is that process's first
+pass too). The ratio is the median cold prefill over the median of the in-process repetitions after
+the first.
 
 DIR is a random GPT-2-small-shaped F32 checkpoint (tools/references/hf_checkpoints.py), written into
 --cache once, where tools/benchmarks/bench_llamacpp.py keeps it too. Writes first_pass-<HHMM>.json
@@ -90,7 +91,7 @@ def main():
         cold = [run([generate, "--model", directory, "--ids", ids, "--max-tokens", 1, "--threads", threads, "--json",
                      "--quiet"])["timings"]["prefill_ms"] for _ in range(args.runs)]
         peer = run([bench, directory, "peer", "--threads", threads, "--prefill", args.positions, "--decode",
-                    args.positions, "--steps", 1, "--reps", args.runs, "--keep-rows", 1])
+                    args.positions, "--steps", 1, "--reps", args.runs, "--keep-rows", "last", "--untimed-first", 0])
         in_process = [1000 * s for s in peer["prefill"][0]["seconds"]]
         row = {"threads": threads, "cold_ms": cold, "in_process_ms": in_process, **summarize(cold, in_process)}
         result["rows"].append(row)

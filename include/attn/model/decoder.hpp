@@ -42,6 +42,11 @@ struct DecodeOptions {
     bool all_logits = false;
     /// Return the new positions' attention rows in every layer and head.
     bool keep_attention = false;
+    /// With keep_attention, return the last new position's rows only, heads × (1 × positions)
+    /// per layer: what generation reads of a prompt, whose n positions would keep layers × heads
+    /// × n × positions numbers (600 MB for GPT-2 small's 1,024). The other positions attend as
+    /// without keep_attention; the last one's row equals its row among all rows to rounding.
+    bool last_attention_only = false;
     /// Threads (attn/threads.hpp). With at least 16 new positions each they share the
     /// positions; with fewer (a single step) they share every product's columns and attention's
     /// heads, if the model has 4 M weights or more or the threads are kept (else the caller runs
@@ -54,8 +59,9 @@ template <class T>
 struct DecodeResult {
     /// (n × V), or (1 × V) the last new position's unless all_logits: scores of the token after each
     Matrix<T> logits;
-    /// If keep_attention, every layer's heads × (n × positions): row i is what new position
-    /// positions − n + i attends to among all positions so far. A 0 outside attention.visible(l, i)
+    /// If keep_attention, every layer's heads × (n × positions), or (1 × positions) if
+    /// last_attention_only: row i is what new position positions − rows + i attends to among all
+    /// positions so far. A 0 outside attention.visible(l, i)
     /// means the key could not be seen there (after the row, or before a sliding layer's window),
     /// not that it was given no weight.
     ModelAttention<T> attention;
@@ -142,6 +148,7 @@ public:
         setup.caches = &caches_;
         setup.first_position = positions();
         setup.last_logits_only = !options.all_logits;
+        setup.last_attention_only = options.last_attention_only;
         // The pass writes into a ForwardResult: `result`'s storage is lent to it for the call.
         ForwardResult<T> pass_result;
         const auto lend = [&] {

@@ -82,8 +82,9 @@ struct PassSetup {
     /// keys and values into the caches (the caller extends them once the pass is done).
     std::vector<KeyValueCache<T>>* caches = nullptr;
     Index first_position = 0;
-    bool last_logits_only = false;  ///< logits of the last position only
-    Hooks<T>* hooks = nullptr;      ///< activations to keep and change
+    bool last_logits_only = false;     ///< logits of the last position only
+    bool last_attention_only = false;  ///< with keep_attention, the last position's rows only
+    Hooks<T>* hooks = nullptr;         ///< activations to keep and change
     const Resume<T>* resume = nullptr;
     SplitRule split = SplitRule::measured;
 };
@@ -102,6 +103,7 @@ public:
           p0_(setup.first_position),
           caches_(setup.caches),
           first_logit_(setup.last_logits_only ? n_ - 1 : 0),
+          first_kept_row_(setup.last_attention_only ? n_ - 1 : 0),
           hooks_(setup.hooks),
           resume_(setup.resume),
           split_(setup.split),
@@ -141,11 +143,13 @@ public:
         logits_.resize(n_ - first_logit_, settings_.vocabulary_size);
         if (options.keep_attention) {
             const auto fits = [&](const AttentionWeights<T>& layer) {
-                return layer.heads() == settings_.heads && layer.rows() == n_ && layer.cols() == p0_ + n_;
+                return layer.heads() == settings_.heads && layer.rows() == n_ - first_kept_row_ &&
+                       layer.cols() == p0_ + n_;
             };
             // Reused weights are not known to be zero (the caller may have written to them).
             weights_zeroed_ = kept_.size() != std::size_t(layers) || !std::all_of(kept_.begin(), kept_.end(), fits);
-            if (weights_zeroed_) kept_.assign(std::size_t(layers), AttentionWeights<T>(settings_.heads, n_, p0_ + n_));
+            if (weights_zeroed_)
+                kept_.assign(std::size_t(layers), AttentionWeights<T>(settings_.heads, n_ - first_kept_row_, p0_ + n_));
         } else {
             kept_.clear();
         }
@@ -653,6 +657,19 @@ private:
     /// heads sharing a key/value head, and without the hooks, which want every head's output.
     void attend_heads(std::size_t l, Rows rows, KernelMemory<T>& memory, Index first_head, Index last_head) {
         if (rows.count() == 0 || first_head == last_head) return;
+        // Rows whose weights are not kept take the streaming kernel, which keeps none; with the
+        // last position's rows only, that position runs alone on the path that keeps them.
+        const bool keeps = !kept_.empty() && rows.last > first_kept_row_;
+        if (keeps && rows.first < first_kept_row_) {
+            attend_rows(l, Rows{rows.first, first_kept_row_}, memory, first_head, last_head, false);
+            attend_rows(l, Rows{first_kept_row_, rows.last}, memory, first_head, last_head, true);
+        } else {
+            attend_rows(l, rows, memory, first_head, last_head, keeps);
+        }
+    }
+
+    /// attend_heads for rows that all keep their weights (keeps) or none do.
+    void attend_rows(std::size_t l, Rows rows, KernelMemory<T>& memory, Index first_head, Index last_head, bool keeps) {
         const Matrix<T>& qkv = qkv_of(l);
         const Index d = settings_.head_size, width = settings_.query_key_value_width();
         const Index query_width = settings_.query_width(), key_value_width = settings_.key_value_width();
@@ -693,18 +710,18 @@ private:
         problem.outputs = attended_.data() + rows.first * query_width + first_head * d;
         problem.output_row_stride = query_width;
         problem.output_head_stride = d;
-        if (!kept_.empty()) {
-            const Index columns = p0_ + n_;
-            problem.weights = kept_[l].head(first_head).data() + rows.first * columns + origin;
+        if (keeps) {
+            const Index columns = p0_ + n_, row = rows.first - first_kept_row_;  // its row of the kept ones
+            problem.weights = kept_[l].head(first_head).data() + row * columns + origin;
             problem.weights_row_stride = columns;
-            problem.weights_head_stride = n_ * columns;
+            problem.weights_head_stride = (n_ - first_kept_row_) * columns;
             problem.weights_zeroed = weights_zeroed_;
             // The kernel writes these rows from the cache's origin up to the keys they see; reused
             // storage outside may hold anything (the caller's), and masked weights are exact zeros.
             if (!weights_zeroed_)
                 for (Index h = first_head; h < last_head; ++h) {
-                    kept_[l].head(h).block(rows.first, keys, rows.count(), columns - keys).setZero();
-                    kept_[l].head(h).block(rows.first, 0, rows.count(), origin).setZero();
+                    kept_[l].head(h).block(row, keys, rows.count(), columns - keys).setZero();
+                    kept_[l].head(h).block(row, 0, rows.count(), origin).setZero();
                 }
         }
         if (!log_sum_exp_.empty()) {  // this share's rows, for attention_rows afterwards
@@ -816,6 +833,7 @@ private:
     const Index p0_;                                  // the position of ids[0]
     std::vector<KeyValueCache<T>>* const caches_;     // per layer, or null (a whole text)
     const Index first_logit_;                         // logits_ row 0's row of x: 0, or n − 1 (last only)
+    const Index first_kept_row_;                      // kept_ row 0's row of x: 0, or n − 1 (last only)
     Hooks<T>* const hooks_;                           // activations kept and changed, or null
     const Resume<T>* const resume_;                   // where a resumed pass starts, or null
     const SplitRule split_;                           // how several workers share the pass
@@ -832,7 +850,7 @@ private:
     Matrix<T>& hidden_;                               // (n × M)
     Matrix<T>& hidden_linear_;                        // (n × M): a gated MLP's x · W_up
     Matrix<T>& logits_;                               // (n × vocabulary)
-    std::vector<AttentionWeights<T>>& kept_;          // per layer, heads × (n × (p0 + n)), if kept
+    std::vector<AttentionWeights<T>>& kept_;          // per layer, heads × ((n − first kept) × (p0 + n)), if kept
     std::vector<Index>& kept_windows_;                // per layer its window, if kept and any layer has one
     bool weights_zeroed_ = false;                     // kept_ was allocated (zero-filled) for this pass
     std::vector<Matrix<T>>& log_sum_exp_;             // per layer (heads × n), if kept

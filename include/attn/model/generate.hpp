@@ -34,7 +34,8 @@ struct GenerationOptions {
     /// attention rows (GenerationResult::attention); decode.threads runs the prefill and the
     /// steps (a step's products split by columns), the written ids the same for every choice,
     /// kept Workers suiting the steps best (no threads started per token); decode.all_logits
-    /// is not used (the last position's logits are the ones sampled).
+    /// and decode.last_attention_only are not used (the last position's logits are the ones
+    /// sampled, its attention rows the ones kept: a prompt's others are never held).
     DecodeOptions decode;
 };
 
@@ -107,7 +108,8 @@ GenerationResult<T> generate(const Model<T>& model, const std::vector<int>& prom
         options.max_tokens > 0 ? std::min<Index>(s.longest, Index(prompt.size()) + options.max_tokens) : s.longest;
     Decoder<T> decoder(model, options.ablate, room);
     DecodeOptions decode = options.decode;
-    decode.all_logits = false;  // only the last position's are sampled
+    decode.all_logits = false;          // only the last position's are sampled,
+    decode.last_attention_only = true;  // and only its attention row is kept
 
     GenerationResult<T> out;
     out.prompt = prompt;
