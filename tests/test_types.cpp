@@ -2,8 +2,15 @@
 #include <attn/core/types.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
+
+#if defined(__linux__)
+#include <sys/resource.h>
+#endif
+
+#include "sanitizers.hpp"
 
 TEST_CASE_TEMPLATE("HeadStack: head(h) is a contiguous (rows × cols) slice, head axis first", T, float, double) {
     attn::HeadStack<T> stack(3, 2, 4);
@@ -54,4 +61,30 @@ TEST_CASE("error types share the attn::error base") {
     CHECK_THROWS_AS(throw attn::format_error("x"), attn::error);
     CHECK_THROWS_AS(throw attn::numeric_error("x"), attn::error);
     CHECK_THROWS_AS(throw attn::io_error("x"), std::runtime_error);
+}
+
+TEST_CASE("populate_pages: a fresh array's pages mapped at once, every byte around it as it was") {
+    const std::size_t bytes = std::size_t(8) << 20;  // from the allocator's own mapping: never touched
+    const std::unique_ptr<unsigned char[]> memory(new unsigned char[bytes]);
+    const std::size_t edge = 100;  // written first: the pages at either end hold them
+    for (std::size_t i = 0; i < edge; ++i) memory[i] = memory[bytes - 1 - i] = static_cast<unsigned char>(i + 1);
+    const bool mapped = attn::detail::populate_pages(memory.get() + edge, bytes - 2 * edge);
+#if defined(__linux__)
+    rusage before{}, after{};
+    getrusage(RUSAGE_SELF, &before);
+#endif
+    for (std::size_t i = edge; i < bytes - edge; i += 512) memory[i] = 7;
+#if defined(__linux__)
+    getrusage(RUSAGE_SELF, &after);
+    const long faults = after.ru_minflt - before.ru_minflt;
+    MESSAGE("populate_pages: " << std::string(mapped ? "mapped" : "not supported here") << "; " << faults
+                               << " faults writing 2,048 pages");
+    // without it, a fault a page (a sanitizer's shadow memory faults on its own)
+    if (mapped && !attn::test::under_sanitizer) CHECK(faults < 64);
+#endif
+    for (std::size_t i = 0; i < edge; ++i) {
+        CHECK(memory[i] == static_cast<unsigned char>(i + 1));
+        CHECK(memory[bytes - 1 - i] == static_cast<unsigned char>(i + 1));
+    }
+    CHECK_FALSE(attn::detail::populate_pages(memory.get(), attn::detail::kPopulateBytes - 1));  // too small to ask
 }

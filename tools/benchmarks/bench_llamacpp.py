@@ -36,6 +36,8 @@ For each model:dtype (F32 or BF16) of the shapes
   4. timings, 1 and 2 threads, each system in a process of its own: prefill of --prefill tokens
      (one batch; 128 and 512 by default), decode of --steps tokens one at a time after a context of
      --decode positions (128 and 512), medians over --reps; peak RSS. The table has a column per length.
+     No timing pays for first-touch page faults: llama.cpp and PyTorch run an untimed pass at the
+     longest length first, attn one per length (its Decoder's buffers are sized to the last call).
 Quantized files. A dtype of QUANTIZED (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K_M, Q5_K_M, Q6_K) times the
 F32 checkpoint's GGUF quantized by the peer's llama_model_quantize (`llama_peer ... quantize --type T`,
 cached beside the F32 file): llama.cpp and attn run on that one file (attn with --attn-weights

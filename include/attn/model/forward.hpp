@@ -27,6 +27,7 @@
 #include "attn/core/scoring.hpp"
 #include "attn/core/types.hpp"
 #include "attn/detail/kernels/causal_kernel.hpp"
+#include "attn/detail/kernels/large_arrays.hpp"
 #include "attn/detail/kernels/tiles.hpp"
 #include "attn/detail/kernels/weight_panels.hpp"
 #include "attn/hooks/activations.hpp"
@@ -131,16 +132,16 @@ public:
         // allocation), resized where it does not, and what is not asked for is dropped.
         silenced_heads_into("Model::forward", settings_, options.ablate, memory_.silenced);
         const Index c = settings_.dimensions, layers = settings_.layers;
-        for (Matrix<T>* buffer : {&x_, &normed_, &written_}) buffer->resize(n_, c);
-        attended_.resize(n_, settings_.query_width());
-        for (Matrix<T>& buffer : qkv_) buffer.resize(n_, settings_.query_key_value_width());
-        hidden_.resize(n_, settings_.mlp_width);
-        hidden_linear_.resize(settings_.any_gated_mlp() ? n_ : 0, settings_.mlp_width);
+        for (Matrix<T>* buffer : {&x_, &normed_, &written_}) size_buffer(*buffer, n_, c);
+        size_buffer(attended_, n_, settings_.query_width());
+        for (Matrix<T>& buffer : qkv_) size_buffer(buffer, n_, settings_.query_key_value_width());
+        size_buffer(hidden_, n_, settings_.mlp_width);
+        size_buffer(hidden_linear_, settings_.any_gated_mlp() ? n_ : 0, settings_.mlp_width);
         bool parallel = false;
         for (const LayerDescription& layer : settings_.layer_descriptions)
             parallel = parallel || layer.residual == Residual::parallel;
-        aside_.resize(parallel ? n_ : 0, c);
-        logits_.resize(n_ - first_logit_, settings_.vocabulary_size);
+        size_buffer(aside_, parallel ? n_ : 0, c);
+        size_buffer(logits_, n_ - first_logit_, settings_.vocabulary_size);
         if (options.keep_attention) {
             const auto fits = [&](const AttentionWeights<T>& layer) {
                 return layer.heads() == settings_.heads && layer.rows() == n_ - first_kept_row_ &&
@@ -180,6 +181,14 @@ public:
     void run(Workers* kept, int available);  // defined below
 
 private:
+    /// buffer.resize(rows, cols); storage allocated anew is mapped in one system call rather
+    /// than a page fault per 4 KiB as the workers first write it (detail::populate_pages).
+    static void size_buffer(Matrix<T>& buffer, Index rows, Index cols) {
+        const bool anew = buffer.rows() * buffer.cols() != rows * cols;  // else Eigen keeps the storage
+        buffer.resize(rows, cols);
+        if (anew) detail::populate_pages(buffer.data(), std::size_t(buffer.size()) * sizeof(T));
+    }
+
     /// How one worker takes part in the pass: by positions (its rows of every product, the
     /// default) or by columns (every row, its columns of every product: a decoding step, or a
     /// large model's short text). The layer step is written once over it.
@@ -869,7 +878,8 @@ void FastForward<T>::run(Workers* kept, int available) {
     if (by_columns) {
         if (memory_.worker_normed.size() < std::size_t(workers - 1))
             memory_.worker_normed.resize(std::size_t(workers - 1));
-        for (int w = 1; w < workers; ++w) memory_.worker_normed[std::size_t(w - 1)].resize(n_, settings_.dimensions);
+        for (int w = 1; w < workers; ++w)
+            size_buffer(memory_.worker_normed[std::size_t(w - 1)], n_, settings_.dimensions);
     }
     if (by_columns)
         run_team(kept, workers, [&](int worker, Team& team) { run_by_columns(worker, team); });

@@ -413,10 +413,12 @@ private:
             return values;
         };
         // The large matrices on 2 MiB pages where the system has them: a decoding step streams
-        // every weight, a prefill reads them a column panel at a time (docs/DESIGN.md).
+        // every weight, a prefill reads them a column panel at a time (docs/DESIGN.md); mapped at
+        // once, as they are written whole next.
         const auto sized = [](Matrix<T>& values, Index rows, Index cols) {
             values.resize(rows, cols);
             detail::advise_huge_pages(values.data(), std::size_t(values.size()) * sizeof(T));
+            detail::populate_pages(values.data(), std::size_t(values.size()) * sizeof(T));
         };
         // With 16-bit storage the large matrices keep their tensors' format: all BF16 or all F16.
         bool format_known = false;
