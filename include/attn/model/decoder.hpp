@@ -44,7 +44,7 @@ struct DecodeOptions {
     bool keep_attention = false;
     /// With keep_attention, return the last new position's rows only, heads × (1 × positions)
     /// per layer: what generation reads of a prompt, whose n positions would keep layers × heads
-    /// × n × positions numbers (600 MB for GPT-2 small's 1,024). The other positions attend as
+    /// × n × positions numbers (604 MB for GPT-2 small's 1,024). The other positions attend as
     /// without keep_attention; the last one's row equals its row among all rows to rounding.
     bool last_attention_only = false;
     /// Threads (attn/threads.hpp). With at least 16 new positions each they share the
@@ -61,9 +61,8 @@ struct DecodeResult {
     Matrix<T> logits;
     /// If keep_attention, every layer's heads × (n × positions), or (1 × positions) if
     /// last_attention_only: row i is what new position positions − rows + i attends to among all
-    /// positions so far. A 0 outside attention.visible(l, i)
-    /// means the key could not be seen there (after the row, or before a sliding layer's window),
-    /// not that it was given no weight.
+    /// positions so far. A 0 outside attention.visible(l, i) means the key could not be seen there
+    /// (after the row, or before a sliding layer's window), not that it was given no weight.
     ModelAttention<T> attention;
     /// append_into's working memory for the next call (append and step return it empty).
     ForwardWorkspace<T> workspace;
