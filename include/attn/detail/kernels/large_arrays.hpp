@@ -46,9 +46,10 @@ inline constexpr std::size_t kPopulateBytes = std::size_t(64) << 10;
 /// (Linux's MADV_POPULATE_WRITE, from 5.14) instead of a page fault per 4 KiB at its first
 /// writes: the same zeroed pages, without a trap each. In a VM whose faults are dear it pays
 /// most (the Zen 5 VM of docs/bench/2026-12-05-epyc-zen5-avx512/page_faults: 10.5–13.7 µs a
-/// fault, 5.2–6.0 µs a page populated). The pages at either end may hold other data of the same mapping, which stays as
-/// it is. A request: true if the pages were mapped; where the call is unknown or fails (or the
-/// array is under kPopulateBytes), nothing changes and the writes fault the pages in.
+/// fault, 5.2–6.0 µs a page populated). The pages at either end may hold other data of the
+/// same mapping, which stays as it is. A request: true if the pages were mapped; where the
+/// call is unknown or fails (or the array is under kPopulateBytes), nothing changes and the
+/// writes fault the pages in.
 inline bool populate_pages([[maybe_unused]] const void* data, [[maybe_unused]] std::size_t bytes) {
 #if defined(__linux__)
 #if defined(MADV_POPULATE_WRITE)
