@@ -211,7 +211,7 @@ int peer(int argc, char** argv) {
     // As the peers (tools/benchmarks/peers): no timing pays for first-touch page faults. Each shape
     // runs once untimed first, since a decoder's buffers are sized to its last call (--untimed-first 0:
     // every repetition timed, the first a first pass: tools/benchmarks/bench_first_pass.py).
-    const int first_rep = flags.count("--untimed-first") != 0 && flags["--untimed-first"] == "0" ? 0 : -1;
+    const int first_rep = flags["--untimed-first"] == "0" ? 0 : -1;
     attn::Workers workers(threads);
     attn::DecodeOptions options;
     options.threads = workers;
