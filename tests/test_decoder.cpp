@@ -380,6 +380,45 @@ TEST_CASE("Decoder: append keeps its working memory: a prompt again allocates it
     CHECK(decoder.append(ids).logits == first.logits);
 }
 
+TEST_CASE("Decoder::reserve: the append of that many positions takes no (positions × width) buffer, same bits") {
+    const attn::Model<float>& model = store_model<float>();
+    std::vector<int> ids;  // products one after another: 100 positions
+    for (const std::vector<int>& product : validation_products(12))
+        ids.insert(ids.end(), product.begin(), product.end());
+    REQUIRE(ids.size() >= 100);
+    ids.resize(100);
+    const Index n = Index(ids.size());
+    // Every buffer of the pass holds (n × C) numbers or more; the kernel's per-head memory and
+    // the returned (1 × V) logits are smaller.
+    const std::size_t smallest_buffer = std::size_t(n * model.settings().dimensions) * sizeof(float);
+    REQUIRE(std::size_t(model.settings().vocabulary_size) * sizeof(float) < smallest_buffer);
+    attn::Decoder<float> plain(model), reserved(model);
+    attn::DecodeResult<float> expected, got;
+    attn::test::allocations_in([&] { expected = plain.append(ids); });
+    CHECK(attn::test::largest_allocation() >= smallest_buffer);  // without reserve, the append takes them
+    reserved.reserve(n);
+    attn::test::allocations_in([&] { got = reserved.append(ids); });
+    CHECK(attn::test::largest_allocation() < smallest_buffer);
+    CHECK(got.logits == expected.logits);
+    // on two threads, and for a length other than the one reserved
+    attn::DecodeOptions two;
+    two.threads = 2;
+    reserved.reset();
+    reserved.reserve(n);
+    CHECK(reserved.append(ids, two).logits == expected.logits);
+    reserved.reset();
+    reserved.reserve(n - 3);
+    plain.reset();
+    CHECK(reserved.append(ids).logits == plain.append(ids).logits);
+    CHECK(reserved.step(ids[0]).logits == plain.step(ids[0]).logits);
+
+    CHECK_THROWS_WITH_AS(reserved.reserve(0), doctest::Contains("Decoder::reserve: positions = 0 is not in 1 … "),
+                         attn::argument_error);
+    CHECK_THROWS_WITH_AS(reserved.reserve(reserved.room() + 1), doctest::Contains("capacity of 160"),
+                         attn::argument_error);
+    CHECK(reserved.positions() == n + 1);
+}
+
 TEST_CASE("Decoder: truncate forgets positions and decoding resumes from there") {
     const attn::Model<double>& model = store_model<double>();
     const std::vector<int> ids = validation_products(3)[2];

@@ -175,6 +175,28 @@ TEST_CASE_TEMPLATE("Ring cache: a sliding layer's cache keeps window + window/4 
     CHECK(prefilled.cache(0).first() == 60 - ring::kWindow);
 }
 
+TEST_CASE_TEMPLATE("Ring cache: Decoder::reserve grows a sliding layer's storage for the append ahead, same bits", T,
+                   float, double) {
+    const attn::Model<T>& model = ring::long_mistral<T>();
+    const std::vector<int> ids = ring::random_ids(13);
+    attn::Decoder<T> plain(model), reserved(model);
+    const std::size_t steady = reserved.cache_bytes();
+    const auto part = [&](Index from, Index to) { return std::vector<int>(ids.begin() + from, ids.begin() + to); };
+    plain.append(part(0, 17));
+    reserved.append(part(0, 17));
+    reserved.reserve(40);  // 17 positions in: the window (5) moved to the storage's start, room for 40 after it
+    CHECK(reserved.cache_bytes() == steady / (ring::kWindow + 1) * (ring::kWindow + 40));
+    const attn::DecodeResult<T> expected = plain.append(part(17, 57)), got = reserved.append(part(17, 57));
+    CHECK(got.logits == expected.logits);
+    CHECK(reserved.cache_bytes() == steady);  // given back after the append, as without reserve
+    CHECK(reserved.cache(1).first() == plain.cache(1).first());
+    CHECK(reserved.step(ids[57]).logits == plain.step(ids[57]).logits);
+    // a reservation the next append does not use changes nothing either
+    reserved.reserve(30);
+    CHECK(reserved.step(ids[58]).logits == plain.step(ids[58]).logits);
+    CHECK(reserved.cache_bytes() == steady);
+}
+
 TEST_CASE_TEMPLATE("Ring cache: decoding 19 windows step by step gives the forward's rows", T, float, double) {
     const std::vector<int> ids = ring::random_ids(11);
     SUBCASE("a short prefill, then steps") {

@@ -23,8 +23,9 @@ tools/common/run_folder.py and a folder of this run's own, so that no earlier re
              step's weights (the bytes attn_bench_checkpoint reports a step reads) over its time, against
              the limits' read bandwidth with as many threads, and every system's prefill as GFLOP/s
              against the limits' FMA peak with as many threads (also for long). -> real_size*.{md,json}
-  long       the same harness at long prompts: SmolLM2-135M F32 at 2,048 positions (and --long-8192),
-             GPT-2 small F32 at its 1,024. -> long_*.{md,json}
+  long       the same harness at long prompts: SmolLM2-135M F32 at 2,048 positions (and --long-8192:
+             8,192, decoding after 8,176 so that the steps end at its context), GPT-2 small F32 at its
+             1,024. -> long_*.{md,json}
   sight      what seeing inside costs at long prompts: attn_bench_checkpoint's sight mode on SmolLM2-135M
              F32, Model::forward over 2,048 positions (and 8,192 with --long-8192) plain, with every head's
              statistics measured in the kernel, and with each row's log-sum-exp kept (from which any head's
@@ -34,7 +35,8 @@ Then it writes <out>/README.md (the machine as lscpu names it, its vector extens
 average before and after every part, the commands, every table) and, unless --no-readme, replaces the
 README's table between the markers `<!-- bench_tables: begin -->` and `<!-- bench_tables: end -->` with
 this run's headline table. --compose-only rebuilds both from the JSON files already in --out, running
-nothing. Needs build/bench (`cmake --preset bench && cmake --build build/bench`; built here if missing)
+nothing; --resume continues a run into --out that stopped (its record is saved after every command), running
+the parts whose JSON is not there. Needs build/bench (`cmake --preset bench && cmake --build build/bench`; built here if missing)
 and the llama.cpp peer (tools/benchmarks/peers/llamacpp_setup.py, run by the harness).
 """
 import argparse
@@ -79,9 +81,12 @@ LONG_RUNS = (
     ("long_smollm2", ["--models", "smollm2-135m:F32", "--prefill", "2048", "--decode", "2048"]),
     ("long_gpt2", ["--models", "gpt2-small:F32", "--prefill", "1024", "--decode", "512"]),  # 1,024 positions
 )
-LONG_8192 = ("long_smollm2_8192", ["--models", "smollm2-135m:F32", "--prefill", "8192", "--decode", "8192",
-                                   "--pytorch-up-to", "2048"])
-LONG_COMMON = ["--threads", "1,2", "--steps", "16", "--attn-keep-rows", "0"]
+LONG_STEPS = 16
+# Decoding at 8,192 - 16 cached: the 16 steps then end at SmolLM2's context of 8,192 (attn refuses
+# positions past a model's context; llama.cpp only warns).
+LONG_8192 = ("long_smollm2_8192", ["--models", "smollm2-135m:F32", "--prefill", "8192", "--decode",
+                                   str(8192 - LONG_STEPS), "--pytorch-up-to", "2048"])
+LONG_COMMON = ["--threads", "1,2", "--steps", str(LONG_STEPS), "--attn-keep-rows", "0"]
 LONG_REPS = 2
 
 SIGHT_CHECKPOINT = "smollm2-135m-F32-hf_checkpoints"  # the harness's cache name (bench_llamacpp.hf_checkpoint)
@@ -454,7 +459,10 @@ def folder_readme(out, record):
     lines = [f"# {out.name}: the performance tables", "",
              "Written by `/usr/bin/python3 tools/benchmarks/bench_tables.py "
              + " ".join(record["arguments"]) + "` from " + record["started"] + " to " + record["ended"]
-             + f", attn at commit {record.get('commit', 'unknown')}.", "",
+             + f", attn at commit {record.get('commit', 'unknown')}"
+             + "".join(f"; resumed by `{' '.join(r['arguments'])}` at {r['started']} (attn at {r['commit']})"
+                       for r in record.get("resumed", [])) + ".", "",
+             *([record["note"], ""] if record.get("note") else []),
              f"Machine: {machine_line(info)}. Vector extensions: {' '.join(info['vector_extensions'])}.", "",
              "Commands, with the 1-minute load average of the machine (2 cores, shared) before and after each:", ""]
     for c in record["commands"]:
@@ -548,6 +556,9 @@ def main():
     parser.add_argument("--no-readme", action="store_true", help="leave README.md as it is")
     parser.add_argument("--no-build", action="store_true", help="use build/bench as it is")
     parser.add_argument("--compose-only", action="store_true", help="write the tables from --out's JSON, run nothing")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue a run into --out that stopped: its record kept, the parts whose JSON is "
+                             "there not run again")
     args = parser.parse_args()
     parts = args.parts.split(",")
     unknown = set(parts) - {"limits", "real_size", "long", "sight"}
@@ -558,24 +569,41 @@ def main():
     record_path = out / "bench_tables.json"
     record = {"machine": machine(), "commit": source_commit(), "arguments": sys.argv[1:], "started": now(),
               "commands": []}
-    if args.compose_only and record_path.is_file():
-        record = json.loads(record_path.read_text(encoding="utf-8"))
+    if (args.compose_only or args.resume) and record_path.is_file():
+        earlier = json.loads(record_path.read_text(encoding="utf-8"))
+        if args.resume:  # this run's arguments and commit beside the earlier ones', its commands after theirs
+            earlier["resumed"] = earlier.get("resumed", []) + [{key: record[key] for key in ("arguments", "commit",
+                                                                                              "started")}]
+        record = earlier
     if not args.compose_only:
         log = record["commands"]
+
+        def save():  # after every command, so that a run that stops keeps what it measured
+            record_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+
+        def done(*names):  # with --resume, a part whose files are all in --out is not run again
+            return args.resume and all((out / name).is_file() for name in names)
+
         if not args.no_build:
             build(log)
-        if "limits" in parts:
+        if "limits" in parts and not done("limits_kernels.json", "limits_memory.json"):
             run_limits(out, log)
+            save()
         if "real_size" in parts:
             for stem, arguments in REAL_SIZE_RUNS:
-                run_harness(out, stem, arguments, REAL_SIZE_COMMON, args.reps, log, args.rounds)
+                if not done(f"{stem}.json"):
+                    run_harness(out, stem, arguments, REAL_SIZE_COMMON, args.reps, log, args.rounds)
+                    save()
         if "long" in parts:
             for stem, arguments in LONG_RUNS + ((LONG_8192,) if args.long_8192 else ()):
-                run_harness(out, stem, arguments, LONG_COMMON, LONG_REPS, log)
-        if "sight" in parts:
+                if not done(f"{stem}.json"):
+                    run_harness(out, stem, arguments, LONG_COMMON, LONG_REPS, log)
+                    save()
+        sight_done = done("sight.json") and len(json.loads((out / "sight.json").read_text())["runs"]) == 2
+        if "sight" in parts and not sight_done:
             run_sight(out, args.cache.expanduser().resolve(), args.long_8192, log)
         record["ended"] = now()
-        record_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        save()
     record.setdefault("ended", now())
     (out / "README.md").write_text(folder_readme(out, record) + "\n", encoding="utf-8")
     print(f"wrote {out / 'README.md'}", flush=True)

@@ -150,3 +150,37 @@ def test_sight_gives_each_mode_its_ratio_to_the_plain_pass():
                                                  "statistics": [12.0, 13.2, 12.1], "log_sum_exp": [10.0, 12.0, 11.0]}]}]}
     lines = bt.sight_table(sight)
     assert "| 1 | 2,048 | 11.00 | 12.10 s, 1.10× | 11.00 s, 1.00× |" in lines
+
+
+def test_the_8192_run_decodes_so_that_its_steps_end_at_the_context():
+    arguments = bt.LONG_8192[1]
+    decode = int(arguments[arguments.index("--decode") + 1])
+    assert decode + bt.LONG_STEPS == 8192  # SmolLM2-135M's context: attn refuses a position past it
+
+
+def test_resume_keeps_the_record_and_runs_only_the_parts_not_there(tmp_path, monkeypatch):
+    machine = {"model_name": "AMD EPYC", "family": "26", "model": "2", "cpus": "2", "isa": "AVX-512",
+               "vector_extensions": ["avx512f"], "caches": {}}
+    earlier = {"machine": machine, "commit": "aaaa", "arguments": ["--parts", "long"], "started": "04:37",
+               "commands": [{"command": "first", "started": "04:37", "ended": "04:53", "load_before": 1.0,
+                             "load_after": 1.2}]}
+    (tmp_path / "bench_tables.json").write_text(json.dumps(earlier))
+    (tmp_path / "long_smollm2.json").write_text(json.dumps(
+        {"results": [harness_entry("smollm2-135m", "F32", {"attn": (600.0, 27.0)})]}))
+    ran = []
+
+    def run(command, log, capture=False):
+        ran.append([str(c) for c in command])
+        log.append({"command": "second", "started": "05:22", "ended": "05:40", "load_before": 0.1, "load_after": 1.9})
+        return ""
+
+    monkeypatch.setattr(bt, "run", run)
+    monkeypatch.setattr(sys, "argv", ["bench_tables.py", "--parts", "long", "--no-build", "--no-readme", "--resume",
+                                      "--out", str(tmp_path)])
+    bt.main()
+    assert len(ran) == 1 and "gpt2-small:F32" in ran[0]  # long_smollm2.json was there; long_gpt2's was not
+    record = json.loads((tmp_path / "bench_tables.json").read_text())
+    assert [c["command"] for c in record["commands"]] == ["first", "second"]
+    assert record["commit"] == "aaaa" and record["resumed"][0]["arguments"][-3:] == ["--resume", "--out", str(tmp_path)]
+    readme = (tmp_path / "README.md").read_text()
+    assert "attn at commit aaaa; resumed by `--parts long --no-build" in readme

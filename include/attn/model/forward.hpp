@@ -53,6 +53,32 @@ struct ForwardMemory {
     std::vector<StatisticsTarget<T>> targets;  ///< per layer, if statistics are asked
 };
 
+/// buffer.resize(rows, cols); storage allocated anew is mapped in one system call rather than a
+/// page fault per 4 KiB as the workers first write it (populate_pages).
+template <class T>
+void size_buffer(Matrix<T>& buffer, Index rows, Index cols) {
+    const bool anew = buffer.rows() * buffer.cols() != rows * cols;  // else Eigen keeps the storage
+    buffer.resize(rows, cols);
+    if (anew) populate_pages(buffer.data(), std::size_t(buffer.size()) * sizeof(T));
+}
+
+/// Sizes a pass's (n × width) buffers for n positions of a model with settings s (those whose
+/// size already fits keep their storage): a pass of n positions does it first, and
+/// Decoder::reserve ahead of one.
+template <class T>
+void size_pass_buffers(ForwardMemory<T>& memory, const ModelSettings& s, Index n) {
+    const Index c = s.dimensions;
+    for (Matrix<T>* buffer : {&memory.x, &memory.normed, &memory.written}) size_buffer(*buffer, n, c);
+    size_buffer(memory.attended, n, s.query_width());
+    for (Matrix<T>& buffer : memory.qkv) size_buffer(buffer, n, s.query_key_value_width());
+    size_buffer(memory.hidden, n, s.mlp_width);
+    size_buffer(memory.hidden_linear, s.any_gated_mlp() ? n : 0, s.mlp_width);
+    const bool parallel =
+        std::any_of(s.layer_descriptions.begin(), s.layer_descriptions.end(),
+                    [](const LayerDescription& layer) { return layer.residual == Residual::parallel; });
+    size_buffer(memory.aside, parallel ? n : 0, c);
+}
+
 /// A share of the positions: rows first … last − 1.
 struct Rows {
     Index first = 0;
@@ -131,16 +157,8 @@ public:
         // The result's and the workspace's storage is reused where its shape fits (no
         // allocation), resized where it does not, and what is not asked for is dropped.
         silenced_heads_into("Model::forward", settings_, options.ablate, memory_.silenced);
-        const Index c = settings_.dimensions, layers = settings_.layers;
-        for (Matrix<T>* buffer : {&x_, &normed_, &written_}) size_buffer(*buffer, n_, c);
-        size_buffer(attended_, n_, settings_.query_width());
-        for (Matrix<T>& buffer : qkv_) size_buffer(buffer, n_, settings_.query_key_value_width());
-        size_buffer(hidden_, n_, settings_.mlp_width);
-        size_buffer(hidden_linear_, settings_.any_gated_mlp() ? n_ : 0, settings_.mlp_width);
-        bool parallel = false;
-        for (const LayerDescription& layer : settings_.layer_descriptions)
-            parallel = parallel || layer.residual == Residual::parallel;
-        size_buffer(aside_, parallel ? n_ : 0, c);
+        const Index layers = settings_.layers;
+        size_pass_buffers(memory_, settings_, n_);
         size_buffer(logits_, n_ - first_logit_, settings_.vocabulary_size);
         if (options.keep_attention) {
             const auto fits = [&](const AttentionWeights<T>& layer) {
@@ -181,14 +199,6 @@ public:
     void run(Workers* kept, int available);  // defined below
 
 private:
-    /// buffer.resize(rows, cols); storage allocated anew is mapped in one system call rather
-    /// than a page fault per 4 KiB as the workers first write it (detail::populate_pages).
-    static void size_buffer(Matrix<T>& buffer, Index rows, Index cols) {
-        const bool anew = buffer.rows() * buffer.cols() != rows * cols;  // else Eigen keeps the storage
-        buffer.resize(rows, cols);
-        if (anew) detail::populate_pages(buffer.data(), std::size_t(buffer.size()) * sizeof(T));
-    }
-
     /// How one worker takes part in the pass: by positions (its rows of every product, the
     /// default) or by columns (every row, its columns of every product: a decoding step, or a
     /// large model's short text). The layer step is written once over it.

@@ -68,7 +68,9 @@ struct GenerationResult {
     /// attention[k].visible(l, 0) the keys that row could see (a sliding layer's window).
     std::vector<ModelAttention<T>> attention;
     StopReason stop = StopReason::end;
-    double prefill_milliseconds = 0.0;  ///< the prompt's forward pass, wall-clock time
+    /// The prompt's forward pass, wall-clock time; its working memory is taken before, with the
+    /// decoder's caches (Decoder::reserve).
+    double prefill_milliseconds = 0.0;
     /// The mean wall-clock time of the steps after it (a step per written token but the last),
     /// sampling included; 0 if there were none.
     double step_milliseconds = 0.0;
@@ -107,6 +109,7 @@ GenerationResult<T> generate(const Model<T>& model, const std::vector<int>& prom
     const Index room =
         options.max_tokens > 0 ? std::min<Index>(s.longest, Index(prompt.size()) + options.max_tokens) : s.longest;
     Decoder<T> decoder(model, options.ablate, room);
+    decoder.reserve(Index(prompt.size()));  // the prompt's working memory, with the caches: not in its timing
     DecodeOptions decode = options.decode;
     decode.all_logits = false;          // only the last position's are sampled,
     decode.last_attention_only = true;  // and only its attention row is kept
