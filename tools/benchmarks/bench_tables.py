@@ -599,8 +599,8 @@ def main():
                 if not done(f"{stem}.json"):
                     run_harness(out, stem, arguments, LONG_COMMON, LONG_REPS, log)
                     save()
-        sight_done = done("sight.json") and len(json.loads((out / "sight.json").read_text())["runs"]) == 2
-        if "sight" in parts and not sight_done:
+        if "sight" in parts and not (done("sight.json") and
+                                     len(json.loads((out / "sight.json").read_text())["runs"]) == 2):
             run_sight(out, args.cache.expanduser().resolve(), args.long_8192, log)
         record["ended"] = now()
         save()

@@ -73,10 +73,7 @@ void size_pass_buffers(ForwardMemory<T>& memory, const ModelSettings& s, Index n
     for (Matrix<T>& buffer : memory.qkv) size_buffer(buffer, n, s.query_key_value_width());
     size_buffer(memory.hidden, n, s.mlp_width);
     size_buffer(memory.hidden_linear, s.any_gated_mlp() ? n : 0, s.mlp_width);
-    const bool parallel =
-        std::any_of(s.layer_descriptions.begin(), s.layer_descriptions.end(),
-                    [](const LayerDescription& layer) { return layer.residual == Residual::parallel; });
-    size_buffer(memory.aside, parallel ? n : 0, c);
+    size_buffer(memory.aside, s.any_parallel_residual() ? n : 0, c);
 }
 
 /// A share of the positions: rows first … last − 1.

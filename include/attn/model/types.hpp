@@ -280,6 +280,12 @@ struct ModelSettings {
             if (layer.gated_mlp) return true;
         return false;
     }
+    /// Whether any layer adds attention and MLP to the same input (the fast pass's buffers).
+    bool any_parallel_residual() const {
+        for (const LayerDescription& layer : layer_descriptions)
+            if (layer.residual == Residual::parallel) return true;
+        return false;
+    }
 };
 
 /// The shape (rows × cols) of a layer's slot in a model of these settings: matrices (in × out),
