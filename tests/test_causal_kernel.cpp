@@ -8,11 +8,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <thread>
 #include <tuple>
 #include <vector>
 
+#include "allocation_counter.hpp"
 #include "support.hpp"
 
 using attn::Index;
@@ -344,6 +346,75 @@ TEST_CASE("fused kernel: concurrent calls from several threads give the serial r
         CHECK(result.output == serial.output);
         CHECK(result.weights == serial.weights);
     }
+}
+
+TEST_CASE_TEMPLATE(
+    "kernel scratch: arrays aligned and apart, workers kScratchGapBytes apart, a repeat allocates nothing", T, float,
+    double) {
+    using Block = attn::detail::ScratchBlock<T>;
+    using Counts = typename Block::Counts;
+    const auto address = [](const T* p) { return reinterpret_cast<std::uintptr_t>(p); };
+    // every array of every worker: aligned, its count as asked, writable whole (ASan: inside
+    // the block), apart from the worker's other arrays; workers at least the gap apart
+    const auto check_layout = [&](const Block& block, int workers, const Counts& counts) {
+        const Index wanted[] = {counts.queries, counts.scores, counts.output, counts.tile,
+                                counts.largest, counts.total,  counts.factor, counts.sight};
+        std::uintptr_t previous_end = 0;
+        for (int w = 0; w < workers; ++w) {
+            const attn::detail::Scratch<T>& mine = block[w];
+            const attn::detail::ScratchArray<T> arrays[] = {mine.queries, mine.scores, mine.output, mine.tile,
+                                                            mine.largest, mine.total,  mine.factor, mine.sight};
+            std::uintptr_t lowest = UINTPTR_MAX, end = 0;
+            for (std::size_t a = 0; a < std::size(arrays); ++a) {
+                CHECK(arrays[a].count == wanted[a]);
+                CHECK(address(arrays[a].data()) % 64 == 0);
+                std::fill(arrays[a].data(), arrays[a].data() + arrays[a].count, T(w + 1));
+                lowest = std::min(lowest, address(arrays[a].data()));
+                if (a > 0) CHECK(address(arrays[a].data()) >= address(arrays[a - 1].data() + arrays[a - 1].count));
+                end = std::max(end, address(arrays[a].data() + arrays[a].count));
+            }
+            if (w > 0) CHECK(lowest - previous_end >= attn::detail::kScratchGapBytes);
+            previous_end = end;
+        }
+        for (int w = 0; w < workers; ++w)  // no worker's fill reached another's arrays
+            CHECK(std::all_of(block[w].queries.data(), block[w].queries.data() + counts.queries,
+                              [&](T x) { return x == T(w + 1); }));
+    };
+    Counts streaming;
+    streaming.queries = 64 * 96;
+    streaming.scores = 128 * 96;
+    streaming.output = 97 * 96;
+    streaming.largest = streaming.total = streaming.factor = 96;
+    streaming.sight = 9 * 96 + 1;  // not a whole number of lines: the next array still aligned
+    Block block;
+    block.lay_out(3, streaming);
+    check_layout(block, 3, streaming);
+    const T* first = block[0].queries.data();
+    // the same counts, fewer workers, or smaller arrays: the block is reused as it is
+    CHECK(attn::test::allocations_in([&] { block.lay_out(3, streaming); }) == 0);
+    CHECK(block[0].queries.data() == first);
+    Counts exact = streaming;  // the exact path's: a tile, no scores
+    exact.scores = 0;
+    exact.sight = 0;
+    exact.tile = 16 * 48;
+    CHECK(attn::test::allocations_in([&] { block.lay_out(2, exact); }) == 0);
+    check_layout(block, 2, exact);
+    // more workers need more room
+    CHECK(attn::test::allocations_in([&] { block.lay_out(5, streaming); }) > 0);
+    check_layout(block, 5, streaming);
+    // a worker count of 0 (no tasks) lays out one
+    block.lay_out(0, streaming);
+    check_layout(block, 1, streaming);
+
+    // working memory is not a workspace's value: a copy starts empty and lays itself out
+    Block copy = block;
+    CHECK(attn::test::allocations_in([&] { copy.lay_out(2, streaming); }) > 0);
+    check_layout(copy, 2, streaming);
+    CHECK(copy[0].queries.data() != block[0].queries.data());
+    Block moved = std::move(copy);
+    check_layout(moved, 2, streaming);
+    block = moved;  // assignment keeps the target's own block
+    check_layout(block, 1, streaming);
 }
 
 TEST_CASE("fused kernel: column-major and strided inputs are read correctly") {

@@ -382,16 +382,22 @@ TEST_CASE("Decoder: append keeps its working memory: a prompt again allocates it
 
 TEST_CASE("Decoder::reserve: the append of that many positions takes no (positions × width) buffer, same bits") {
     const attn::Model<float>& model = store_model<float>();
-    std::vector<int> ids;  // products one after another: 100 positions
-    for (const std::vector<int>& product : validation_products(12))
+    std::vector<int> ids;  // products one after another: 156 positions
+    for (const std::vector<int>& product : validation_products(30))
         ids.insert(ids.end(), product.begin(), product.end());
-    REQUIRE(ids.size() >= 100);
-    ids.resize(100);
+    REQUIRE(ids.size() >= 156);
+    ids.resize(156);  // room for 1 more position after the last append below
     const Index n = Index(ids.size());
-    // Every buffer of the pass holds (n × C) numbers or more; the kernel's per-head memory and
-    // the returned (1 × V) logits are smaller.
+    // Every buffer of the pass holds (n × C) numbers or more; the returned (1 × V) logits and
+    // the kernel's memory are smaller: its one block of a worker's arrays (queriesᵀ, scoresᵀ,
+    // outputᵀ, three numbers per query row) and its per-head copies.
     const std::size_t smallest_buffer = std::size_t(n * model.settings().dimensions) * sizeof(float);
+    using Tiling = attn::detail::KernelTiling<float>;
+    const Index d = model.settings().head_size;
+    const std::size_t kernel_block =
+        std::size_t(Tiling::kQueryBlock * (d + Tiling::kKeyBlock + d + 3)) * sizeof(float) + 64;
     REQUIRE(std::size_t(model.settings().vocabulary_size) * sizeof(float) < smallest_buffer);
+    REQUIRE(kernel_block < smallest_buffer);
     attn::Decoder<float> plain(model), reserved(model);
     attn::DecodeResult<float> expected, got;
     attn::test::allocations_in([&] { expected = plain.append(ids); });

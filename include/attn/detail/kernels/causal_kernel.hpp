@@ -46,9 +46,14 @@
 #include <atomic>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <iterator>
 #include <limits>
+#include <new>
 #include <numeric>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "attn/detail/check.hpp"
@@ -258,15 +263,102 @@ struct PreparedHead {
     AlignedBuffer<T> padded_values;  ///< values whose rows are not whole packets: zero-padded copy
 };
 
-/// Per-thread working memory, reused by every task the thread runs.
+/// An array in a worker's Scratch: where it starts and how many numbers it holds.
+template <class T>
+struct ScratchArray {
+    T* start = nullptr;
+    Index count = 0;
+    T* data() const { return start; }
+};
+
+/// One worker's working memory, reused by every task the worker runs: arrays in a ScratchBlock.
 template <class T>
 struct Scratch {
-    AlignedBuffer<T> queries;  ///< streaming: (d × kQueryBlock) queriesᵀ; exact: (kQueryBlock × d)
-    AlignedBuffer<T> scores;   ///< streaming: (kKeyBlock × kQueryBlock) scoresᵀ
-    AlignedBuffer<T> output;   ///< streaming: (dv × kQueryBlock) outputᵀ; else kQueryBlock × padded dv
-    AlignedBuffer<T> tile;     ///< exact: kValueRows × kPanel, for stores past a row's end
-    AlignedBuffer<T> largest, total, factor;  ///< kQueryBlock each
-    AlignedBuffer<T> sight;                   ///< statistics: SightSum::rows × kQueryBlock running sums
+    ScratchArray<T> queries;  ///< streaming: (d × kQueryBlock) queriesᵀ; exact: (kQueryBlock × d)
+    ScratchArray<T> scores;   ///< streaming: (kKeyBlock × kQueryBlock) scoresᵀ
+    ScratchArray<T> output;   ///< streaming: (dv × kQueryBlock) outputᵀ; else kQueryBlock × padded dv
+    ScratchArray<T> tile;     ///< exact: kValueRows × kPanel, for stores past a row's end
+    ScratchArray<T> largest, total, factor;  ///< kQueryBlock each
+    ScratchArray<T> sight;                   ///< statistics: SightSum::rows × kQueryBlock running sums
+};
+
+/// Space between one worker's scratch arrays and the next worker's, never written. Closer, they
+/// slow both workers down: on the Zen 5 of docs/bench/2026-12-05-epyc-zen5-avx512/scratch_gap the
+/// streaming kernel on two threads ran at 0.85× twice its one-thread rate with the second
+/// worker's arrays right after the first's, at 0.94–0.95× with them 64 KiB apart (docs/DESIGN.md,
+/// Threads). It costs address space only.
+inline constexpr std::size_t kScratchGapBytes = std::size_t(64) << 10;
+
+/// Every worker's Scratch, in one allocation made by the caller of the kernel (memory a new
+/// thread allocates comes from a fresh malloc arena, and its first-touch page faults would cost
+/// more than small problems take). Each array is cache-line aligned; workers' arrays are
+/// kScratchGapBytes apart. lay_out() allocates only when the block must grow. The numbers are
+/// working values, not part of a workspace's state: a copy is laid out afresh by its next call.
+template <class T>
+class ScratchBlock {
+public:
+    /// How many numbers each array holds (0: not used by this call).
+    struct Counts {
+        Index queries = 0, scores = 0, output = 0, tile = 0, largest = 0, total = 0, factor = 0, sight = 0;
+    };
+
+    ScratchBlock() = default;
+    ScratchBlock(const ScratchBlock&) {}
+    ScratchBlock& operator=(const ScratchBlock&) { return *this; }
+    ScratchBlock(ScratchBlock&& other) noexcept { swap(other); }
+    ScratchBlock& operator=(ScratchBlock&& other) noexcept {
+        swap(other);
+        return *this;
+    }
+    ~ScratchBlock() { std::free(block_); }
+
+    /// Points `workers` workers' arrays into the block, growing it first if they need more room.
+    void lay_out(int workers, const Counts& counts) {
+        workers = std::max(workers, 1);
+        const Index Counts::*const members[] = {&Counts::queries, &Counts::scores, &Counts::output, &Counts::tile,
+                                                &Counts::largest, &Counts::total,  &Counts::factor, &Counts::sight};
+        ScratchArray<T> Scratch<T>::*const arrays[] = {&Scratch<T>::queries, &Scratch<T>::scores,  &Scratch<T>::output,
+                                                       &Scratch<T>::tile,    &Scratch<T>::largest, &Scratch<T>::total,
+                                                       &Scratch<T>::factor,  &Scratch<T>::sight};
+        std::size_t one = 0;  // one worker's arrays
+        for (const auto member : members) one += round_to_line(std::size_t(counts.*member) * sizeof(T));
+        const std::size_t stride = one + kScratchGapBytes;
+        const std::size_t bytes = kLine + std::size_t(workers - 1) * stride + one;  // kLine: to align the first
+        if (bytes > bytes_) {
+            void* block = std::malloc(bytes);
+            if (!block) throw std::bad_alloc();
+            std::free(block_);
+            block_ = block;
+            bytes_ = bytes;
+        }
+        if (workers_.size() < std::size_t(workers)) workers_.resize(std::size_t(workers));
+        const std::uintptr_t first = round_to_line(reinterpret_cast<std::uintptr_t>(block_));
+        for (int w = 0; w < workers; ++w) {
+            auto* next = reinterpret_cast<unsigned char*>(first + std::size_t(w) * stride);
+            for (std::size_t a = 0; a < std::size(arrays); ++a) {
+                ScratchArray<T>& array = workers_[std::size_t(w)].*arrays[a];
+                array.start = reinterpret_cast<T*>(next);
+                array.count = counts.*members[a];
+                next += round_to_line(std::size_t(array.count) * sizeof(T));
+            }
+        }
+    }
+
+    /// Worker w's arrays, as the last lay_out() placed them.
+    const Scratch<T>& operator[](int w) const { return workers_[std::size_t(w)]; }
+
+private:
+    static constexpr std::size_t kLine = 64;
+    static constexpr std::size_t round_to_line(std::size_t bytes) { return (bytes + kLine - 1) / kLine * kLine; }
+    void swap(ScratchBlock& other) noexcept {
+        std::swap(workers_, other.workers_);
+        std::swap(block_, other.block_);
+        std::swap(bytes_, other.bytes_);
+    }
+
+    std::vector<Scratch<T>> workers_;
+    void* block_ = nullptr;  ///< from malloc
+    std::size_t bytes_ = 0;
 };
 
 /// The running sums of the streaming statistics, each kQueryBlock long in Scratch::sight: the
@@ -282,7 +374,7 @@ struct SightSum {  // row indices into Scratch::sight
 template <class T>
 struct KernelMemory {
     std::vector<PreparedHead<T>> prepared;
-    std::vector<Scratch<T>> scratch;
+    ScratchBlock<T> scratch;
     std::vector<Index> cost, order;
     std::vector<HeadInputs<T>> inputs;  ///< lent to a FusedProblem while a call builds it
 };
@@ -904,7 +996,7 @@ void prepare_head(const FusedProblem<T>& problem, Index h, PreparedHead<T>& out,
 /// Streaming (online softmax) task: query rows [i0, i1) of head h.
 template <class T>
 void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, Index h, Index i0, Index i1,
-                 Scratch<T>& scratch) {
+                 const Scratch<T>& scratch) {
     using Tiling = KernelTiling<T>;
     constexpr Index lanes = Tiling::kLanes, chunk = Tiling::kChunk, width = Tiling::kQueryBlock;
     constexpr Index block = Tiling::kKeyBlock, tile_keys = Tiling::kScoreKeys;
@@ -1053,7 +1145,7 @@ void score_rows_of(int rows, const T* packed, const T* q, Index d, const T* keys
 /// stream_task, row by row, and output += weights · values.
 template <class T>
 void decode_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, Index h, Index i0, Index i1,
-                 Scratch<T>& scratch) {
+                 const Scratch<T>& scratch) {
     using Tiling = KernelTiling<T>;
     constexpr Index lanes = Tiling::kLanes, block = Tiling::kDecodeKeys;
     constexpr T minus_infinity = -std::numeric_limits<T>::infinity();
@@ -1122,7 +1214,7 @@ void decode_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
 /// Exact task, weights kept: query rows [i0, i1) of head h.
 template <class T>
 void weights_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, Index h, Index i0, Index i1,
-                  Scratch<T>& scratch) {
+                  const Scratch<T>& scratch) {
     using Tiling = KernelTiling<T>;
     constexpr Index group = Tiling::kValueRows, panel = Tiling::kPanel, block = Tiling::kKeyBlock;
     constexpr Index lanes = Tiling::kLanes;
@@ -1259,25 +1351,18 @@ void fused_attention(const FusedProblem<T>& problem) {
 
     std::vector<PreparedHead<T>>& prepared = memory.prepared;
     if (prepared.size() < std::size_t(key_value_heads)) prepared.resize(std::size_t(key_value_heads));
-    // Every worker's scratch is allocated here, by the caller: memory a new thread
-    // allocates comes from a fresh malloc arena, and first-touch page faults would
-    // cost more than small problems take.
-    std::vector<Scratch<T>>& scratch = memory.scratch;
-    if (scratch.size() < std::size_t(workers)) scratch.resize(std::size_t(workers));
     const Index padded = kernel::round_up(problem.value_size, Tiling::kLanes);
-    for (int w = 0; w < workers; ++w) {
-        Scratch<T>& mine = scratch[std::size_t(w)];
-        mine.queries.resize(problem.depth * width);
-        mine.output.resize(width * std::max(padded, problem.depth));  // also stages the queries
-        mine.largest.resize(width);
-        mine.total.resize(width);
-        mine.factor.resize(width);
-        if (problem.weights && !decoding)
-            mine.tile.resize(Tiling::kValueRows * Tiling::kPanel);
-        else
-            mine.scores.resize(Tiling::kKeyBlock * width);
-        if (problem.statistics) mine.sight.resize(SightSum::rows * width);
-    }
+    typename ScratchBlock<T>::Counts counts;
+    counts.queries = problem.depth * width;
+    counts.output = width * std::max(padded, problem.depth);  // also stages the queries
+    counts.largest = counts.total = counts.factor = width;
+    if (problem.weights && !decoding)
+        counts.tile = Tiling::kValueRows * Tiling::kPanel;
+    else
+        counts.scores = Tiling::kKeyBlock * width;
+    if (problem.statistics) counts.sight = SightSum::rows * width;
+    ScratchBlock<T>& scratch = memory.scratch;
+    scratch.lay_out(workers, counts);
 
     // Phase 1 prepares every key/value head (rotation, key panels, padded values) from its
     // group's first query head's inputs; phase 2 runs the query blocks, longest first, handed
@@ -1287,7 +1372,7 @@ void fused_attention(const FusedProblem<T>& problem) {
         for (Index g = next_head++; g < key_value_heads && !team.stopped(); g = next_head++)
             prepare_head(problem, g * group, prepared[std::size_t(g)], !decoding);
         team.sync();
-        Scratch<T>& mine = scratch[std::size_t(worker)];
+        const Scratch<T>& mine = scratch[worker];
         for (Index task = next_task++; task < tasks && !team.stopped(); task = next_task++) {
             const Index id = order[std::size_t(task)];
             const Index h = id / blocks_per_head, i0 = (id % blocks_per_head) * width;
