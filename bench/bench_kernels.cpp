@@ -146,6 +146,25 @@ void heads_benchmark(benchmark::State& state, Path path, Index heads, Index d, i
     set_counters(state, n, d, heads);
 }
 
+/// attend_heads_into() on the streaming path as an application runs it call after call: on
+/// kept Workers, into a reused result (no thread started, nothing allocated per call), so that
+/// the kernel's own rate is timed; heads/stream starts its threads and allocates its result
+/// every call, as a one-off attend_heads() does.
+void heads_kept_benchmark(benchmark::State& state, Index d, int threads) {
+    const Index n = state.range(0), heads = 4;
+    const auto q = random_stack(heads, n, d, 1), k = random_stack(heads, n, d, 2), v = random_stack(heads, n, d, 3);
+    attn::Workers workers(threads);
+    auto options = options_for(Path::stream, threads);
+    options.threads = workers;
+    attn::HeadsResult<float> result;
+    for (auto _ : state) {
+        attn::attend_heads_into(q, k, v, options, result);
+        benchmark::DoNotOptimize(result.outputs.data());
+        benchmark::ClobberMemory();
+    }
+    set_counters(state, n, d, heads);
+}
+
 /// attention(): one head of d numbers, causal.
 void head_benchmark(benchmark::State& state, Path path, Index d, int threads) {
     const Index n = state.range(0);
@@ -899,6 +918,15 @@ void register_benchmarks() {
                     ->Unit(benchmark::kMillisecond)
                     ->UseRealTime();
             }
+    for (int threads : {1, 2})
+        benchmark::RegisterBenchmark(("heads_kept/stream/d:64/threads:" + std::to_string(threads)).c_str(),
+                                     heads_kept_benchmark, Index(64), threads)
+            ->Arg(512)
+            ->Arg(2048)
+            ->Arg(4096)
+            ->ArgName("positions")
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
     for (Path path : {Path::stream, Path::weights, Path::plain})
         for (int threads : {1, 2}) {
             const std::string name =
