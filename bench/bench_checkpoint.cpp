@@ -7,7 +7,7 @@
 //                                           those a decoding step reads
 //   attn_bench_checkpoint DIR logits IDS    {"logits": [...]}: the last position's, for IDS (1,2,3)
 //   attn_bench_checkpoint DIR peer --threads T --prefill 128,512 --decode 128,512 --steps S --reps R
-//                                  --keep-rows 0|1|last
+//                                  --keep-rows 0|1|last   (each flag optional: 1, 128, 128, 16, 3, 0)
 //                                           the same-run comparison's timings (tools/benchmarks/bench_llamacpp.py):
 //                                           {"prefill": [{"tokens", "seconds"}], "decode": [{"context",
 //                                           "steps", "seconds"}], "peak_rss_bytes", "step_weights_bytes",
@@ -17,7 +17,7 @@
 //                                           last position's only (last: what generate keeps of a prompt);
 //                                           each prefill length and decoding context first runs once
 //                                           untimed, as in the peers (--untimed-first 0: not)
-//   attn_bench_checkpoint DIR sight --threads T --positions 2048,8192 --reps R
+//   attn_bench_checkpoint DIR sight --threads T --positions 2048,8192 --reps R   (1, 2048, 3)
 //                                           what seeing inside costs at long prompts: {"sight": [{"positions",
 //                                           "plain", "statistics", "log_sum_exp"}], "peak_rss_bytes", "isa"},
 //                                           seconds of Model::forward each repetition, without and with every
@@ -170,12 +170,28 @@ void decode(benchmark::State& state, int threads, bool keep_attention) {
     state.counters["tokens_per_second"] = benchmark::Counter(1.0, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-std::vector<long> numbers(const std::string& list) {
+/// `text` as a whole number ≥ `least`, or an argument_error naming the flag.
+long whole_number(const std::string& flag, const std::string& text, long least) {
+    std::size_t used = 0;
+    long value = 0;
+    try {
+        value = std::stol(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (text.empty() || used != text.size() || value < least)
+        throw attn::argument_error(flag + " wants a whole number from " + std::to_string(least) + ", got \"" + text +
+                                   "\"");
+    return value;
+}
+
+/// A comma-separated list of whole numbers ≥ `least` given to `flag`.
+std::vector<long> numbers(const std::string& flag, const std::string& list, long least = 1) {
     std::vector<long> out;
     std::size_t start = 0;
     while (start <= list.size()) {
         const std::size_t comma = std::min(list.find(',', start), list.size());
-        out.push_back(std::stol(list.substr(start, comma - start)));
+        out.push_back(whole_number(flag, list.substr(start, comma - start), least));
         start = comma + 1;
     }
     return out;
@@ -194,20 +210,33 @@ std::string seconds_list(const std::vector<double>& seconds) {
     return "[" + text + "]";
 }
 
-/// A mode's flags after `DIR mode`: --name value pairs.
-std::map<std::string, std::string> mode_flags(int argc, char** argv) {
-    std::map<std::string, std::string> flags;
-    for (int i = 3; i + 1 < argc; i += 2) flags[argv[i]] = argv[i + 1];
+/// A mode's flags after `DIR mode`: --name value pairs, each flag's value set to its default first.
+std::map<std::string, std::string> mode_flags(int argc, char** argv, std::map<std::string, std::string> flags) {
+    if ((argc - 3) % 2 != 0) throw attn::argument_error(std::string("a flag without a value: ") + argv[argc - 1]);
+    for (int i = 3; i + 1 < argc; i += 2) {
+        if (!flags.count(argv[i])) throw attn::argument_error(std::string("unknown flag ") + argv[i]);
+        flags[argv[i]] = argv[i + 1];
+    }
     return flags;
 }
 
 /// The peer protocol of tools/benchmarks/bench_llamacpp.py: prefill (one batch, the last position's logits)
 /// and decode (`steps` single-token steps after `context` positions), each repetition timed.
 int peer(int argc, char** argv) {
-    std::map<std::string, std::string> flags = mode_flags(argc, argv);
-    const int threads = std::stoi(flags["--threads"]);
-    const int steps = std::stoi(flags["--steps"]), reps = std::stoi(flags["--reps"]);
+    std::map<std::string, std::string> flags = mode_flags(argc, argv,
+                                                          {{"--threads", "1"},
+                                                           {"--prefill", "128"},
+                                                           {"--decode", "128"},
+                                                           {"--steps", "16"},
+                                                           {"--reps", "3"},
+                                                           {"--keep-rows", "0"},
+                                                           {"--untimed-first", "1"}});
+    const int threads = int(whole_number("--threads", flags["--threads"], 1));
+    const int steps = int(whole_number("--steps", flags["--steps"], 1));
+    const int reps = int(whole_number("--reps", flags["--reps"], 1));
     const std::string keep_rows = flags["--keep-rows"];
+    if (keep_rows != "0" && keep_rows != "1" && keep_rows != "last")
+        throw attn::argument_error("--keep-rows wants 0, 1 or last, got \"" + keep_rows + "\"");
     // As the peers (tools/benchmarks/peers): no timing pays for first-touch page faults. Each shape
     // runs once untimed first, since a decoder's buffers are sized to its last call (--untimed-first 0:
     // every repetition timed, the first a first pass: tools/benchmarks/bench_first_pass.py).
@@ -218,7 +247,7 @@ int peer(int argc, char** argv) {
     options.keep_attention = keep_rows == "1" || keep_rows == "last";
     options.last_attention_only = keep_rows == "last";
     std::string prefill_json, decode_json;
-    for (long tokens : numbers(flags["--prefill"])) {
+    for (long tokens : numbers("--prefill", flags["--prefill"])) {
         const std::vector<int> ids = random_ids(tokens);
         attn::Decoder<float> decoder(model(), {}, tokens);
         std::vector<double> seconds;
@@ -231,7 +260,7 @@ int peer(int argc, char** argv) {
         prefill_json += std::string(prefill_json.empty() ? "" : ", ") + "{\"tokens\": " + std::to_string(tokens) +
                         ", \"seconds\": " + seconds_list(seconds) + "}";
     }
-    for (long context : numbers(flags["--decode"])) {
+    for (long context : numbers("--decode", flags["--decode"])) {
         const std::vector<int> ids = random_ids(context + steps);
         attn::Decoder<float> decoder(model(), {}, context + steps);
         std::vector<double> seconds;
@@ -265,13 +294,14 @@ int peer(int argc, char** argv) {
 /// statistics' arrays made), then the three in turn within each repetition, so that a slow minute of the
 /// machine falls on all three.
 int sight(int argc, char** argv) {
-    std::map<std::string, std::string> flags = mode_flags(argc, argv);
-    const int reps = std::stoi(flags["--reps"]);
-    attn::Workers workers(std::stoi(flags["--threads"]));
+    std::map<std::string, std::string> flags =
+        mode_flags(argc, argv, {{"--threads", "1"}, {"--positions", "2048"}, {"--reps", "3"}});
+    const int reps = int(whole_number("--reps", flags["--reps"], 1));
+    attn::Workers workers(int(whole_number("--threads", flags["--threads"], 1)));
     attn::HeadStatisticsRequest request;
     request.markers = {0};
     std::string json;
-    for (long positions : numbers(flags["--positions"])) {
+    for (long positions : numbers("--positions", flags["--positions"])) {
         const std::vector<int> ids = random_ids(positions);
         attn::ForwardResult<float> result;
         std::vector<double> seconds[3];
@@ -299,7 +329,7 @@ int sight(int argc, char** argv) {
 /// {"logits": [...]}: the last position's logits for the ids, for the same-run agreement check.
 int last_logits(const std::string& list) {
     std::vector<int> ids;
-    for (long id : numbers(list)) ids.push_back(int(id));
+    for (long id : numbers("IDS", list, 0)) ids.push_back(int(id));
     const attn::ForwardResult<float> result = model().forward(ids);
     std::string text;
     for (attn::Index v = 0; v < result.logits.cols(); ++v) {
