@@ -15,7 +15,8 @@ the first.
 
 DIR is a random GPT-2-small-shaped F32 checkpoint (tools/references/hf_checkpoints.py), written into
 --cache once, where tools/benchmarks/bench_llamacpp.py keeps it too. Writes first_pass-<HHMM>.json
-and first_pass-<HHMM>.md (the UTC start time) into --out (default docs/bench/<date>-<machine>/).
+and first_pass-<HHMM>.md (the UTC start time; <HHMMSS> if a run of the same minute wrote its files there)
+into --out (default docs/bench/<date>-<machine>/).
 """
 
 import argparse
@@ -67,6 +68,15 @@ def markdown(result):
     return "\n".join(lines) + "\n"
 
 
+def free_stem(folder, started):
+    """first_pass-<HHMM> for a run started at `started` (UTC), or first_pass-<HHMMSS> where a run of the
+    same minute already wrote its files into `folder`: an earlier result is never overwritten."""
+    stem = time.strftime("first_pass-%H%M", started)
+    if (Path(folder) / f"{stem}.json").exists():
+        stem = time.strftime("first_pass-%H%M%S", started)
+    return stem
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", type=Path, default=ROOT / "build" / "bench")
@@ -85,7 +95,7 @@ def main():
     generate, bench = args.build / "examples" / "generate", args.build / "bench" / "attn_bench_checkpoint"
     result = {"shape": args.shape, "dtype": args.dtype, "positions": args.positions, "cpu": cpu_description(),
               "load_average": os.getloadavg()[0], "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-              "stem": time.strftime("first_pass-%H%M", time.gmtime()),
+              "stem": free_stem(args.out or run_folder(ROOT), time.gmtime()),
               "command": " ".join(["tools/benchmarks/bench_first_pass.py"] + sys.argv[1:]), "rows": []}
     for threads in [int(t) for t in args.threads.split(",")]:
         cold = [run([generate, "--model", directory, "--ids", ids, "--max-tokens", 1, "--threads", threads, "--json",

@@ -5,7 +5,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.bench_first_pass import markdown, summarize  # noqa: E402
+import time  # noqa: E402
+
+from benchmarks.bench_first_pass import free_stem, markdown, summarize  # noqa: E402
 
 
 def test_warm_passes_leave_out_the_process_first():
@@ -31,3 +33,10 @@ def test_table_names_the_machine_and_each_thread_count():
     assert "| 1 | 300.0 | 300.0 | 310.0 | 1.00× |" in table
     assert "| 2 | 150.0 | 150.0 | 155.0 | 1.00× |" in table
     assert "first_pass-0927.json" in table
+
+
+def test_a_run_of_the_same_minute_does_not_overwrite_the_last(tmp_path):
+    started = time.strptime("2026-12-05 10:05:42", "%Y-%m-%d %H:%M:%S")
+    assert free_stem(tmp_path, started) == "first_pass-1005"
+    (tmp_path / "first_pass-1005.json").write_text("{}")
+    assert free_stem(tmp_path, started) == "first_pass-100542"
