@@ -39,12 +39,15 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "../examples/cli.hpp"
 #include "bench_main.hpp"
 #include "model_instance.hpp"  // Model<float> and its forward pass compiled once, apart
 
@@ -170,19 +173,12 @@ void decode(benchmark::State& state, int threads, bool keep_attention) {
     state.counters["tokens_per_second"] = benchmark::Counter(1.0, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-/// `text` as a whole number ≥ `least`, or an argument_error naming the flag.
+/// `text` as a whole number from `least` to the largest int, or an argument_error naming the flag.
 long whole_number(const std::string& flag, const std::string& text, long least) {
-    std::size_t used = 0;
-    long value = 0;
-    try {
-        value = std::stol(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (text.empty() || used != text.size() || value < least)
-        throw attn::argument_error(flag + " wants a whole number from " + std::to_string(least) + ", got \"" + text +
-                                   "\"");
-    return value;
+    constexpr long largest = std::numeric_limits<int>::max();
+    if (const std::optional<long long> value = examples::parse_whole_number(text, least, largest)) return long(*value);
+    throw attn::argument_error(flag + " wants a whole number from " + std::to_string(least) + " to " +
+                               std::to_string(largest) + ", got \"" + text + "\"");
 }
 
 /// A comma-separated list of whole numbers ≥ `least` given to `flag`.

@@ -146,6 +146,18 @@ void heads_benchmark(benchmark::State& state, Path path, Index heads, Index d, i
     set_counters(state, n, d, heads);
 }
 
+/// The timed loop of attend_heads_into() into one result reused call after call (nothing
+/// allocated after the first).
+void time_attend_heads_into(benchmark::State& state, const attn::HeadStack<float>& q, const attn::HeadStack<float>& k,
+                            const attn::HeadStack<float>& v, const attn::AttentionOptions<float>& options) {
+    attn::HeadsResult<float> result;
+    for (auto _ : state) {
+        attn::attend_heads_into(q, k, v, options, result);
+        benchmark::DoNotOptimize(result.outputs.data());
+        benchmark::ClobberMemory();
+    }
+}
+
 /// attend_heads_into() on the streaming path as an application runs it call after call: on
 /// kept Workers, into a reused result (no thread started, nothing allocated per call), so that
 /// the kernel's own rate is timed; heads/stream starts its threads and allocates its result
@@ -156,12 +168,7 @@ void heads_kept_benchmark(benchmark::State& state, Index d, int threads) {
     attn::Workers workers(threads);
     auto options = options_for(Path::stream, threads);
     options.threads = workers;
-    attn::HeadsResult<float> result;
-    for (auto _ : state) {
-        attn::attend_heads_into(q, k, v, options, result);
-        benchmark::DoNotOptimize(result.outputs.data());
-        benchmark::ClobberMemory();
-    }
+    time_attend_heads_into(state, q, k, v, options);
     set_counters(state, n, d, heads);
 }
 
@@ -206,12 +213,7 @@ void window_benchmark(benchmark::State& state, Index window, int threads) {
     const auto q = random_stack(heads, n, d, 1), k = random_stack(heads, n, d, 2), v = random_stack(heads, n, d, 3);
     auto options = options_for(Path::stream, threads);
     options.window = window;
-    attn::HeadsResult<float> result;
-    for (auto _ : state) {
-        attn::attend_heads_into(q, k, v, options, result);
-        benchmark::DoNotOptimize(result.outputs.data());
-        benchmark::ClobberMemory();
-    }
+    time_attend_heads_into(state, q, k, v, options);
     double seen = 0;  // keys seen, summed over the queries
     for (Index i = 0; i < n; ++i) seen += double(window > 0 ? std::min(i + 1, window) : i + 1);
     const double flops = seen * 2.0 * double(d + d) * double(heads);

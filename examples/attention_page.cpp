@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
+
 namespace {
 constexpr const char* usage =
     R"(usage: attention_page [--positions N] [--layers L] [--heads H] [--window W] [--seed S] --output FILE
@@ -41,12 +43,7 @@ options:
 }
 
 long integer(const std::string& flag, const std::string& text, long low, long high) {
-    try {
-        std::size_t used = 0;
-        const long value = std::stol(text, &used);
-        if (used == text.size() && value >= low && value <= high) return value;
-    } catch (const std::exception&) {
-    }
+    if (const std::optional<long long> value = examples::parse_whole_number(text, low, high)) return long(*value);
     fail_usage(flag + " needs an integer from " + std::to_string(low) + " to " + std::to_string(high) + ", got '" +
                text + "'");
 }

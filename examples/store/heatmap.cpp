@@ -7,6 +7,7 @@
 #include <iostream>
 #include <optional>
 
+#include "../cli.hpp"
 #include "store_model.hpp"
 #include "store_page.hpp"
 #include "svg_heatmap.hpp"
@@ -44,12 +45,7 @@ Outputs larger than 64 MiB are announced on stderr, with their size, before they
 }
 
 int one_based(const std::string& flag, const std::string& text, long count) {
-    try {
-        std::size_t used = 0;
-        const long value = std::stol(text, &used);
-        if (used == text.size() && value >= 1 && value <= count) return int(value) - 1;
-    } catch (const std::exception&) {
-    }
+    if (const std::optional<long long> value = examples::parse_whole_number(text, 1, count)) return int(*value) - 1;
     fail_usage(flag + " needs an integer from 1 to " + std::to_string(count) + ", got '" + text + "'");
 }
 }  // namespace

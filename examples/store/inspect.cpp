@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "../cli.hpp"
 #include "store_model.hpp"
 #include "store_page.hpp"
 
@@ -143,17 +144,9 @@ Arguments parse(int argc, char** argv) {
 }
 
 long integer(const std::string& flag, const std::string& text, long low, long high) {
-    std::size_t used = 0;
-    long value = 0;
-    try {
-        value = std::stol(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used != text.size() || text.empty() || value < low || value > high)
-        fail_usage(flag + " needs an integer from " + std::to_string(low) + " to " + std::to_string(high) + ", got '" +
-                   text + "'");
-    return value;
+    if (const std::optional<long long> value = examples::parse_whole_number(text, low, high)) return long(*value);
+    fail_usage(flag + " needs an integer from " + std::to_string(low) + " to " + std::to_string(high) + ", got '" +
+               text + "'");
 }
 
 /// The layers, heads and query positions --json and --npy write (0-based): each flag's one

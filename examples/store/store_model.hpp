@@ -29,6 +29,7 @@
 #include <unistd.h>
 #endif
 
+#include "../cli.hpp"
 #include "model_instance.hpp"  // Model<float> and its forward pass compiled once, not in every example
 
 namespace store {
@@ -341,12 +342,11 @@ public:
         if (index_ + 1 >= argc_) fail(flag_ + " needs a value");
         return argv_[++index_];
     }
-    /// The current flag's value as a non-negative integer (at most 18 digits).
+    /// The current flag's value as a non-negative integer (below 10¹⁸).
     long long count() {
-        const std::string text = value();
-        if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos)
-            fail(flag_ + " needs a non-negative integer");
-        return std::stoll(text);
+        const std::optional<long long> parsed = examples::parse_whole_number(value(), 0, kLargestCount);
+        if (!parsed) fail(flag_ + " needs a non-negative integer");
+        return *parsed;
     }
     /// The current flag's value as a number in [low, high].
     double number(double low, double high) {
@@ -364,6 +364,7 @@ public:
     }
 
 private:
+    static constexpr long long kLargestCount = 999'999'999'999'999'999;
     const char* name_;
     const char* usage_;
     int argc_;
