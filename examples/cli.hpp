@@ -51,9 +51,10 @@ inline std::optional<std::uint64_t> parse_seed(std::string_view text) {
 }
 
 /// A flag's whole number from `low` to `high` (0 ≤ low ≤ high), written as parse_seed reads one:
-/// digits only. Every example's and benchmark tool's numeric flags go through it, so that none
-/// takes what std::stol would (" 7", "+7", "7 " and the 7 of "7x" are refused) and each names
-/// its flag and range in its own words when it gets nullopt.
+/// digits only. The examples' and attn_bench_checkpoint's whole-number flags go through it, so
+/// that none takes what std::stol would (" 7", "+7", "7 " and the 7 of "7x" are refused); each
+/// names its flag and range in its own words when it gets nullopt. (Lists of token ids keep
+/// store::parse_ids, which calls a negative entry "not a token id".)
 inline std::optional<long long> parse_whole_number(std::string_view text, long long low, long long high) {
     const std::optional<std::uint64_t> value = parse_seed(text);
     if (!value || *value < static_cast<std::uint64_t>(low) || *value > static_cast<std::uint64_t>(high))
