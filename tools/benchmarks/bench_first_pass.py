@@ -93,9 +93,10 @@ def main():
     vocab = json.loads((directory / "config.json").read_text())["vocab_size"]
     ids = ",".join(map(str, prompt_tokens(vocab, args.positions)))
     generate, bench = args.build / "examples" / "generate", args.build / "bench" / "attn_bench_checkpoint"
+    started = time.gmtime()  # one reading: the file's name and its "started" must name the same minute
     result = {"shape": args.shape, "dtype": args.dtype, "positions": args.positions, "cpu": cpu_description(),
-              "load_average": os.getloadavg()[0], "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-              "stem": free_stem(args.out or run_folder(ROOT), time.gmtime()),
+              "load_average": os.getloadavg()[0], "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", started),
+              "stem": free_stem(args.out or run_folder(ROOT), started),
               "command": " ".join(["tools/benchmarks/bench_first_pass.py"] + sys.argv[1:]), "rows": []}
     for threads in [int(t) for t in args.threads.split(",")]:
         cold = [run([generate, "--model", directory, "--ids", ids, "--max-tokens", 1, "--threads", threads, "--json",
