@@ -29,6 +29,8 @@
 //                                                  attention rows in every layer and head)
 //   --weights converted|stored_16_bit|stored_quantized anywhere after DIR: how the model keeps its
 //   weights (attn::LoadOptions; converted, to float, by default; stored_quantized: DIR is a .gguf file)
+//   --bfloat16-activations anywhere after DIR, with --weights stored_16_bit: products round their
+//   activations to bfloat16 (attn::LoadOptions::bfloat16_activations)
 #include <attn/model/decoder.hpp>
 #include <attn/model/model.hpp>
 #include <attn/threads.hpp>
@@ -387,6 +389,13 @@ int main(int argc, char** argv) {
             if (storage == "stored_quantized") load_options.weights = attn::WeightStorage::stored_quantized;
             for (int j = i; j + 2 <= argc; ++j) argv[j] = argv[j + 2];  // the flag and its value removed
             argc -= 2;
+            break;
+        }
+    for (int i = 2; i < argc; ++i)
+        if (std::strcmp(argv[i], "--bfloat16-activations") == 0) {
+            load_options.bfloat16_activations = true;
+            for (int j = i; j + 1 <= argc; ++j) argv[j] = argv[j + 1];  // the flag removed
+            argc -= 1;
             break;
         }
     try {

@@ -35,7 +35,8 @@
 //                                        b cycling through pool_MiB:1024 of weights (beyond any L3 here)
 //                                        or pool_MiB:256;
 //                                        <layout> float_panels and bf16_panels (what a model keeps: panels
-//                                        of 64 columns, weight_panels.hpp), float (row-major, the tiles'
+//                                        of 64 columns, weight_panels.hpp), bf16_rounded_panels (the same
+//                                        with a rounded to bfloat16), float (row-major, the tiles'
 //                                        rule), float_packed, float_padded
 //                                        (rows never 4 KiB apart), bf16, and for rows:1 the ways to
 //                                        stream b (float_one_row, float_four_rows, bf16_prefetch,
@@ -551,9 +552,12 @@ constexpr RealShape kRealShapes[] = {
 ///   bf16_one_row     (1 row) one row per pass, the next row prefetched
 ///   float_panels     float in panels of 64 columns, as a model keeps them (weight_panels.hpp)
 ///   bf16_panels      BF16 in panels of 64 columns, as a stored_16_bit model keeps them
+///   bf16_rounded_panels  the same, a rounded to bfloat16 (LoadOptions::bfloat16_activations): pairs of
+///                    depths per instruction where the build has AVX-512 BF16
 enum class Layout {
     float_panels,
     bf16_panels,
+    bf16_rounded_panels,
     float_rows,
     float_packed,
     float_padded,
@@ -571,6 +575,8 @@ const char* layout_name(Layout layout) {
             return "float_panels";
         case Layout::bf16_panels:
             return "bf16_panels";
+        case Layout::bf16_rounded_panels:
+            return "bf16_rounded_panels";
         case Layout::float_rows:
             return "float";
         case Layout::float_packed:
@@ -654,7 +660,8 @@ void weights_from_memory(benchmark::State& state, RealShape shape, Layout layout
     namespace d = attn::detail;
     const Index rows = state.range(0), depth = shape.depth, cols = shape.cols;
     const bool half = layout == Layout::bf16 || layout == Layout::bf16_prefetch || layout == Layout::bf16_no_prefetch ||
-                      layout == Layout::bf16_one_row || layout == Layout::bf16_panels;
+                      layout == Layout::bf16_one_row || layout == Layout::bf16_panels ||
+                      layout == Layout::bf16_rounded_panels;
     const Index stride = layout == Layout::float_padded ? cols + 16 : cols;
     const Index entry_bytes = half ? 2 : 4;
     const Index matrix_bytes = depth * stride * entry_bytes;
@@ -666,16 +673,19 @@ void weights_from_memory(benchmark::State& state, RealShape shape, Layout layout
     const auto& float_panels = layout == Layout::float_panels
                                    ? panel_pool<d::PanelMatrix<float>>(depth, cols, state.range(1))
                                    : std::vector<d::PanelMatrix<float>>();
-    const auto& bf16_panels = layout == Layout::bf16_panels ? panel_pool<d::HalfMatrix>(depth, cols, state.range(1))
-                                                            : std::vector<d::HalfMatrix>();
+    const bool rounded = layout == Layout::bf16_rounded_panels;
+    const auto& bf16_panels = layout == Layout::bf16_panels || rounded
+                                  ? panel_pool<d::HalfMatrix>(depth, cols, state.range(1))
+                                  : std::vector<d::HalfMatrix>();
     const Index panel_copies = Index(std::max(float_panels.size(), bf16_panels.size()));
     Index next = 0;
     for (auto _ : state) {
         if (panel_copies > 0) {  // a model's matrices, one copy after another
             const Index copy = next;
             next = next + 1 == panel_copies ? 0 : next + 1;
-            const auto b = layout == Layout::float_panels ? d::WeightRows<float>::of(float_panels[std::size_t(copy)])
-                                                          : d::WeightRows<float>::of(bf16_panels[std::size_t(copy)]);
+            auto b = layout == Layout::float_panels ? d::WeightRows<float>::of(float_panels[std::size_t(copy)])
+                                                    : d::WeightRows<float>::of(bf16_panels[std::size_t(copy)]);
+            b.bfloat16_activations = rounded;
             d::multiply_rows(a, b, c, true);
             benchmark::DoNotOptimize(c.data());
             benchmark::ClobberMemory();
@@ -725,6 +735,7 @@ void weights_from_memory(benchmark::State& state, RealShape shape, Layout layout
                 break;
             case Layout::float_panels:
             case Layout::bf16_panels:
+            case Layout::bf16_rounded_panels:
                 break;  // above
         }
         benchmark::DoNotOptimize(c.data());
@@ -874,9 +885,10 @@ void register_benchmarks() {
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();
     for (const RealShape& shape : kRealShapes)
-        for (Layout layout : {Layout::float_panels, Layout::bf16_panels, Layout::float_rows, Layout::float_packed,
-                              Layout::float_padded, Layout::float_one_row, Layout::float_four_rows, Layout::bf16,
-                              Layout::bf16_prefetch, Layout::bf16_no_prefetch, Layout::bf16_one_row}) {
+        for (Layout layout :
+             {Layout::float_panels, Layout::bf16_panels, Layout::bf16_rounded_panels, Layout::float_rows,
+              Layout::float_packed, Layout::float_padded, Layout::float_one_row, Layout::float_four_rows, Layout::bf16,
+              Layout::bf16_prefetch, Layout::bf16_no_prefetch, Layout::bf16_one_row}) {
             const bool one_row = streams_only(layout);
             const std::string name = std::string("from_memory/") + shape.name + "/" + layout_name(layout);
             auto* benchmark = benchmark::RegisterBenchmark(name.c_str(), weights_from_memory, shape, layout);

@@ -65,7 +65,7 @@ the time with it for every length.
 
 attn's hook. --attn-bench is a command template run once per thread count, per weight storage
 of --attn-weights (attn::LoadOptions: converted to float, the checkpoint's 16-bit matrices
-kept, or a quantized file's blocks kept) and per keep_rows in (0, 1), with {model} (what attn loads:
+kept, the same with activations rounded to bfloat16, or a quantized file's blocks kept) and per keep_rows in (0, 1), with {model} (what attn loads:
 the checkpoint directory, or the .gguf file for a quantized dtype) {hf_dir} {gguf} {threads} {prefill}
 {decode} {steps} {reps} {keep_rows} {weights} filled in (lists comma-separated); it must print one JSON
 object like tools/benchmarks/peers/llama_peer.cpp's
@@ -290,7 +290,7 @@ def peer_logits(hf_dir, gguf, attn_model, listed, llama, attn_logits, attn_weigh
     if attn_logits:
         for weights in attn_weights:
             command = shlex.split(attn_logits.format(model=attn_model, hf_dir=hf_dir, gguf=gguf, tokens=listed,
-                                                     weights=weights))
+                                                     weights=weights_argument(weights)))
             systems[attn_name(weights, quantized)] = run_json(command, "attn logits")["logits"]
     return systems
 
@@ -359,7 +359,7 @@ def long_agreement(hf_dir, gguf, dtype, llama, attn_logits, attn_weights, no_win
         for directory, name in ((hf_dir, attn_name(weights)), (no_window, attn_name(weights) + NO_WINDOW)):
             if directory is not None:
                 command = shlex.split(attn_logits.format(model=directory, hf_dir=directory, gguf=gguf, tokens=listed,
-                                                         weights=weights))
+                                                         weights=weights_argument(weights)))
                 systems[name] = run_json(command, "attn logits")["logits"]
     result = {"tokens": length, "reference": "pytorch-eager float32",
               "tolerance": {name: tolerance_of(name, dtype) for name in systems},
@@ -393,7 +393,7 @@ def bench_commands(hf_dir, gguf, threads, args, llama, no_window=None, quantized
             return shlex.split(args.attn_bench.format(
                 model=gguf if quantized else directory, hf_dir=directory, gguf=gguf, threads=threads,
                 prefill=lists["prefill"], decode=lists["decode"], steps=args.steps, reps=args.reps,
-                keep_rows=keep_rows, weights=weights))
+                keep_rows=keep_rows, weights=weights_argument(weights)))
 
         for weights in args.attn_weights.split(","):
             for keep_rows in keep_rows_choices(hf_dir, args):
@@ -405,11 +405,20 @@ def bench_commands(hf_dir, gguf, threads, args, llama, no_window=None, quantized
 
 
 
+def weights_argument(weights):
+    """What {weights} becomes in attn's command templates: the storage, or for bfloat16_activations (a BF16
+    checkpoint's matrices kept in 16 bits, each product's activations rounded to bfloat16 as llama.cpp
+    rounds them) the storage and attn_bench_checkpoint's flag for the rounding."""
+    return "stored_16_bit --bfloat16-activations" if weights == "bfloat16_activations" else weights
+
+
 def attn_name(weights, quantized=False):
     """attn's row name for a weight storage: "attn" for float weights; on a quantized file "attn, kept
     quantized" (stored_quantized) or "attn, dequantized at load" (converted)."""
     if quantized:
         return "attn, kept quantized" if weights == "stored_quantized" else "attn, dequantized at load"
+    if weights == "bfloat16_activations":
+        return "attn, 16-bit weights, bfloat16 activations"
     return "attn" if weights == "converted" else "attn, 16-bit weights"
 
 
@@ -568,8 +577,9 @@ def main():
                         help="keep_rows values attn runs with: 0, 1, 0,1 or auto (see above)")
     parser.add_argument("--attn-weights", default="converted",
                         help="comma-separated weight storages attn runs with: converted (float), stored_16_bit "
-                             "(a 16-bit checkpoint's matrices kept in 16 bits), stored_quantized (a quantized "
-                             "file's blocks kept)")
+                             "(a 16-bit checkpoint's matrices kept in 16 bits), bfloat16_activations (a BF16 "
+                             "checkpoint's kept in 16 bits, each product's activations rounded to bfloat16, as "
+                             "llama.cpp does), stored_quantized (a quantized file's blocks kept)")
     parser.add_argument("--pytorch-up-to", type=int, default=0, metavar="N",
                         help="time the PyTorch peer only at prefill lengths and decode contexts up to N (0: all); "
                              "for a run short of time, its longest lengths being the slowest")

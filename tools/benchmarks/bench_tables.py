@@ -64,6 +64,7 @@ PREFILL_ROWS = (128, 512)
 STEP_LAYOUTS = ("float_panels", "bf16_panels", "q8_0")  # a decoding step's weights: one row of a
 KERNEL_FILTER = ("^(fma_peak/threads:[12]"
                  "|from_memory/(gpt2|smollm2)/[a-z_]+/float_panels/rows:(1|128|512)/pool_MiB:256"
+                 "|from_memory/(gpt2|smollm2)/[a-z_]+/bf16_rounded_panels/rows:(128|512)/pool_MiB:256"
                  "|from_memory/(gpt2|smollm2)/[a-z_]+/(bf16_panels|q8_0)/rows:1/pool_MiB:256)/")
 MEMORY_FILTER = "^memory/(read|read_streams:4|copy)/threads:[12]/"
 GBENCH_FLAGS = ["--benchmark_repetitions=5", "--benchmark_enable_random_interleaving=true",
@@ -72,7 +73,7 @@ GBENCH_FLAGS = ["--benchmark_repetitions=5", "--benchmark_enable_random_interlea
 # (file stem, harness arguments): the README's headline runs, then the long prompts
 REAL_SIZE_RUNS = (
     ("real_size_f32", ["--models", "gpt2-small:F32", "--attn-weights", "converted"]),
-    ("real_size_16bit", ["--models", "smollm2-135m:BF16", "--attn-weights", "stored_16_bit"]),
+    ("real_size_16bit", ["--models", "smollm2-135m:BF16", "--attn-weights", "stored_16_bit,bfloat16_activations"]),
     ("real_size_quantized", ["--models", "smollm2-135m:Q4_K_M", "--attn-weights", "stored_quantized"]),
 )
 REAL_SIZE_COMMON = ["--threads", "1,2", "--prefill", "128,512", "--decode", "128,512", "--steps", "16",
@@ -257,6 +258,11 @@ def limits_tables(kernels, memory):
     lines += ["", "Prefill's products, one thread, weights from memory in panels (GFLOP/s and share of the FMA "
               "peak measured in the same process):", ""]
     lines += products([f"{r} rows" for r in PREFILL_ROWS], lambda i: f"float_panels/rows:{PREFILL_ROWS[i]}",
+                      "GFLOP/s", 1.0, peak[1])
+    lines += ["", "The same with BF16 weights and the activations rounded to bfloat16 (`bf16_rounded_panels`, "
+              "LoadOptions::bfloat16_activations; with AVX-512 BF16 two depths a multiply-add instruction, so the "
+              "share of the float FMA peak may pass 100 %):", ""]
+    lines += products([f"{r} rows" for r in PREFILL_ROWS], lambda i: f"bf16_rounded_panels/rows:{PREFILL_ROWS[i]}",
                       "GFLOP/s", 1.0, peak[1])
     lines += ["", "A decoding step's products, one thread, one row (weights GB/s and share of the four-stream "
               "read bandwidth above):", ""]

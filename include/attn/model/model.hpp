@@ -76,6 +76,15 @@ enum class WeightStorage {
 /// How Model::load reads a model.
 struct LoadOptions {
     WeightStorage weights = WeightStorage::converted;
+    /// With WeightStorage::stored_16_bit and BF16 weights (else Model::load throws
+    /// argument_error): round each product's activations to the nearest bfloat16 (ties to even)
+    /// before multiplying them by the weights, as llama.cpp does for BF16 weights. Where the
+    /// build has AVX-512 BF16 (-march=native on AMD Zen 4 and later, Intel Sapphire Rapids and
+    /// later), a prefill's products then multiply two depths in one instruction, up to twice the
+    /// float peak; a decoding step (one or two rows) multiplies the rounded numbers in float. The
+    /// logits move by about bfloat16's precision (8 bits: ~0.4 % of an activation) from the
+    /// converted model's. Off by default.
+    bool bfloat16_activations = false;
 };
 
 /// A loaded model, immutable after loading; its const methods are safe to call from
@@ -166,12 +175,15 @@ public:
     /// only, else argument_error) the large matrices stay 16-bit: format_error naming the
     /// tensor if one of them is not BF16, or not F16, like the first (a quantized one included).
     /// With WeightStorage::stored_quantized (Model<float> and a .gguf path only, else
-    /// argument_error) the large matrices in a block format stay in it.
+    /// argument_error) the large matrices in a block format stay in it. options.bfloat16_activations
+    /// asks for stored_16_bit and BF16 weights (else argument_error, naming the path).
     static Model load(const std::filesystem::path& path, const LoadOptions& options = {});  // defined below
 
     const ModelSettings& settings() const { return settings_; }
     /// How the weights are kept (LoadOptions::weights).
     WeightStorage weight_storage() const { return storage_; }
+    /// Whether the products round activations to bfloat16 (LoadOptions::bfloat16_activations).
+    bool bfloat16_activations() const { return bfloat16_activations_; }
     /// The directory's (or GGUF file's) tokenizer; empty (size 0) if it has none, then ids must be given.
     const Tokenizer& tokenizer() const { return tokenizer_; }
     /// The token embedding E, (V × C): a copy, whatever the storage (16-bit numbers widened,
@@ -330,6 +342,7 @@ private:
         const Manifest manifest = read_manifest(directory);
         Model model(manifest.settings);
         model.storage_ = options.weights;
+        model.bfloat16_activations_ = options.bfloat16_activations;
         model.tokenizer_ = Tokenizer::load(manifest.vocabulary, manifest.merges);
         if (model.tokenizer_.size() != manifest.settings.vocabulary_size)
             throw format_error(detail::message(manifest.vocabulary, ": ", model.tokenizer_.size(), " tokens, but ",
@@ -351,6 +364,7 @@ private:
             settings = with_tensor_prefix(std::move(settings), "transformer.");
         Model model(std::move(settings));
         model.storage_ = options.weights;
+        model.bfloat16_activations_ = options.bfloat16_activations;
         model.read_weights(files);
         model.tokenizer_ = Tokenizer::from_directory(directory);
         if (model.tokenizer_.size() > model.settings_.vocabulary_size)
@@ -367,6 +381,7 @@ private:
         GgufTensors files(GgufFile::open(path));
         Model model(settings_from_gguf(files.file()));
         model.storage_ = options.weights;
+        model.bfloat16_activations_ = options.bfloat16_activations;
         model.tokenizer_ = Tokenizer::from_gguf(files.file());
         if (model.tokenizer_.size() > model.settings_.vocabulary_size)
             throw format_error(detail::message(path.string(), ": tokenizer.ggml.tokens has ", model.tokenizer_.size(),
@@ -708,9 +723,10 @@ private:
         using Rows = detail::WeightRows<T>;
         LayerWeights out;
         for (LayerSlot slot : kMatrixSlots) {
-            if (storage_ == WeightStorage::stored_16_bit)
+            if (storage_ == WeightStorage::stored_16_bit) {
                 out.matrix(slot) = Rows::of(half_layers_[l].matrix(slot));
-            else if (storage_ == WeightStorage::stored_quantized && !quantized_layers_[l].matrix(slot).empty())
+                out.matrix(slot).bfloat16_activations = bfloat16_activations_;
+            } else if (storage_ == WeightStorage::stored_quantized && !quantized_layers_[l].matrix(slot).empty())
                 out.matrix(slot) = Rows::of(quantized_layers_[l].matrix(slot));
             else
                 out.matrix(slot) = Rows::of(panel_layers_[l].matrix(slot));
@@ -720,8 +736,10 @@ private:
     /// U (C × V) as the products read it.
     detail::WeightRows<T> unembedding_rows() const {
         if (!quantized_unembedding_.empty()) return detail::WeightRows<T>::of(quantized_unembedding_);
-        return storage_ == WeightStorage::stored_16_bit ? detail::WeightRows<T>::of(half_unembedding_)
-                                                        : detail::WeightRows<T>::of(unembedding_);
+        if (storage_ != WeightStorage::stored_16_bit) return detail::WeightRows<T>::of(unembedding_);
+        detail::WeightRows<T> out = detail::WeightRows<T>::of(half_unembedding_);
+        out.bfloat16_activations = bfloat16_activations_;
+        return out;
     }
     /// row (1 × C) = E[id], token id's embedding, however it is kept.
     template <class Row>
@@ -788,6 +806,7 @@ private:
     Matrix<T> first_layer_qkv_;  // (V × (H + 2 H_kv)·d): norm(E) · [Wq Wk Wv] + b of layer 0, or empty
 
     WeightStorage storage_ = WeightStorage::converted;
+    bool bfloat16_activations_ = false;  // LoadOptions::bfloat16_activations
     // Each layer's large matrices in panels of T: all of them, but those kept in 16 bits or
     // GGUF blocks below (then empty here)
     std::vector<LayerMatrices<detail::PanelMatrix<T>>> panel_layers_;
@@ -814,16 +833,28 @@ Model<T> Model<T>::load(const std::filesystem::path& path, const LoadOptions& op
         throw argument_error(detail::message("Model::load: WeightStorage::", storage_name(options.weights),
                                              " is for Model<float>; ", path.string(), " was asked for with ",
                                              sizeof(T) * 8, "-bit numbers"));
+    if (options.bfloat16_activations && options.weights != WeightStorage::stored_16_bit)
+        throw argument_error(
+            detail::message("Model::load: LoadOptions::bfloat16_activations is for "
+                            "WeightStorage::stored_16_bit; ",
+                            path.string(), " was asked for with WeightStorage::", storage_name(options.weights)));
     std::error_code failed;
-    if (path.extension() == ".gguf" && !std::filesystem::is_directory(path, failed)) return load_gguf(path, options);
-    if (options.weights == WeightStorage::stored_quantized)
+    const bool gguf = path.extension() == ".gguf" && !std::filesystem::is_directory(path, failed);
+    if (!gguf && options.weights == WeightStorage::stored_quantized)
         throw argument_error(detail::message("Model::load: WeightStorage::stored_quantized is for GGUF files; ",
                                              path.string(), " is not a .gguf file"));
-    if (std::filesystem::exists(path / "manifest.json")) return load_store_model(path, options);
-    if (std::filesystem::exists(path / "config.json")) return load_hugging_face(path, options);
-    throw io_error(detail::message(path.string(),
-                                   ": neither manifest.json (an attn model) nor config.json (a "
-                                   "Hugging Face model) is there, and it is not a .gguf file"));
+    Model model = [&] {
+        if (gguf) return load_gguf(path, options);
+        if (std::filesystem::exists(path / "manifest.json")) return load_store_model(path, options);
+        if (std::filesystem::exists(path / "config.json")) return load_hugging_face(path, options);
+        throw io_error(detail::message(path.string(),
+                                       ": neither manifest.json (an attn model) nor config.json (a "
+                                       "Hugging Face model) is there, and it is not a .gguf file"));
+    }();
+    if (options.bfloat16_activations && model.half_format_ != detail::HalfFormat::bfloat16)
+        throw argument_error(detail::message("Model::load: LoadOptions::bfloat16_activations is for BF16 weights; ",
+                                             path.string(), " holds ", detail::half_format_name(model.half_format_)));
+    return model;
 }
 
 }  // namespace attn

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "attn/detail/check.hpp"
+#include "attn/detail/kernels/bfloat16_pairs.hpp"
 #include "attn/detail/kernels/half_float.hpp"
 #include "attn/detail/kernels/half_weights.hpp"
 #include "attn/detail/kernels/large_arrays.hpp"
@@ -387,6 +388,9 @@ struct WeightRows {
     /// Where this block starts in the panels (its entry (first_row, first_col)), or in the
     /// quantized matrix's transpose (its rows first_col …, its columns first_row …).
     Index first_row = 0, first_col = 0;
+    /// Whether a product with these weights, if BF16, rounds a to bfloat16 first
+    /// (LoadOptions::bfloat16_activations; bfloat16_pairs.hpp).
+    bool bfloat16_activations = false;
 
     static WeightRows of(const RowMajorMatrix<T>& m) {
         WeightRows out;
@@ -465,10 +469,29 @@ RowMajorMatrix<T> unpacked(const WeightRows<T>& w) {
     return out;
 }
 
+/// c (+)= round(a) · w for BF16 weights w (depth × cols) in panels, a's entries rounded to the
+/// nearest bfloat16 (WeightRows::bfloat16_activations): a (rows × depth, row stride a_row), c
+/// (rows × cols, row stride c_row). Pairs of depths in one instruction where the build has AVX-512
+/// BF16 and the rows are many (bfloat16_pairs.hpp), else a rounded copy of a through the float
+/// kernels.
+inline void multiply_rounded_to_bfloat16(Index rows, Index depth, const float* a, Index a_row,
+                                         const WeightRows<float>& w, float* c, Index c_row, bool accumulate) {
+#if ATTN_DETAIL_BFLOAT16_PAIRS
+    if (rows > kStreamedRows)
+        return multiply_bfloat16_pairs(rows, depth, w.cols, a, a_row, *w.halves, w.first_row, w.first_col, c, c_row,
+                                       accumulate);
+#endif
+    float* rounded = rounded_rows_buffer<float>(std::size_t(std::max<Index>(rows * depth, 1)));
+    round_rows_to_bfloat16(rows, depth, a, a_row, rounded);
+    multiply_panels(rows, depth, w.cols, rounded, depth,
+                    HalfPanels<HalfFormat::bfloat16>{w.halves, w.first_row, w.first_col}, c, c_row, accumulate);
+}
+
 /// c (+)= a · w as multiply_rows (tiles.hpp) computes it: a (rows × depth), w (depth × cols),
 /// c (rows × cols), row-major with unit inner stride. Weights in panels give the bits of the
 /// product on the same weights row by row (16-bit ones: widened); quantized ones are
-/// multiply_quantized's (float only).
+/// multiply_quantized's (float only); BF16 ones with bfloat16_activations multiply a rounded to
+/// bfloat16 (multiply_rounded_to_bfloat16).
 template <class DA, class DC, class T>
 void multiply_rows(const Eigen::MatrixBase<DA>& a, const WeightRows<T>& w, const Eigen::MatrixBase<DC>& c,
                    bool accumulate) {
@@ -488,6 +511,8 @@ void multiply_rows(const Eigen::MatrixBase<DA>& a, const WeightRows<T>& w, const
         if (w.quantized)
             multiply_quantized(rows, depth, a_data, a_row, *w.quantized, w.first_col, w.cols, w.first_row, c_data,
                                c_row, accumulate);
+        else if (w.halves->format == HalfFormat::bfloat16 && w.bfloat16_activations)
+            multiply_rounded_to_bfloat16(rows, depth, a_data, a_row, w, c_data, c_row, accumulate);
         else if (w.halves->format == HalfFormat::bfloat16)
             multiply_panels(rows, depth, w.cols, a_data, a_row,
                             HalfPanels<HalfFormat::bfloat16>{w.halves, w.first_row, w.first_col}, c_data, c_row,
