@@ -1,23 +1,16 @@
-// Activations rounded to bfloat16 for BF16 weights (LoadOptions::bfloat16_activations,
-// detail/kernels/bfloat16_pairs.hpp): the rounding against one written here from the
-// definition, the products against a double reference on the rounded numbers (and far enough
-// from the unrounded product that a product which skipped the rounding fails), the same bits
-// however the columns are shared, and a model loaded with the option: every product of a
-// prefill and of a decoding step rounds (the two agree to float rounding, where the converted
-// model is a bfloat16 rounding away), one and two threads give the same bits, and the option
-// is refused where it cannot apply.
+// Activations rounded to bfloat16 for BF16 weights (detail/kernels/bfloat16_pairs.hpp): the
+// rounding against one written here from the definition, the products against a double reference
+// on the rounded numbers (and far enough from the unrounded product that a product which skipped
+// the rounding fails), the same bits however the columns or rows are shared. A model loaded with
+// LoadOptions::bfloat16_activations is tested in test_half_weights.cpp.
 #include <doctest/doctest.h>
 #include <attn/detail/kernels/bfloat16_pairs.hpp>
 #include <attn/detail/kernels/weight_panels.hpp>
-#include <attn/model/decoder.hpp>
-#include <attn/model/model.hpp>
-#include <attn/threads.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <limits>
 #include <random>
 #include <vector>
@@ -31,8 +24,6 @@ using attn::detail::WeightRows;
 using attn::test::same_bits;
 
 namespace {
-
-const std::filesystem::path kBfloat16Checkpoints = std::filesystem::path(ATTN_TEST_DATA_DIR) / "hf";
 
 float float_of_bits(std::uint32_t bits) {
     float f;
@@ -72,24 +63,6 @@ HalfMatrix random_bfloat16(Index rows, Index cols, unsigned seed, std::vector<st
 
 double bfloat16_value(std::uint16_t bits) {
     return double(attn::detail::bfloat16_to_float(bits));
-}
-
-const attn::Model<float>& loaded_bfloat16(bool rounded) {
-    static std::unique_ptr<attn::Model<float>> models[2];
-    auto& model = models[rounded ? 1 : 0];
-    if (!model) {
-        attn::LoadOptions options;
-        options.weights = attn::WeightStorage::stored_16_bit;
-        options.bfloat16_activations = rounded;
-        model = std::make_unique<attn::Model<float>>(
-            attn::Model<float>::load(kBfloat16Checkpoints / "llama_gqa_bf16_shards", options));
-    }
-    return *model;
-}
-
-/// max |x − y| / max |y| over the entries.
-double relative_gap(const attn::Matrix<float>& x, const attn::Matrix<float>& y) {
-    return double((x - y).cwiseAbs().maxCoeff() / y.cwiseAbs().maxCoeff());
 }
 
 }  // namespace
@@ -181,57 +154,42 @@ TEST_CASE("bfloat16 activations: a product shared by columns or rows gives the w
     attn::detail::multiply_rows(a.topRows(17), whole, shared.topRows(17), false);
     attn::detail::multiply_rows(a.bottomRows(23), whole, shared.bottomRows(23), false);
     CHECK(same_bits(shared, expected));
-}
 
-TEST_CASE("bfloat16 activations: every product of a prefill and a decoding step rounds, on one or two threads") {
-    const attn::Model<float>& exact = loaded_bfloat16(false);
-    const attn::Model<float>& rounded = loaded_bfloat16(true);
-    CHECK(rounded.bfloat16_activations());
-    CHECK_FALSE(exact.bfloat16_activations());
-    const Index vocabulary = rounded.settings().vocabulary_size;
-    std::vector<int> ids;
-    for (Index i = 0; i < std::min<Index>(rounded.settings().longest, 24); ++i)
-        ids.push_back(int((i * 37 + 11) % vocabulary));
-    attn::Workers two(2);
-    attn::ForwardOptions one_thread, two_threads;
-    two_threads.threads = two;
-    const attn::Matrix<float> logits = rounded.forward(ids, one_thread).logits;
-    // two workers share the products' columns: the same chains, the same bits
-    CHECK(same_bits(rounded.forward(ids, two_threads).logits, logits));
-    // a bfloat16 rounding from the converted model's logits
-    const double from_exact = relative_gap(logits, exact.forward(ids, one_thread).logits);
-    CHECK(from_exact > 1e-4);
-    CHECK(from_exact < 5e-2);
-
-    // decoding: each step's products (one row: the rounded numbers in float) against the
-    // prefill's last row (pairs of depths where the build has them): float rounding apart
-    for (attn::Workers* workers : {static_cast<attn::Workers*>(nullptr), &two}) {
-        CAPTURE(workers != nullptr);
-        attn::Decoder<float> decoder(rounded);
-        attn::DecodeOptions options;
-        if (workers) options.threads = *workers;
-        decoder.append(std::vector<int>(ids.begin(), ids.begin() + 4), options);
-        for (std::size_t i = 4; i < ids.size(); ++i) {
-            CAPTURE(i);
-            const attn::Matrix<float> step = decoder.step(ids[i], options).logits;
-            const attn::Matrix<float> prefix_logits =
-                rounded.forward(std::vector<int>(ids.begin(), ids.begin() + std::ptrdiff_t(i) + 1), one_thread)
-                    .logits.bottomRows(1);
-            CHECK(relative_gap(step, prefix_logits) < 1e-5);
+    // a long depth: a's pairs laid out in chunks of rows (kPairChunkBytes), the same chains
+    std::vector<std::uint16_t> deep_numbers;
+    const HalfMatrix deep = random_bfloat16(3001, 80, 13, deep_numbers);
+    auto deep_rows = WeightRows<float>::of(deep);
+    deep_rows.bfloat16_activations = true;
+    const Index tile_bytes = (3001 + 1) / 2 * attn::detail::kernel::kPairTileRows * Index(sizeof(std::uint32_t));
+    REQUIRE(attn::detail::kPairChunkBytes / tile_bytes * attn::detail::kernel::kPairTileRows < 200);
+    const attn::Matrix<float> long_a = attn::test::random_matrix<float>(200, 3001, 14);
+    attn::Matrix<float> in_chunks(200, 80), by_pieces(200, 80);
+    attn::detail::multiply_rows(long_a, deep_rows, in_chunks, false);
+    for (Index first = 0; first < 200; first += 50)
+        attn::detail::multiply_rows(long_a.middleRows(first, 50), deep_rows, by_pieces.middleRows(first, 50), false);
+    CHECK(same_bits(in_chunks, by_pieces));
+    double worst = 0.0;
+    for (Index r = 0; r < 200; r += 7)
+        for (Index c = 0; c < 80; ++c) {
+            double sum = 0.0, scale = 0.0;
+            for (Index t = 0; t < 3001; ++t) {
+                const double term = nearest_bfloat16_by_definition(long_a(r, t)) *
+                                    bfloat16_value(deep_numbers[std::size_t(t * 80 + c)]);
+                sum += term;
+                scale += std::abs(term);
+            }
+            worst = std::max(worst, std::abs(double(in_chunks(r, c)) - sum) / scale);
         }
-    }
-}
+    CHECK(worst < 1e-5);
 
-TEST_CASE("bfloat16 activations: the option is refused without 16-bit storage or BF16 weights") {
-    attn::LoadOptions options;
-    options.bfloat16_activations = true;
-    CHECK_THROWS_WITH_AS(attn::Model<float>::load(kBfloat16Checkpoints / "llama_gqa_bf16_shards", options),
-                         doctest::Contains("LoadOptions::bfloat16_activations is for WeightStorage::stored_16_bit; "),
-                         attn::argument_error);
-    options.weights = attn::WeightStorage::stored_16_bit;
-    CHECK_THROWS_WITH_AS(attn::Model<float>::load(kBfloat16Checkpoints / "gpt2_f16", options),
-                         doctest::Contains("LoadOptions::bfloat16_activations is for BF16 weights; "),
-                         attn::argument_error);
-    CHECK_THROWS_WITH_AS(attn::Model<float>::load(kBfloat16Checkpoints / "gpt2_f16", options),
-                         doctest::Contains("gpt2_f16 holds F16"), attn::argument_error);
+    // a block of w's rows (a head's rows of Wo) is the product on a matrix of those rows alone
+    const std::vector<std::uint16_t> block_numbers(numbers.begin() + 16 * 200, numbers.begin() + 56 * 200);
+    const HalfMatrix block = HalfMatrix::packed(HalfFormat::bfloat16, 40, 200, block_numbers.data());
+    auto rows_of_block = WeightRows<float>::of(block);
+    rows_of_block.bfloat16_activations = true;
+    const attn::Matrix<float> a_block = a.middleCols(16, 40);
+    attn::Matrix<float> from_rows(40, 200), from_block(40, 200);
+    attn::detail::multiply_rows(a_block, whole.middleRows(16, 40), from_rows, false);
+    attn::detail::multiply_rows(a_block, rows_of_block, from_block, false);
+    CHECK(same_bits(from_rows, from_block));
 }

@@ -1,7 +1,11 @@
 // 16-bit weights: the exact conversions, the products on BF16 and F16 weights (the bits of the
 // float products on the same weights widened, and near a double reference), and a model loaded
 // with WeightStorage::stored_16_bit against the same checkpoint loaded as float: logits and
-// attention bit for bit, whole texts and decoding, on one and two threads.
+// attention bit for bit, whole texts and decoding, on one and two threads. With
+// LoadOptions::bfloat16_activations (detail/kernels/bfloat16_pairs.hpp): every product of a
+// prefill and of a decoding step rounds (the two agree to float rounding, where the converted
+// model is a bfloat16 rounding away), one and two threads give the same bits, and the option is
+// refused where it cannot apply.
 #include <doctest/doctest.h>
 #include <attn/detail/kernels/weight_panels.hpp>
 #include <attn/hooks/interventions.hpp>
@@ -83,6 +87,24 @@ const attn::Model<float>& loaded(const std::string& name, attn::WeightStorage st
 }
 
 const char* const kSixteenBit[] = {"gpt2_f16", "llama_gqa_bf16_shards"};
+
+/// llama_gqa_bf16_shards kept in 16 bits with its activations rounded to bfloat16.
+const attn::Model<float>& loaded_with_bfloat16_activations() {
+    static std::unique_ptr<attn::Model<float>> model;
+    if (!model) {
+        attn::LoadOptions options;
+        options.weights = attn::WeightStorage::stored_16_bit;
+        options.bfloat16_activations = true;
+        model = std::make_unique<attn::Model<float>>(
+            attn::Model<float>::load(kHalfCheckpoints / "llama_gqa_bf16_shards", options));
+    }
+    return *model;
+}
+
+/// max |x − y| / max |y| over the entries.
+double relative_logit_gap(const attn::Matrix<float>& x, const attn::Matrix<float>& y) {
+    return double((x - y).cwiseAbs().maxCoeff() / y.cwiseAbs().maxCoeff());
+}
 
 }  // namespace
 
@@ -305,4 +327,59 @@ TEST_CASE("16-bit weights: a storage the model cannot keep is refused, naming th
                          doctest::Contains("tensor 'h.1.mlp.c_fc.weight' is BF16; WeightStorage::stored_16_bit"),
                          attn::format_error);
     CHECK_NOTHROW(attn::Model<float>::load(dir));  // as float, a mixed checkpoint is fine
+}
+
+TEST_CASE(
+    "16-bit weights: with bfloat16 activations, every product of a prefill and a decoding step rounds, on one or two "
+    "threads") {
+    const attn::Model<float>& exact = loaded("llama_gqa_bf16_shards", attn::WeightStorage::stored_16_bit);
+    const attn::Model<float>& rounded = loaded_with_bfloat16_activations();
+    CHECK(rounded.bfloat16_activations());
+    CHECK_FALSE(exact.bfloat16_activations());
+    const Index vocabulary = rounded.settings().vocabulary_size;
+    std::vector<int> ids;
+    for (Index i = 0; i < std::min<Index>(rounded.settings().longest, 24); ++i)
+        ids.push_back(int((i * 37 + 11) % vocabulary));
+    attn::Workers two(2);
+    attn::ForwardOptions one_thread, two_threads;
+    two_threads.threads = two;
+    const attn::Matrix<float> logits = rounded.forward(ids, one_thread).logits;
+    // two workers share the products' columns: the same chains, the same bits
+    CHECK(same_bits(rounded.forward(ids, two_threads).logits, logits));
+    // a bfloat16 rounding from the converted model's logits
+    const double from_exact = relative_logit_gap(logits, exact.forward(ids, one_thread).logits);
+    CHECK(from_exact > 1e-4);
+    CHECK(from_exact < 5e-2);
+
+    // decoding: each step's products (one row: the rounded numbers in float) against the
+    // prefill's last row (pairs of depths where the build has them): float rounding apart
+    for (attn::Workers* workers : {static_cast<attn::Workers*>(nullptr), &two}) {
+        CAPTURE(workers != nullptr);
+        attn::Decoder<float> decoder(rounded);
+        attn::DecodeOptions options;
+        if (workers) options.threads = *workers;
+        decoder.append(std::vector<int>(ids.begin(), ids.begin() + 4), options);
+        for (std::size_t i = 4; i < ids.size(); ++i) {
+            CAPTURE(i);
+            const attn::Matrix<float> step = decoder.step(ids[i], options).logits;
+            const attn::Matrix<float> prefix_logits =
+                rounded.forward(std::vector<int>(ids.begin(), ids.begin() + std::ptrdiff_t(i) + 1), one_thread)
+                    .logits.bottomRows(1);
+            CHECK(relative_logit_gap(step, prefix_logits) < 1e-5);
+        }
+    }
+}
+
+TEST_CASE("16-bit weights: bfloat16 activations are refused without 16-bit storage or BF16 weights") {
+    attn::LoadOptions options;
+    options.bfloat16_activations = true;
+    CHECK_THROWS_WITH_AS(attn::Model<float>::load(kHalfCheckpoints / "llama_gqa_bf16_shards", options),
+                         doctest::Contains("LoadOptions::bfloat16_activations is for WeightStorage::stored_16_bit; "),
+                         attn::argument_error);
+    options.weights = attn::WeightStorage::stored_16_bit;
+    CHECK_THROWS_WITH_AS(attn::Model<float>::load(kHalfCheckpoints / "gpt2_f16", options),
+                         doctest::Contains("LoadOptions::bfloat16_activations is for BF16 weights; "),
+                         attn::argument_error);
+    CHECK_THROWS_WITH_AS(attn::Model<float>::load(kHalfCheckpoints / "gpt2_f16", options),
+                         doctest::Contains("gpt2_f16 holds F16"), attn::argument_error);
 }

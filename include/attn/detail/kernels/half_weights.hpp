@@ -91,7 +91,9 @@ template <HalfFormat Format>
 void widen_run(const std::uint16_t* from, Index count, float* out) {
     constexpr Index L = RegisterTile<float>::kLanes;
     Index i = 0;
-    for (; i + L <= count; i += L) Eigen::internal::pstoreu(out + i, widen_packet<Format>(from + i));
+    // count − i, not i + L: the sum could overflow for all the compiler knows, and gcc 12 warns of
+    // it (-Waggressive-loop-optimizations) where the call is inlined with count unknown
+    for (; count - i >= L; i += L) Eigen::internal::pstoreu(out + i, widen_packet<Format>(from + i));
     for (; i < count; ++i) out[i] = widen<Format>(from[i]);
 }
 
