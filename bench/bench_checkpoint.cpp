@@ -369,6 +369,12 @@ void register_benchmarks() {
                 ->UseRealTime();
 }
 
+/// argv[at] … argv[at + count − 1] taken out of the command line (argv[argc], null, moved down too).
+void remove_arguments(int& argc, char** argv, int at, int count) {
+    for (int j = at; j + count <= argc; ++j) argv[j] = argv[j + count];
+    argc -= count;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -387,15 +393,13 @@ int main(int argc, char** argv) {
             }
             if (storage == "stored_16_bit") load_options.weights = attn::WeightStorage::stored_16_bit;
             if (storage == "stored_quantized") load_options.weights = attn::WeightStorage::stored_quantized;
-            for (int j = i; j + 2 <= argc; ++j) argv[j] = argv[j + 2];  // the flag and its value removed
-            argc -= 2;
+            remove_arguments(argc, argv, i, 2);  // the flag and its value
             break;
         }
     for (int i = 2; i < argc; ++i)
         if (std::strcmp(argv[i], "--bfloat16-activations") == 0) {
             load_options.bfloat16_activations = true;
-            for (int j = i; j + 1 <= argc; ++j) argv[j] = argv[j + 1];  // the flag removed
-            argc -= 1;
+            remove_arguments(argc, argv, i, 1);
             break;
         }
     try {

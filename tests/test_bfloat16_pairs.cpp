@@ -12,9 +12,9 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <random>
 #include <vector>
 
+#include "half_numbers.hpp"
 #include "support.hpp"
 
 using attn::Index;
@@ -49,20 +49,9 @@ double nearest_bfloat16_by_definition(float f) {
     return overflows ? std::copysign(std::numeric_limits<double>::infinity(), double(f)) : high;
 }
 
-/// A (rows × cols) BF16 matrix of random numbers around 1 (2^-7 … 2^2, no subnormals), as
-/// the row-major bits and packed.
-HalfMatrix random_bfloat16(Index rows, Index cols, unsigned seed, std::vector<std::uint16_t>& row_major) {
-    std::mt19937 engine(seed);
-    row_major.resize(std::size_t(rows * cols));
-    for (std::uint16_t& bits : row_major) {
-        const std::uint32_t sign = engine() & 1u, exponent = 120 + engine() % 10;
-        bits = std::uint16_t(sign << 15 | exponent << 7 | (engine() & 0x7Fu));
-    }
-    return HalfMatrix::packed(HalfFormat::bfloat16, rows, cols, row_major.data());
-}
-
-double bfloat16_value(std::uint16_t bits) {
-    return double(attn::detail::bfloat16_to_float(bits));
+/// A BF16 number's value from its bits (half_numbers.hpp: not the library's conversion).
+double bfloat16_of_bits(std::uint16_t bits) {
+    return attn::test::independent_half_value(bits, HalfFormat::bfloat16);
 }
 
 }  // namespace
@@ -100,7 +89,8 @@ TEST_CASE("bfloat16 activations: products on BF16 weights multiply the rounded a
                     const attn::Matrix<float> a = attn::test::random_matrix<float>(rows, depth, seed);
                     const Index width = offset + cols + 5;
                     std::vector<std::uint16_t> numbers;
-                    const HalfMatrix w = random_bfloat16(depth, width, seed + 1, numbers);
+                    const HalfMatrix w =
+                        attn::test::random_half_matrix(depth, width, HalfFormat::bfloat16, seed + 1, &numbers);
                     auto block = WeightRows<float>::of(w).middleCols(offset, cols);
                     block.bfloat16_activations = true;
                     for (bool accumulate : {false, true}) {
@@ -114,7 +104,8 @@ TEST_CASE("bfloat16 activations: products on BF16 weights multiply the rounded a
                                 double sum = accumulate ? double(start(r, c)) : 0.0, scale = std::abs(sum);
                                 double unrounded = sum;
                                 for (Index t = 0; t < depth; ++t) {
-                                    const double weight = bfloat16_value(numbers[std::size_t(t * width + offset + c)]);
+                                    const double weight =
+                                        bfloat16_of_bits(numbers[std::size_t(t * width + offset + c)]);
                                     const double term = nearest_bfloat16_by_definition(a(r, t)) * weight;
                                     sum += term;
                                     unrounded += double(a(r, t)) * weight;
@@ -136,7 +127,7 @@ TEST_CASE("bfloat16 activations: products on BF16 weights multiply the rounded a
 
 TEST_CASE("bfloat16 activations: a product shared by columns or rows gives the whole product's bits") {
     std::vector<std::uint16_t> numbers;
-    const HalfMatrix w = random_bfloat16(301, 200, 11, numbers);
+    const HalfMatrix w = attn::test::random_half_matrix(301, 200, HalfFormat::bfloat16, 11, &numbers);
     const attn::Matrix<float> a = attn::test::random_matrix<float>(40, 301, 12);
     auto whole = WeightRows<float>::of(w);
     whole.bfloat16_activations = true;
@@ -157,7 +148,7 @@ TEST_CASE("bfloat16 activations: a product shared by columns or rows gives the w
 
     // a long depth: a's pairs laid out in chunks of rows (kPairChunkBytes), the same chains
     std::vector<std::uint16_t> deep_numbers;
-    const HalfMatrix deep = random_bfloat16(3001, 80, 13, deep_numbers);
+    const HalfMatrix deep = attn::test::random_half_matrix(3001, 80, HalfFormat::bfloat16, 13, &deep_numbers);
     auto deep_rows = WeightRows<float>::of(deep);
     deep_rows.bfloat16_activations = true;
     const Index tile_bytes = (3001 + 1) / 2 * attn::detail::kernel::kPairTileRows * Index(sizeof(std::uint32_t));
@@ -174,7 +165,7 @@ TEST_CASE("bfloat16 activations: a product shared by columns or rows gives the w
             double sum = 0.0, scale = 0.0;
             for (Index t = 0; t < 3001; ++t) {
                 const double term = nearest_bfloat16_by_definition(long_a(r, t)) *
-                                    bfloat16_value(deep_numbers[std::size_t(t * 80 + c)]);
+                                    bfloat16_of_bits(deep_numbers[std::size_t(t * 80 + c)]);
                 sum += term;
                 scale += std::abs(term);
             }

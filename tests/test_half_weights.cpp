@@ -20,12 +20,17 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
-#include <random>
+#include <map>
+#include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "half_numbers.hpp"
 #include "support.hpp"
 
+using attn::test::independent_half_value;
+using attn::test::random_half_matrix;
 using attn::test::same_bits;
 
 using attn::Index;
@@ -43,63 +48,21 @@ std::uint32_t bits_of(float f) {
     return bits;
 }
 
-/// A (rows × cols) matrix of random numbers of `format`, as the 16-bit bits and widened to float
-/// by arithmetic written here (sign × mantissa × 2^exponent), not by the library's conversions.
-/// (row_major: the same numbers row by row, as a checkpoint holds them.)
-HalfMatrix random_half(Index rows, Index cols, HalfFormat format, unsigned seed,
-                       std::vector<std::uint16_t>* row_major = nullptr) {
-    std::mt19937 engine(seed);
-    std::vector<std::uint16_t> numbers(std::size_t(rows * cols));
-    for (std::uint16_t& bits : numbers) {
-        // finite numbers around 1 (and a few subnormals in F16): sign, exponent, mantissa
-        const std::uint32_t sign = engine() & 1u;
-        if (format == HalfFormat::bfloat16) {
-            const std::uint32_t exponent = 120 + engine() % 10;  // 2^-7 … 2^2
-            bits = std::uint16_t(sign << 15 | exponent << 7 | (engine() & 0x7Fu));
-        } else {
-            const std::uint32_t exponent = engine() % 8 == 0 ? 0 : 8 + engine() % 10;  // subnormal, or 2^-7 … 2^2
-            bits = std::uint16_t(sign << 15 | exponent << 10 | (engine() & 0x3FFu));
-        }
-    }
-    if (row_major) *row_major = numbers;
-    return HalfMatrix::packed(format, rows, cols, numbers.data());
-}
-
-double independent_value(std::uint16_t bits, HalfFormat format) {
-    const int sign = bits >> 15 ? -1 : 1;
-    if (format == HalfFormat::bfloat16) {
-        const int exponent = (bits >> 7) & 0xFF, mantissa = bits & 0x7F;
-        return sign * std::ldexp(exponent == 0 ? mantissa : 128 + mantissa, (exponent == 0 ? 1 : exponent) - 134);
-    }
-    const int exponent = (bits >> 10) & 0x1F, mantissa = bits & 0x3FF;
-    return sign * std::ldexp(exponent == 0 ? mantissa : 1024 + mantissa, (exponent == 0 ? 1 : exponent) - 25);
-}
-
-const attn::Model<float>& loaded(const std::string& name, attn::WeightStorage storage) {
-    static std::map<std::pair<std::string, attn::WeightStorage>, std::unique_ptr<attn::Model<float>>> models;
-    auto& model = models[{name, storage}];
+/// Checkpoint `name` loaded as `storage` asks (with bfloat16_activations if asked), once.
+const attn::Model<float>& loaded(const std::string& name, attn::WeightStorage storage,
+                                 bool bfloat16_activations = false) {
+    static std::map<std::tuple<std::string, attn::WeightStorage, bool>, std::unique_ptr<attn::Model<float>>> models;
+    auto& model = models[{name, storage, bfloat16_activations}];
     if (!model) {
         attn::LoadOptions options;
         options.weights = storage;
+        options.bfloat16_activations = bfloat16_activations;
         model = std::make_unique<attn::Model<float>>(attn::Model<float>::load(kHalfCheckpoints / name, options));
     }
     return *model;
 }
 
 const char* const kSixteenBit[] = {"gpt2_f16", "llama_gqa_bf16_shards"};
-
-/// llama_gqa_bf16_shards kept in 16 bits with its activations rounded to bfloat16.
-const attn::Model<float>& loaded_with_bfloat16_activations() {
-    static std::unique_ptr<attn::Model<float>> model;
-    if (!model) {
-        attn::LoadOptions options;
-        options.weights = attn::WeightStorage::stored_16_bit;
-        options.bfloat16_activations = true;
-        model = std::make_unique<attn::Model<float>>(
-            attn::Model<float>::load(kHalfCheckpoints / "llama_gqa_bf16_shards", options));
-    }
-    return *model;
-}
 
 /// max |x − y| / max |y| over the entries.
 double relative_logit_gap(const attn::Matrix<float>& x, const attn::Matrix<float>& y) {
@@ -117,8 +80,8 @@ TEST_CASE("16-bit weights: every BF16 and F16 number widens to float and narrows
         REQUIRE(attn::detail::float_to_bfloat16_exact(bf16) == bits);
         REQUIRE(attn::detail::float_to_half_exact(f16) == bits);
         const bool f16_finite = ((bits >> 10) & 0x1F) != 0x1F, bf16_finite = ((bits >> 7) & 0xFF) != 0xFF;
-        if (f16_finite) REQUIRE(double(f16) == independent_value(bits, HalfFormat::float16));
-        if (bf16_finite) REQUIRE(double(bf16) == independent_value(bits, HalfFormat::bfloat16));
+        if (f16_finite) REQUIRE(double(f16) == independent_half_value(bits, HalfFormat::float16));
+        if (bf16_finite) REQUIRE(double(bf16) == independent_half_value(bits, HalfFormat::bfloat16));
     }
 }
 
@@ -141,7 +104,7 @@ TEST_CASE("16-bit weights: products on BF16 and F16 weights have the bits of the
                         const attn::Matrix<float> a = attn::test::random_matrix<float>(rows, depth, seed);
                         const Index width = offset + cols + 7;
                         std::vector<std::uint16_t> numbers;
-                        const HalfMatrix w = random_half(depth, width, format, seed + 1, &numbers);
+                        const HalfMatrix w = random_half_matrix(depth, width, format, seed + 1, &numbers);
                         const attn::Matrix<float> widened = w.widened();
                         // the same product on a block of columns, as a column share reads it
                         const auto w_block = WeightRows<float>::of(w).middleCols(offset, cols);
@@ -161,8 +124,8 @@ TEST_CASE("16-bit weights: products on BF16 and F16 weights have the bits of the
                                     double sum = accumulate ? double(start(r, c)) : 0.0, scale = std::abs(sum);
                                     for (Index t = 0; t < depth; ++t) {
                                         const double term =
-                                            double(a(r, t)) *
-                                            independent_value(numbers[std::size_t(t * width + offset + c)], format);
+                                            double(a(r, t)) * independent_half_value(
+                                                                  numbers[std::size_t(t * width + offset + c)], format);
                                         sum += term;
                                         scale += std::abs(term);
                                     }
@@ -177,7 +140,7 @@ TEST_CASE("16-bit weights: a matrix in panels holds the row-major numbers it was
     for (Index cols : {Index(1), HalfMatrix::kPanel, HalfMatrix::kPanel + 1, Index(200)}) {
         CAPTURE(cols);
         std::vector<std::uint16_t> numbers;
-        const HalfMatrix w = random_half(13, cols, HalfFormat::bfloat16, unsigned(cols), &numbers);
+        const HalfMatrix w = random_half_matrix(13, cols, HalfFormat::bfloat16, unsigned(cols), &numbers);
         REQUIRE(w.stored.size() == numbers.size());
         const attn::Matrix<float> widened = w.widened();
         for (Index r = 0; r < 13; ++r)
@@ -196,7 +159,7 @@ TEST_CASE("16-bit weights: a matrix in panels holds the row-major numbers it was
 }
 
 TEST_CASE("16-bit weights: a rows block of 16-bit weights (a head's rows of Wo) is that block's product") {
-    const HalfMatrix w = random_half(40, 24, HalfFormat::float16, 5);
+    const HalfMatrix w = random_half_matrix(40, 24, HalfFormat::float16, 5);
     const attn::Matrix<float> a = attn::test::random_matrix<float>(9, 8, 6);
     attn::Matrix<float> from_half(9, 24), from_float(9, 24);
     attn::detail::multiply_rows(a, WeightRows<float>::of(w).middleRows(16, 8), from_half, false);
@@ -333,7 +296,7 @@ TEST_CASE(
     "16-bit weights: with bfloat16 activations, every product of a prefill and a decoding step rounds, on one or two "
     "threads") {
     const attn::Model<float>& exact = loaded("llama_gqa_bf16_shards", attn::WeightStorage::stored_16_bit);
-    const attn::Model<float>& rounded = loaded_with_bfloat16_activations();
+    const attn::Model<float>& rounded = loaded("llama_gqa_bf16_shards", attn::WeightStorage::stored_16_bit, true);
     CHECK(rounded.bfloat16_activations());
     CHECK_FALSE(exact.bfloat16_activations());
     const Index vocabulary = rounded.settings().vocabulary_size;

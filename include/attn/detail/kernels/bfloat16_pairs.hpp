@@ -19,9 +19,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
-#include "attn/detail/kernels/large_arrays.hpp"
+#include "attn/detail/kernels/half_float.hpp"
 #include "attn/detail/kernels/tiles.hpp"
 
 #if defined(__AVX512BF16__) && defined(__AVX512BW__) && defined(__AVX512VL__)
@@ -54,20 +53,12 @@ inline std::uint16_t float_to_bfloat16_nearest(float f) {
 
 /// f rounded to the nearest bfloat16 (float_to_bfloat16_nearest), as a float.
 inline float rounded_to_bfloat16(float f) {
-    const std::uint32_t bits = std::uint32_t(float_to_bfloat16_nearest(f)) << 16;
-    float out;
-    std::memcpy(&out, &bits, sizeof out);
-    return out;
+    return bfloat16_to_float(float_to_bfloat16_nearest(f));
 }
 
-/// A thread's buffer of at least `entries` T for the rounded activations, kept for its next
-/// product (the tiles' own buffer, packed_rows_buffer, is in use during the product it feeds).
-template <class T>
-T* rounded_rows_buffer(std::size_t entries) {
-    thread_local std::vector<T, HugePagesInside<T>> buffer;
-    if (buffer.size() < entries) buffer.resize(entries);
-    return buffer.data();
-}
+/// packed_rows_buffer's role for a's rows rounded to bfloat16: a buffer apart from the tiles'
+/// own, which the product fed from it fills.
+struct RoundedRows;
 
 /// out (rows × depth, row stride depth) = a (rows × depth, row stride a_row) with each entry
 /// rounded to the nearest bfloat16.
@@ -75,9 +66,6 @@ inline void round_rows_to_bfloat16(Index rows, Index depth, const float* a, Inde
     for (Index r = 0; r < rows; ++r)
         for (Index t = 0; t < depth; ++t) out[r * depth + t] = rounded_to_bfloat16(a[r * a_row + t]);
 }
-
-/// Whether this build multiplies bfloat16 pairs in one instruction (AVX-512 BF16).
-inline constexpr bool kMultipliesBfloat16Pairs = ATTN_DETAIL_BFLOAT16_PAIRS != 0;
 
 namespace kernel {
 /// Rows of a tile of pair products, and packets of 16 columns: 6 × 4 accumulators, as the float tile.
@@ -155,7 +143,7 @@ void multiply_bfloat16_pairs(Index rows, Index depth, Index cols, const float* a
     const Index tile_entries = std::max<Index>(pairs, 1) * kTileRows;
     const Index chunk_tiles = std::min(
         tiles, std::max<Index>(kPairChunkTiles, kPairChunkBytes / (tile_entries * Index(sizeof(std::uint32_t)))));
-    std::uint32_t* packed = rounded_rows_buffer<std::uint32_t>(std::size_t(chunk_tiles * tile_entries));
+    std::uint32_t* packed = packed_rows_buffer<std::uint32_t, RoundedRows>(std::size_t(chunk_tiles * tile_entries));
     alignas(64) std::uint16_t block[kBlockPairs * kPairRow];
     for (Index first_tile = 0; first_tile < tiles; first_tile += chunk_tiles) {
         const Index chunk_first = first_tile * kTileRows;
@@ -211,16 +199,14 @@ void multiply_bfloat16_pairs(Index rows, Index depth, Index cols, const float* a
                 // the next block's rows of the panel (this panel's next pairs, else the next
                 // panel's first), a share prefetched per row tile: the weights come from memory,
                 // and the copy above would otherwise wait for every line
-                const bool same_panel = k0 + kBlockPairs < pairs;
-                const Index next_at = same_panel ? at : at + width;
-                const Index next_pair = same_panel ? k0 + kBlockPairs : 0;
-                const Index next_rows =
-                    col + width < cols || same_panel ? std::min(2 * kBlockPairs, depth - 2 * next_pair) : 0;
+                const PanelBlock next = next_panel_block(2 * k0, col, depth, cols, 2 * kBlockPairs, width);
+                const Index next_at = first_col + next.col;
                 const char* next_block =
-                    next_rows > 0
-                        ? reinterpret_cast<const char*>(m.at(first_row + 2 * next_pair, next_at) - next_at % kPanel)
+                    next.count > 0
+                        ? reinterpret_cast<const char*>(m.at(first_row + next.first, next_at) - next_at % kPanel)
                         : nullptr;
-                const Index next_lines = next_rows * m.panel_width(next_at) * Index(sizeof(std::uint16_t)) / 64;
+                const Index next_lines =
+                    next.count > 0 ? next.count * m.panel_width(next_at) * Index(sizeof(std::uint16_t)) / 64 : 0;
                 const Index tiles_here = (chunk_rows + kTileRows - 1) / kTileRows;
                 const Index lines_per_tile = (next_lines + tiles_here - 1) / tiles_here;
                 for (Index r = 0, tile = 0; r < chunk_rows; r += kTileRows, ++tile) {

@@ -493,8 +493,10 @@ void tiles_over_panels(Index rows, Index depth, Index whole, const TileRowsOfA<T
 /// Where a product's rows of a are copied tile by tile (multiply_many_rows_from): one buffer per
 /// thread, kept for the thread's next product, at most kPackedRowsBytes; its pages mapped in one
 /// call when it grows (HugePagesInside), since a worker's first product would otherwise fault them
-/// in one by one (~400 faults for a GPT-2 small prefill of 128 positions on one thread).
-template <class T>
+/// in one by one (~400 faults for a GPT-2 small prefill of 128 positions on one thread). Role
+/// gives a use of its own buffer where it is filled while another is in use (bfloat16_pairs.hpp:
+/// a's rows rounded, then fed to a product that copies them into this one).
+template <class T, class Role = void>
 T* packed_rows_buffer(std::size_t entries) {
     thread_local std::vector<T, HugePagesInside<T>> buffer;
     if (buffer.size() < entries) buffer.resize(entries);

@@ -481,7 +481,7 @@ inline void multiply_rounded_to_bfloat16(Index rows, Index depth, const float* a
         return multiply_bfloat16_pairs(rows, depth, w.cols, a, a_row, *w.halves, w.first_row, w.first_col, c, c_row,
                                        accumulate);
 #endif
-    float* rounded = rounded_rows_buffer<float>(std::size_t(std::max<Index>(rows * depth, 1)));
+    float* rounded = packed_rows_buffer<float, RoundedRows>(std::size_t(std::max<Index>(rows * depth, 1)));
     round_rows_to_bfloat16(rows, depth, a, a_row, rounded);
     multiply_panels(rows, depth, w.cols, rounded, depth,
                     HalfPanels<HalfFormat::bfloat16>{w.halves, w.first_row, w.first_col}, c, c_row, accumulate);
