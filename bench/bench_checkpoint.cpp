@@ -30,7 +30,9 @@
 //   --weights converted|stored_16_bit|stored_quantized anywhere after DIR: how the model keeps its
 //   weights (attn::LoadOptions; converted, to float, by default; stored_quantized: DIR is a .gguf file)
 //   --bfloat16-activations anywhere after DIR, with --weights stored_16_bit: products round their
-//   activations to bfloat16 (attn::LoadOptions::bfloat16_activations)
+//   activations to bfloat16 (attn::LoadOptions::bfloat16_activations), the attention too
+//   --bfloat16-attention anywhere after DIR: the attention alone on bfloat16 numbers, any weights
+//   (attn::LoadOptions::bfloat16_attention)
 #include <attn/model/decoder.hpp>
 #include <attn/model/model.hpp>
 #include <attn/threads.hpp>
@@ -399,6 +401,12 @@ int main(int argc, char** argv) {
     for (int i = 2; i < argc; ++i)
         if (std::strcmp(argv[i], "--bfloat16-activations") == 0) {
             load_options.bfloat16_activations = true;
+            remove_arguments(argc, argv, i, 1);
+            break;
+        }
+    for (int i = 2; i < argc; ++i)
+        if (std::strcmp(argv[i], "--bfloat16-attention") == 0) {
+            load_options.bfloat16_attention = true;
             remove_arguments(argc, argv, i, 1);
             break;
         }

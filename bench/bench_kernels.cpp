@@ -173,6 +173,46 @@ void heads_kept_benchmark(benchmark::State& state, Index d, int threads) {
     set_counters(state, n, d, heads);
 }
 
+/// heads_kept_benchmark with the attention on bfloat16 numbers (FusedProblem::bfloat16, as a
+/// model loaded with LoadOptions::bfloat16_activations runs it): keys and values rounded
+/// beforehand, as the model's caches hold them; the kernel called as the model calls it, on
+/// kept Workers and kept KernelMemory. With AVX-512 BF16 its products multiply pairs.
+void heads_kept_bfloat16_benchmark(benchmark::State& state, Index d, int threads) {
+    namespace ad = attn::detail;
+    const Index n = state.range(0), heads = 4;
+    auto q = random_stack(heads, n, d, 1), k = random_stack(heads, n, d, 2), v = random_stack(heads, n, d, 3);
+    for (auto* stack : {&k, &v})
+        for (Index h = 0; h < heads; ++h)
+            stack->head(h) = stack->head(h).unaryExpr([](float x) { return ad::rounded_to_bfloat16(x); });
+    attn::Workers workers(threads);
+    ad::KernelMemory<float> memory;
+    attn::Matrix<float> outputs(heads * n, d);  // (heads·n × d)
+    ad::FusedProblem<float> problem;
+    problem.heads = heads;
+    problem.queries = problem.keys = n;
+    problem.depth = problem.value_size = d;
+    problem.scale = 1.0f / std::sqrt(float(d));
+    problem.workers = &workers;
+    problem.memory = &memory;
+    problem.bfloat16 = true;
+    problem.outputs = outputs.data();
+    // the stacks' heads are column-major: row-major views of their transposes would need copies,
+    // so the inputs are laid out row-major once here, as the model's caches are
+    std::vector<ad::RowMajorMatrix<float>> rows;
+    for (Index h = 0; h < heads; ++h)
+        for (const auto* stack : {&q, &k, &v}) rows.emplace_back(stack->head(h));
+    for (Index h = 0; h < heads; ++h)
+        problem.inputs.push_back({{rows[std::size_t(3 * h)].data(), d},
+                                  {rows[std::size_t(3 * h + 1)].data(), d},
+                                  {rows[std::size_t(3 * h + 2)].data(), d}});
+    for (auto _ : state) {
+        ad::fused_attention(problem);
+        benchmark::DoNotOptimize(outputs.data());
+        benchmark::ClobberMemory();
+    }
+    set_counters(state, n, d, heads);
+}
+
 /// attention(): one head of d numbers, causal.
 void head_benchmark(benchmark::State& state, Path path, Index d, int threads) {
     const Index n = state.range(0);
@@ -932,7 +972,7 @@ void register_benchmarks() {
                     ->Unit(benchmark::kMillisecond)
                     ->UseRealTime();
             }
-    for (int threads : {1, 2})
+    for (int threads : {1, 2}) {
         benchmark::RegisterBenchmark(("heads_kept/stream/d:64/threads:" + std::to_string(threads)).c_str(),
                                      heads_kept_benchmark, Index(64), threads)
             ->Arg(512)
@@ -941,6 +981,15 @@ void register_benchmarks() {
             ->ArgName("positions")
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
+        benchmark::RegisterBenchmark(("heads_kept/stream_bfloat16/d:64/threads:" + std::to_string(threads)).c_str(),
+                                     heads_kept_bfloat16_benchmark, Index(64), threads)
+            ->Arg(512)
+            ->Arg(2048)
+            ->Arg(4096)
+            ->ArgName("positions")
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+    }
     for (Path path : {Path::stream, Path::weights, Path::plain})
         for (int threads : {1, 2}) {
             const std::string name =

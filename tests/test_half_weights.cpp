@@ -2,10 +2,10 @@
 // float products on the same weights widened, and near a double reference), and a model loaded
 // with WeightStorage::stored_16_bit against the same checkpoint loaded as float: logits and
 // attention bit for bit, whole texts and decoding, on one and two threads. With
-// LoadOptions::bfloat16_activations (detail/kernels/bfloat16_pairs.hpp): every product of a
-// prefill and of a decoding step rounds (the two agree to float rounding, where the converted
-// model is a bfloat16 rounding away), one and two threads give the same bits, and the option is
-// refused where it cannot apply.
+// LoadOptions::bfloat16_activations (detail/kernels/bfloat16_pairs.hpp, bfloat16_attention.hpp):
+// every product of a prefill and of a decoding step rounds (the two agree to float rounding, where
+// the converted model is a bfloat16 rounding away), the caches keep rounded keys and values, one
+// and two threads give the same bits, and the option is refused where it cannot apply.
 #include <doctest/doctest.h>
 #include <attn/detail/kernels/weight_panels.hpp>
 #include <attn/hooks/interventions.hpp>
@@ -48,15 +48,20 @@ std::uint32_t bits_of(float f) {
     return bits;
 }
 
-/// Checkpoint `name` loaded as `storage` asks (with bfloat16_activations if asked), once.
+/// What a model rounds to bfloat16 (LoadOptions): nothing, its activations (and attention), or its
+/// attention alone.
+enum class Rounding { none, activations, attention };
+
+/// Checkpoint `name` loaded as `storage` asks (rounding as asked), once.
 const attn::Model<float>& loaded(const std::string& name, attn::WeightStorage storage,
-                                 bool bfloat16_activations = false) {
-    static std::map<std::tuple<std::string, attn::WeightStorage, bool>, std::unique_ptr<attn::Model<float>>> models;
-    auto& model = models[{name, storage, bfloat16_activations}];
+                                 Rounding rounding = Rounding::none) {
+    static std::map<std::tuple<std::string, attn::WeightStorage, Rounding>, std::unique_ptr<attn::Model<float>>> models;
+    auto& model = models[{name, storage, rounding}];
     if (!model) {
         attn::LoadOptions options;
         options.weights = storage;
-        options.bfloat16_activations = bfloat16_activations;
+        options.bfloat16_activations = rounding == Rounding::activations;
+        options.bfloat16_attention = rounding == Rounding::attention;
         model = std::make_unique<attn::Model<float>>(attn::Model<float>::load(kHalfCheckpoints / name, options));
     }
     return *model;
@@ -292,13 +297,12 @@ TEST_CASE("16-bit weights: a storage the model cannot keep is refused, naming th
     CHECK_NOTHROW(attn::Model<float>::load(dir));  // as float, a mixed checkpoint is fine
 }
 
-TEST_CASE(
-    "16-bit weights: with bfloat16 activations, every product of a prefill and a decoding step rounds, on one or two "
-    "threads") {
-    const attn::Model<float>& exact = loaded("llama_gqa_bf16_shards", attn::WeightStorage::stored_16_bit);
-    const attn::Model<float>& rounded = loaded("llama_gqa_bf16_shards", attn::WeightStorage::stored_16_bit, true);
-    CHECK(rounded.bfloat16_activations());
-    CHECK_FALSE(exact.bfloat16_activations());
+/// A model that rounds (`rounded`) against the same checkpoint loaded without (`exact`): one and
+/// two threads give the same bits, the logits a bfloat16 rounding from the exact model's,
+/// decoding steps the prefill's last rows to float rounding (every row's keys fall in one block of
+/// either path: the same running maxima, the same rounded weights), and the caches hold
+/// bfloat16 numbers.
+void check_rounding_model(const attn::Model<float>& rounded, const attn::Model<float>& exact) {
     const Index vocabulary = rounded.settings().vocabulary_size;
     std::vector<int> ids;
     for (Index i = 0; i < std::min<Index>(rounded.settings().longest, 24); ++i)
@@ -307,15 +311,18 @@ TEST_CASE(
     attn::ForwardOptions one_thread, two_threads;
     two_threads.threads = two;
     const attn::Matrix<float> logits = rounded.forward(ids, one_thread).logits;
-    // two workers share the products' columns: the same chains, the same bits
+    // two workers share the products' columns and the attention's tasks: the same chains, the same bits
     CHECK(same_bits(rounded.forward(ids, two_threads).logits, logits));
-    // a bfloat16 rounding from the converted model's logits
+    // a bfloat16 rounding from the exact model's logits
     const double from_exact = relative_logit_gap(logits, exact.forward(ids, one_thread).logits);
     CHECK(from_exact > 1e-4);
     CHECK(from_exact < 5e-2);
 
     // decoding: each step's products (one row: the rounded numbers in float) against the
-    // prefill's last row (pairs of depths where the build has them): float rounding apart
+    // prefill's last row (pairs where the build has them, in the products and in the attention)
+    const auto all_bfloat16 = [](const auto& m) {
+        return (m.array() == m.unaryExpr([](float x) { return attn::detail::rounded_to_bfloat16(x); }).array()).all();
+    };
     for (attn::Workers* workers : {static_cast<attn::Workers*>(nullptr), &two}) {
         CAPTURE(workers != nullptr);
         attn::Decoder<float> decoder(rounded);
@@ -329,6 +336,48 @@ TEST_CASE(
                 rounded.forward(std::vector<int>(ids.begin(), ids.begin() + std::ptrdiff_t(i) + 1), one_thread)
                     .logits.bottomRows(1);
             CHECK(relative_logit_gap(step, prefix_logits) < 1e-5);
+        }
+        // the attention reads keys and values rounded to bfloat16, as the caches keep them
+        // (FusedProblem::bfloat16: the queries and weights are rounded inside the kernel)
+        for (Index l = 0; l < rounded.settings().layers; ++l)
+            for (Index g = 0; g < decoder.cache(l).heads(); ++g) {
+                CHECK(all_bfloat16(decoder.cache(l).keys(g)));
+                CHECK(all_bfloat16(decoder.cache(l).values(g)));
+            }
+        attn::Decoder<float> unrounded(exact);
+        unrounded.append(ids, options);
+        CHECK_FALSE(all_bfloat16(unrounded.cache(0).keys(0)));
+    }
+}
+
+TEST_CASE(
+    "16-bit weights: with bfloat16 activations, every product of a prefill and a decoding step rounds, on one or two "
+    "threads") {
+    const attn::Model<float>& exact = loaded("llama_gqa_bf16_shards", attn::WeightStorage::stored_16_bit);
+    const attn::Model<float>& rounded =
+        loaded("llama_gqa_bf16_shards", attn::WeightStorage::stored_16_bit, Rounding::activations);
+    CHECK(rounded.bfloat16_activations());
+    CHECK(rounded.bfloat16_attention());  // the attention's products are activations' too
+    CHECK_FALSE(exact.bfloat16_activations());
+    CHECK_FALSE(exact.bfloat16_attention());
+    check_rounding_model(rounded, exact);
+}
+
+TEST_CASE("bfloat16 attention alone: any weights, the attention rounds and the products with the weights do not") {
+    for (const char* name : kSixteenBit) {
+        CAPTURE(name);
+        const attn::Model<float>& exact = loaded(name, attn::WeightStorage::converted);
+        const attn::Model<float>& rounded = loaded(name, attn::WeightStorage::converted, Rounding::attention);
+        CHECK(rounded.bfloat16_attention());
+        CHECK_FALSE(rounded.bfloat16_activations());
+        check_rounding_model(rounded, exact);
+        // the products with the weights unrounded: with the activations rounded too, farther still
+        if (std::string(name) == "llama_gqa_bf16_shards") {
+            const attn::Model<float>& both = loaded(name, attn::WeightStorage::stored_16_bit, Rounding::activations);
+            const std::vector<int> ids = {3, 1, 4, 1, 5, 9, 2, 6};
+            const attn::Matrix<float> reference = exact.forward(ids).logits;
+            const double attention_only = relative_logit_gap(rounded.forward(ids).logits, reference);
+            CHECK(attention_only < relative_logit_gap(both.forward(ids).logits, reference));
         }
     }
 }

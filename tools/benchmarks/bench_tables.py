@@ -23,9 +23,11 @@ tools/common/run_folder.py and a folder of this run's own, so that no earlier re
              step's weights (the bytes attn_bench_checkpoint reports a step reads) over its time, against
              the limits' read bandwidth with as many threads, and every system's prefill as GFLOP/s
              against the limits' FMA peak with as many threads (also for long). -> real_size*.{md,json}
-  long       the same harness at long prompts: SmolLM2-135M F32 at 2,048 positions (and --long-8192:
-             8,192, decoding after 8,176 so that the steps end at its context), GPT-2 small F32 at its
-             1,024. -> long_*.{md,json}
+  long       the same harness at long prompts: SmolLM2-135M F32 and BF16 at 2,048 positions (and
+             --long-8192: 8,192, decoding after 8,176 so that the steps end at its context), GPT-2 small
+             F32 at its 1,024; attn on the float checkpoints with its attention on float and on bfloat16
+             numbers (LoadOptions::bfloat16_attention, as llama.cpp's defaults keep a 16-bit cache), on
+             the BF16 one with its activations rounded and not. -> long_*.{md,json}
   sight      what seeing inside costs at long prompts: attn_bench_checkpoint's sight mode on SmolLM2-135M
              F32, Model::forward over 2,048 positions (and 8,192 with --long-8192) plain, with every head's
              statistics measured in the kernel, and with each row's log-sum-exp kept (from which any head's
@@ -78,15 +80,25 @@ REAL_SIZE_RUNS = (
 )
 REAL_SIZE_COMMON = ["--threads", "1,2", "--prefill", "128,512", "--decode", "128,512", "--steps", "16",
                     "--attn-keep-rows", "0"]
+# Float checkpoints with attn's attention on float and on bfloat16 numbers (LoadOptions::bfloat16_attention,
+# what llama.cpp's defaults do with their 16-bit cache); SmolLM2 in BF16 with the activations rounded too.
+FLOAT_ATTENTIONS = ["--attn-weights", "converted,bfloat16_attention"]
+BF16_ROUNDINGS = ["--attn-weights", "bfloat16_activations,stored_16_bit"]
 LONG_RUNS = (
-    ("long_smollm2", ["--models", "smollm2-135m:F32", "--prefill", "2048", "--decode", "2048"]),
-    ("long_gpt2", ["--models", "gpt2-small:F32", "--prefill", "1024", "--decode", "512"]),  # 1,024 positions
+    ("long_smollm2", ["--models", "smollm2-135m:F32", "--prefill", "2048", "--decode", "2048", *FLOAT_ATTENTIONS]),
+    ("long_smollm2_bf16", ["--models", "smollm2-135m:BF16", "--prefill", "2048", "--decode", "2048",
+                           *BF16_ROUNDINGS]),
+    ("long_gpt2", ["--models", "gpt2-small:F32", "--prefill", "1024", "--decode", "512",  # 1,024 positions
+                   *FLOAT_ATTENTIONS]),
 )
 LONG_STEPS = 16
 # Decoding at 8,192 - 16 cached: the 16 steps then end at SmolLM2's context of 8,192 (attn refuses
 # positions past a model's context; llama.cpp only warns).
-LONG_8192 = ("long_smollm2_8192", ["--models", "smollm2-135m:F32", "--prefill", "8192", "--decode",
-                                   str(8192 - LONG_STEPS), "--pytorch-up-to", "2048"])
+LONG_8192_RUNS = tuple(
+    (stem, ["--models", model, "--prefill", "8192", "--decode", str(8192 - LONG_STEPS), "--pytorch-up-to", "2048",
+            *weights])
+    for stem, model, weights in (("long_smollm2_8192", "smollm2-135m:F32", FLOAT_ATTENTIONS),
+                                 ("long_smollm2_bf16_8192", "smollm2-135m:BF16", BF16_ROUNDINGS)))
 LONG_COMMON = ["--threads", "1,2", "--steps", str(LONG_STEPS), "--attn-keep-rows", "0"]
 LONG_REPS = 2
 
@@ -503,7 +515,7 @@ def folder_readme(out, record):
                   "(from which any head's rows of exact weights come afterwards); the three in turn within each "
                   "repetition; medians, and the median of each repetition's ratio to the plain pass:", ""]
         lines += sight_table(json.loads(sight.read_text(encoding="utf-8")))
-    long_stems = [stem for stem, _ in LONG_RUNS] + [LONG_8192[0]]
+    long_stems = [stem for stem, _ in LONG_RUNS + LONG_8192_RUNS]
     long = harness_entries(out, long_stems)
     if long:
         lines += ["## Long prompts", "",
@@ -601,7 +613,7 @@ def main():
                     run_harness(out, stem, arguments, REAL_SIZE_COMMON, args.reps, log, args.rounds)
                     save()
         if "long" in parts:
-            for stem, arguments in LONG_RUNS + ((LONG_8192,) if args.long_8192 else ()):
+            for stem, arguments in LONG_RUNS + (LONG_8192_RUNS if args.long_8192 else ()):
                 if not done(f"{stem}.json"):
                     run_harness(out, stem, arguments, LONG_COMMON, LONG_REPS, log)
                     save()

@@ -22,3 +22,18 @@ def test_rounds_merge_every_repetition_and_keep_the_highest_peak():
     assert summary["prefill_128_tokens_per_second"] == 128 / 0.30  # the median of the three
     assert summary["decode_128_ms_per_token_best"] == 1e3 * 0.16 / 16
     assert bl.merge_raw([first]) == first
+
+
+def test_each_weight_choice_names_its_row_and_flags_and_the_rounding_rows_get_bfloat16s_tolerance():
+    assert bl.weights_argument("converted") == "converted"
+    assert bl.weights_argument("bfloat16_activations") == "stored_16_bit --bfloat16-activations"
+    assert bl.weights_argument("bfloat16_attention") == "converted --bfloat16-attention"
+    assert bl.attn_name("converted") == "attn"
+    assert bl.attn_name("stored_16_bit") == "attn, 16-bit weights"
+    assert bl.attn_name("bfloat16_attention") == "attn, bfloat16 attention"
+    assert bl.attn_name("bfloat16_activations") == "attn, 16-bit weights, bfloat16 activations"
+    # an F32 checkpoint: float rows keep F32's tolerance, rows that round to bfloat16 get BF16's
+    assert bl.agreement_tolerance("attn", "F32") == bl.TOLERANCE["F32"]
+    assert bl.agreement_tolerance("llama.cpp defaults", "F32") == bl.TOLERANCE["F32"]
+    assert bl.agreement_tolerance(bl.attn_name("bfloat16_attention"), "F32") == bl.TOLERANCE["BF16"]
+    assert bl.agreement_tolerance(bl.attn_name("bfloat16_activations"), "BF16") == bl.TOLERANCE["BF16"]

@@ -152,10 +152,11 @@ def test_sight_gives_each_mode_its_ratio_to_the_plain_pass():
     assert "| 1 | 2,048 | 11.00 | 12.10 s, 1.10× | 11.00 s, 1.00× |" in lines
 
 
-def test_the_8192_run_decodes_so_that_its_steps_end_at_the_context():
-    arguments = bt.LONG_8192[1]
-    decode = int(arguments[arguments.index("--decode") + 1])
-    assert decode + bt.LONG_STEPS == 8192  # SmolLM2-135M's context: attn refuses a position past it
+def test_the_8192_runs_decode_so_that_their_steps_end_at_the_context():
+    assert len(bt.LONG_8192_RUNS) == 2
+    for _, arguments in bt.LONG_8192_RUNS:
+        decode = int(arguments[arguments.index("--decode") + 1])
+        assert decode + bt.LONG_STEPS == 8192  # SmolLM2-135M's context: attn refuses a position past it
 
 
 def test_resume_keeps_the_record_and_runs_only_the_parts_not_there(tmp_path, monkeypatch):
@@ -178,9 +179,10 @@ def test_resume_keeps_the_record_and_runs_only_the_parts_not_there(tmp_path, mon
     monkeypatch.setattr(sys, "argv", ["bench_tables.py", "--parts", "long", "--no-build", "--no-readme", "--resume",
                                       "--out", str(tmp_path)])
     bt.main()
-    assert len(ran) == 1 and "gpt2-small:F32" in ran[0]  # long_smollm2.json was there; long_gpt2's was not
+    # long_smollm2.json was there; long_smollm2_bf16's and long_gpt2's were not
+    assert len(ran) == 2 and "smollm2-135m:BF16" in ran[0] and "gpt2-small:F32" in ran[1]
     record = json.loads((tmp_path / "bench_tables.json").read_text())
-    assert [c["command"] for c in record["commands"]] == ["first", "second"]
+    assert [c["command"] for c in record["commands"]] == ["first", "second", "second"]
     assert record["commit"] == "aaaa" and record["resumed"][0]["arguments"][-3:] == ["--resume", "--out", str(tmp_path)]
     readme = (tmp_path / "README.md").read_text()
     assert "attn at commit aaaa; resumed by `--parts long --no-build" in readme

@@ -629,16 +629,28 @@ private:
     }
 
     /// Layer l's rotary positions in the query heads of key/value heads first_group …
-    /// last_group − 1 and in those key heads, for these rows (nothing if the layer rotates nothing).
+    /// last_group − 1 and in those key heads, for these rows (nothing if the layer rotates nothing);
+    /// then, with bfloat16 attention, those queries, keys and values rounded to bfloat16: the
+    /// attention's products read them so (FusedProblem::bfloat16), and the caches keep them so.
     void rotate_heads(std::size_t l, Matrix<T>& qkv, Rows rows, Index first_group, Index last_group) {
-        if (!settings_.layer(Index(l)).rotates() || rows.count() == 0) return;
-        const Rope<T>& rope = model_.rope(Index(l));
+        if (rows.count() == 0) return;
         const Index d = settings_.head_size, group = settings_.heads / settings_.key_value_heads;
         auto queries = queries_of(qkv, rows);
         auto keys = keys_of(qkv, rows);
-        for (Index h = first_group * group; h < last_group * group; ++h)
-            rope.apply(queries.middleCols(h * d, d), p0_ + rows.first);
-        for (Index g = first_group; g < last_group; ++g) rope.apply(keys.middleCols(g * d, d), p0_ + rows.first);
+        if (settings_.layer(Index(l)).rotates()) {
+            const Rope<T>& rope = model_.rope(Index(l));
+            for (Index h = first_group * group; h < last_group * group; ++h)
+                rope.apply(queries.middleCols(h * d, d), p0_ + rows.first);
+            for (Index g = first_group; g < last_group; ++g) rope.apply(keys.middleCols(g * d, d), p0_ + rows.first);
+        }
+        if (!model_.bfloat16_attention()) return;
+        const auto round = [](auto block) {
+            block = block.unaryExpr([](T x) { return T(rounded_to_bfloat16(float(x))); });
+        };
+        auto values = values_of(qkv, rows);
+        round(queries.middleCols(first_group * group * d, (last_group - first_group) * group * d));
+        round(keys.middleCols(first_group * d, (last_group - first_group) * d));
+        round(values.middleCols(first_group * d, (last_group - first_group) * d));
     }
 
     /// With caches: these rows' keys and values of layer l, copied to their positions in the cache.
@@ -704,6 +716,7 @@ private:
         problem.first_row = p0_ + rows.first;  // errors name the position and head, whichever thread finds them
         problem.first_head = first_head;
         problem.memory = &memory;
+        problem.bfloat16 = model_.bfloat16_attention();  // rotate_heads rounded the keys and values
         // A decoding step's one query is scored along d, keys across a packet's lanes
         // (FusedProblem::few_queries), rather than alone in a packet of query lanes. Only for a
         // pass of one position: that route's bits depend on how many rows it takes together, and

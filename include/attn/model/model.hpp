@@ -78,13 +78,22 @@ struct LoadOptions {
     WeightStorage weights = WeightStorage::converted;
     /// With WeightStorage::stored_16_bit and BF16 weights (else Model::load throws
     /// argument_error): round each product's activations to the nearest bfloat16 (ties to even)
-    /// before multiplying them by the weights, as llama.cpp does for BF16 weights. Where the
+    /// before multiplying them by the weights, as llama.cpp does for BF16 weights; and the
+    /// attention's too, as llama.cpp's default 16-bit cache does: the queries, keys and values
+    /// (the caches keep them rounded) and each unnormalised weight before it is summed. Where the
     /// build has AVX-512 BF16 (-march=native on AMD Zen 4 and later, Intel Sapphire Rapids and
-    /// later), a prefill's products then multiply two depths in one instruction, up to twice the
-    /// float peak; a decoding step (one or two rows) multiplies the rounded numbers in float. The
-    /// logits move by about bfloat16's precision (8 bits: ~0.4 % of an activation) from the
-    /// converted model's. Off by default.
+    /// later), a prefill's products and its attention then multiply two numbers' products in one
+    /// instruction, up to twice the float peak; a decoding step (one or two rows) multiplies the
+    /// rounded numbers in float. The logits move by about bfloat16's precision (8 bits: ~0.4 % of
+    /// an activation) from the converted model's. Off by default.
     bool bfloat16_activations = false;
+    /// For any weights: the attention alone on bfloat16 numbers, as bfloat16_activations does it
+    /// (queries, keys and values rounded, the caches keeping them so, and each unnormalised weight
+    /// before it is summed), the products with the weights untouched. llama.cpp's defaults keep a
+    /// 16-bit cache and multiply 16-bit numbers in their attention too, whatever the weights. With
+    /// AVX-512 BF16 a prefill's attention multiplies pairs, up to twice the float rate: long prompts
+    /// gain most. Off by default.
+    bool bfloat16_attention = false;
 };
 
 /// A loaded model, immutable after loading; its const methods are safe to call from
@@ -184,6 +193,9 @@ public:
     WeightStorage weight_storage() const { return storage_; }
     /// Whether the products round activations to bfloat16 (LoadOptions::bfloat16_activations).
     bool bfloat16_activations() const { return bfloat16_activations_; }
+    /// Whether the attention runs on bfloat16 numbers (LoadOptions::bfloat16_attention or
+    /// bfloat16_activations).
+    bool bfloat16_attention() const { return bfloat16_attention_; }
     /// The directory's (or GGUF file's) tokenizer; empty (size 0) if it has none, then ids must be given.
     const Tokenizer& tokenizer() const { return tokenizer_; }
     /// The token embedding E, (V × C): a copy, whatever the storage (16-bit numbers widened,
@@ -342,7 +354,7 @@ private:
         const Manifest manifest = read_manifest(directory);
         Model model(manifest.settings);
         model.storage_ = options.weights;
-        model.bfloat16_activations_ = options.bfloat16_activations;
+        model.set_rounding(options);
         model.tokenizer_ = Tokenizer::load(manifest.vocabulary, manifest.merges);
         if (model.tokenizer_.size() != manifest.settings.vocabulary_size)
             throw format_error(detail::message(manifest.vocabulary, ": ", model.tokenizer_.size(), " tokens, but ",
@@ -364,7 +376,7 @@ private:
             settings = with_tensor_prefix(std::move(settings), "transformer.");
         Model model(std::move(settings));
         model.storage_ = options.weights;
-        model.bfloat16_activations_ = options.bfloat16_activations;
+        model.set_rounding(options);
         model.read_weights(files);
         model.tokenizer_ = Tokenizer::from_directory(directory);
         if (model.tokenizer_.size() > model.settings_.vocabulary_size)
@@ -381,7 +393,7 @@ private:
         GgufTensors files(GgufFile::open(path));
         Model model(settings_from_gguf(files.file()));
         model.storage_ = options.weights;
-        model.bfloat16_activations_ = options.bfloat16_activations;
+        model.set_rounding(options);
         model.tokenizer_ = Tokenizer::from_gguf(files.file());
         if (model.tokenizer_.size() > model.settings_.vocabulary_size)
             throw format_error(detail::message(path.string(), ": tokenizer.ggml.tokens has ", model.tokenizer_.size(),
@@ -807,6 +819,11 @@ private:
 
     WeightStorage storage_ = WeightStorage::converted;
     bool bfloat16_activations_ = false;  // LoadOptions::bfloat16_activations
+    bool bfloat16_attention_ = false;    // LoadOptions::bfloat16_attention, or bfloat16_activations
+    void set_rounding(const LoadOptions& options) {
+        bfloat16_activations_ = options.bfloat16_activations;
+        bfloat16_attention_ = options.bfloat16_attention || options.bfloat16_activations;
+    }
     // Each layer's large matrices in panels of T: all of them, but those kept in 16 bits or
     // GGUF blocks below (then empty here)
     std::vector<LayerMatrices<detail::PanelMatrix<T>>> panel_layers_;

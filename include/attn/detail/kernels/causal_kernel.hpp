@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "attn/detail/check.hpp"
+#include "attn/detail/kernels/bfloat16_attention.hpp"
 #include "attn/detail/kernels/row_statistics.hpp"
 #include "attn/detail/kernels/tiles.hpp"
 #include "attn/error.hpp"
@@ -189,6 +190,10 @@ struct FusedProblem {
     /// If > 0, each head's query rows are this many query heads at one position (attend_cache's
     /// folded step): row i of head h is query head h·folded_heads + i, for error messages.
     Index folded_heads = 0;
+    /// Attention on bfloat16 numbers (detail/kernels/bfloat16_attention.hpp): the keys and values
+    /// must be bfloat16 numbers already; the scaled queries and each unnormalised weight are
+    /// rounded to bfloat16, and the streaming path multiplies pairs where the CPU has AVX-512 BF16.
+    bool bfloat16 = false;
     Index first_head = 0;  ///< the caller's number for head 0, for error messages
     Index first_row = 0;   ///< the caller's number for query row 0, for error messages
 
@@ -261,6 +266,9 @@ struct PreparedHead {
     RowMajorMatrix<T> rotated_keys;  ///< RoPE: the rotated keys
     AlignedBuffer<T> panels;         ///< exact path: keys in panels of kPanel, each (d × kPanel), zero-padded
     AlignedBuffer<T> padded_values;  ///< values whose rows are not whole packets: zero-padded copy
+    /// FusedProblem::bfloat16 on the streaming path with AVX-512 BF16: the keys in pairs of depths
+    /// (keys × ⌈d / 2⌉) and the values in pairs of keys (⌈keys / 2⌉ × dv)
+    std::vector<std::uint32_t> key_pairs, value_pairs;
 };
 
 /// An array in a worker's Scratch: where it starts and how many numbers it holds.
@@ -280,6 +288,7 @@ struct Scratch {
     ScratchArray<T> tile;     ///< exact: kValueRows × kPanel, for stores past a row's end
     ScratchArray<T> largest, total, factor;  ///< kQueryBlock each
     ScratchArray<T> sight;                   ///< statistics: SightSum::rows × kQueryBlock running sums
+    ScratchArray<T> pairs;  ///< bfloat16 pairs: (kKeyBlock / 2 + 1) × kQueryBlock weightsᵀ in pairs of keys
 };
 
 /// Space between one worker's scratch arrays and the next worker's, never written. Closer, they
@@ -299,7 +308,7 @@ class ScratchBlock {
 public:
     /// How many numbers each array holds (0: not used by this call).
     struct Counts {
-        Index queries = 0, scores = 0, output = 0, tile = 0, largest = 0, total = 0, factor = 0, sight = 0;
+        Index queries = 0, scores = 0, output = 0, tile = 0, largest = 0, total = 0, factor = 0, sight = 0, pairs = 0;
     };
 
     ScratchBlock() = default;
@@ -315,11 +324,12 @@ public:
     /// Points `workers` workers' arrays into the block, growing it first if they need more room.
     void lay_out(int workers, const Counts& counts) {
         workers = std::max(workers, 1);
-        const Index Counts::*const members[] = {&Counts::queries, &Counts::scores, &Counts::output, &Counts::tile,
-                                                &Counts::largest, &Counts::total,  &Counts::factor, &Counts::sight};
+        const Index Counts::*const members[] = {&Counts::queries, &Counts::scores,  &Counts::output,
+                                                &Counts::tile,    &Counts::largest, &Counts::total,
+                                                &Counts::factor,  &Counts::sight,   &Counts::pairs};
         ScratchArray<T> Scratch<T>::*const arrays[] = {&Scratch<T>::queries, &Scratch<T>::scores,  &Scratch<T>::output,
                                                        &Scratch<T>::tile,    &Scratch<T>::largest, &Scratch<T>::total,
-                                                       &Scratch<T>::factor,  &Scratch<T>::sight};
+                                                       &Scratch<T>::factor,  &Scratch<T>::sight,   &Scratch<T>::pairs};
         std::size_t one = 0;  // one worker's arrays
         for (const auto member : members) one += round_to_line(std::size_t(counts.*member) * sizeof(T));
         const std::size_t stride = one + kScratchGapBytes;
@@ -684,7 +694,8 @@ void soft_cap(T* x, Index count, T cap) {
 /// receives exp(m_old − m_new), by which the partial outputs must be rescaled. A NaN or +∞
 /// score makes l NaN (reported when the task ends). With Entropy, e (running Σ p·(s − m),
 /// relative to the running maximum) is updated too: e ← factor·(e + (m_old − m_new)·l_old) + Σ p·(s − m_new).
-template <class T, int P, bool Entropy = false>
+/// With Bfloat16 each weight is rounded to bfloat16 before it is stored and summed.
+template <class T, int P, bool Entropy = false, bool Bfloat16 = false>
 void online_softmax(T* s, Index stride, Index count, T* m, T* l, T* factor, T* e = nullptr) {
     using Tiling = KernelTiling<T>;
     using Packet = typename Tiling::Packet;
@@ -715,7 +726,8 @@ void online_softmax(T* s, Index stride, Index count, T* m, T* l, T* factor, T* e
             for (int p = 0; p < P; ++p) {
                 T* x = s + j * stride + p * L;
                 const Packet y = ei::psub(ei::ploadu<Packet>(x), shift[p]);
-                const Packet w = exp_streamed(y, cutoff, zero);
+                Packet w = exp_streamed(y, cutoff, zero);
+                if constexpr (Bfloat16) w = round_packet_to_bfloat16(w);
                 ei::pstoreu(x, w);
                 sum[p] = ei::padd(sum[p], w);
                 // where w is 0, y may be −∞: clamped, 0·y stays 0
@@ -728,7 +740,8 @@ void online_softmax(T* s, Index stride, Index count, T* m, T* l, T* factor, T* e
             for (int p = 0; p < P; ++p) {
                 T* x = s + j * stride + p * L;
                 const Packet y = ei::psub(ei::ploadu<Packet>(x), shift[p]);
-                const Packet w = exp_streamed(y, cutoff, zero);
+                Packet w = exp_streamed(y, cutoff, zero);
+                if constexpr (Bfloat16) w = round_packet_to_bfloat16(w);
                 ei::pstoreu(x, w);
                 sum[p] = ei::padd(sum[p], w);
                 if constexpr (Entropy) plogp[p] = ei::pmadd(w, ei::pmax(y, cutoff), plogp[p]);
@@ -750,12 +763,13 @@ void online_softmax(T* s, Index stride, Index count, T* m, T* l, T* factor, T* e
 }
 
 /// online_softmax for 1 … kScorePackets packets, chosen at run time.
-template <class T, bool Entropy = false, int P = KernelTiling<T>::kScorePackets>
+template <class T, bool Entropy = false, bool Bfloat16 = false, int P = KernelTiling<T>::kScorePackets>
 void online_softmax_packets(int packets, T* s, Index stride, Index count, T* m, T* l, T* factor, T* e = nullptr) {
     if constexpr (P > 1) {
-        if (packets < P) return online_softmax_packets<T, Entropy, P - 1>(packets, s, stride, count, m, l, factor, e);
+        if (packets < P)
+            return online_softmax_packets<T, Entropy, Bfloat16, P - 1>(packets, s, stride, count, m, l, factor, e);
     }
-    online_softmax<T, P, Entropy>(s, stride, count, m, l, factor, e);
+    online_softmax<T, P, Entropy, Bfloat16>(s, stride, count, m, l, factor, e);
 }
 
 /// The vectorised part of one block's streaming statistics for P packets of queries: w
@@ -897,7 +911,7 @@ void finish_outputs(const FusedProblem<T>& problem, Index h, Index i0, Index row
 /// first … visible − 1, exactly 0 for the rest of the row's `keys` (decode_task's, once a row's
 /// largest score and total are final).
 template <class T>
-void weights_from_scores(T* row, Index first, Index visible, Index keys, T largest, T total) {
+void weights_from_scores(T* row, Index first, Index visible, Index keys, T largest, T total, bool bfloat16) {
     if (total == T(0)) {  // every visible score was −∞: every weight 0, as softmax_rows gives
         std::fill(row, row + keys, T(0));
         return;
@@ -907,6 +921,7 @@ void weights_from_scores(T* row, Index first, Index visible, Index keys, T large
     const Index count = visible - first, whole = count / KernelTiling<T>::kLanes * KernelTiling<T>::kLanes;
     exp_shifted(shown, whole, largest);
     for (Index j = whole; j < count; ++j) shown[j] = flushed_exp(shown[j] - largest);
+    if (bfloat16) round_to_bfloat16(shown, count);  // as the weights that were summed
     const T inverse = T(1) / total;
     for (Index j = 0; j < count; ++j) shown[j] *= inverse;
     std::fill(row + visible, row + keys, T(0));
@@ -955,14 +970,15 @@ void load_queries(const FusedProblem<T>& problem, Index h, Index i0, Index i1, T
                                                                          Eigen::OuterStride<>(q.stride));
     if (problem.rope) problem.rope(dst, rows, problem.first_position + i0);
     block *= problem.scale;
+    if (problem.bfloat16) round_to_bfloat16(dst, rows * d);
 }
 
 }  // namespace kernel
 
 /// Phase 0, one head: rotated keys (RoPE), key panels (the exact path's, if `panels`), padded
-/// values (if needed).
+/// values (if needed), keys and values in bfloat16 pairs (the streaming path's, if `pairs`).
 template <class T>
-void prepare_head(const FusedProblem<T>& problem, Index h, PreparedHead<T>& out, bool panels) {
+void prepare_head(const FusedProblem<T>& problem, Index h, PreparedHead<T>& out, bool panels, bool pairs) {
     using Tiling = KernelTiling<T>;
     const Index d = problem.depth, n = problem.keys, dv = problem.value_size;
     const HeadInputs<T>& in = problem.inputs[std::size_t(h)];
@@ -991,6 +1007,12 @@ void prepare_head(const FusedProblem<T>& problem, Index h, PreparedHead<T>& out,
                                                                          Eigen::OuterStride<>(in.values.stride));
         out.values = {out.padded_values.data(), padded};
     }
+    if constexpr (std::is_same_v<T, float>) {
+        if (pairs) {
+            kernel::pairs_of_depths(out.keys.data, out.keys.stride, n, d, out.key_pairs);
+            kernel::pairs_of_rows(out.values.data, out.values.stride, n, dv, out.value_pairs);
+        }
+    }
 }
 
 /// Streaming (online softmax) task: query rows [i0, i1) of head h.
@@ -1010,13 +1032,24 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
     T* l = scratch.total.data();
     T* alpha = scratch.factor.data();
 
+    // bfloat16 pairs (FusedProblem::bfloat16 with AVX-512 BF16): queriesᵀ in pairs of depths in
+    // qt, weightsᵀ in pairs of keys in wt (as 32-bit lanes), the keys and values the head's pairs
+    const bool pairs = kernel::kAttentionPairs<T> && problem.bfloat16;
+    const Index depth_pairs = (d + 1) / 2;
+    auto* const qt_pairs = reinterpret_cast<std::uint32_t*>(qt);
+    auto* const wt = reinterpret_cast<std::uint32_t*>(scratch.pairs.data());
     {
         // queriesᵀ, rotated and scaled; columns past the last row are 0. The output buffer
         // stages the (rows × d) queries: it is not needed yet.
         T* rows_first = scratch.output.data();
         kernel::load_queries(problem, h, i0, i1, rows_first);
-        kernel::transpose(rows_first, d, rows, d, qt, width);
-        Eigen::Map<RowMajorMatrix<T>>(qt, d, width).middleCols(rows, chunks * chunk - rows).setZero();
+        if (pairs) {
+            kernel::transposed_query_pairs(reinterpret_cast<const float*>(rows_first), rows, d, qt_pairs, width,
+                                           chunks * chunk);
+        } else {
+            kernel::transpose(rows_first, d, rows, d, qt, width);
+            Eigen::Map<RowMajorMatrix<T>>(qt, d, width).middleCols(rows, chunks * chunk - rows).setZero();
+        }
     }
     std::fill(m, m + width, minus_infinity);
     std::fill(l, l + width, T(0));
@@ -1044,13 +1077,26 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
             const int packets = int((c_rows + lanes - 1) / lanes);  // short sequences: fewer packets
             // scoresᵀ(j, i) = keys(j) · queries(i), tile by tile
             for (Index j = 0; j < count; j += tile_keys) {
-                ScoreTiles::run(int(std::min(tile_keys, count - j)), packets, keys + j * head.keys.stride,
-                                head.keys.stride, 1, qt + c0, width, d, st + j * width + c0, width, false);
+                if (pairs)
+                    kernel::score_pair_tile(int(std::min(tile_keys, count - j)), packets,
+                                            head.key_pairs.data() + (lo + j) * depth_pairs, depth_pairs, qt_pairs + c0,
+                                            width, reinterpret_cast<float*>(st + j * width + c0), width);
+                else
+                    ScoreTiles::run(int(std::min(tile_keys, count - j)), packets, keys + j * head.keys.stride,
+                                    head.keys.stride, 1, qt + c0, width, d, st + j * width + c0, width, false);
                 // A share of what comes next, asked for while the tiles compute: this block's values
                 // (read by weights · values below, one cache line per key and tile of value columns)
                 // and the next block's keys. A head's keys and values do not fit in L2 beside the
                 // others' (1 MiB each at 2,048 positions), so each block's come from L3.
                 const Index tile = std::min(tile_keys, count - j);
+                if (pairs) {  // the same in pairs: half a tile's pairs of values, and keys' pairs
+                    if (ch == 0 && problem.outputs)
+                        kernel::prefetch_rows(head.value_pairs.data() + (lo + j) / 2 * dv, dv, (tile + 1) / 2, dv);
+                    if (ch == chunks - 1 && lo + count + j < end)
+                        kernel::prefetch_rows(head.key_pairs.data() + (lo + count + j) * depth_pairs, depth_pairs,
+                                              std::min(tile, end - (lo + count + j)), depth_pairs);
+                    continue;
+                }
                 if (ch == 0 && problem.outputs)
                     kernel::prefetch_rows(head.values.data + (lo + j) * head.values.stride, head.values.stride, tile,
                                           dv);
@@ -1078,9 +1124,16 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
                 }
             }
             // online softmax down the columns, a packet of queries at a time
-            if (statistics)
+            T* const entropy = sums + SightSum::entropy * width + c0;
+            if (statistics && problem.bfloat16)
+                kernel::online_softmax_packets<T, true, true>(packets, st + c0, width, count, m + c0, l + c0,
+                                                              alpha + c0, entropy);
+            else if (statistics)
                 kernel::online_softmax_packets<T, true>(packets, st + c0, width, count, m + c0, l + c0, alpha + c0,
-                                                        sums + SightSum::entropy * width + c0);
+                                                        entropy);
+            else if (problem.bfloat16)
+                kernel::online_softmax_packets<T, false, true>(packets, st + c0, width, count, m + c0, l + c0,
+                                                               alpha + c0);
             else
                 kernel::online_softmax_packets(packets, st + c0, width, count, m + c0, l + c0, alpha + c0);
             if (statistics)
@@ -1088,8 +1141,17 @@ void stream_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
             if (!problem.outputs) continue;  // statistics only (attention_statistics)
             kernel::scale_columns(ot + c0, width, dv, packets, alpha + c0);
             // outputᵀ += valuesᵀ · weightsᵀ
-            kernel::values_times_weights(dv, packets, st + c0, width, count, head.values.data + lo * head.values.stride,
-                                         head.values.stride, ot + c0, width);
+            if (pairs) {  // over pairs of keys from an even one (lo's partner, if any, weighs 0)
+                const Index key_pairs =
+                    kernel::weight_pairs(reinterpret_cast<const float*>(st + c0), width, packets, lo, count, wt, width);
+                kernel::values_times_weight_pairs(dv, packets, wt, width, key_pairs,
+                                                  head.value_pairs.data() + (lo / 2) * dv,
+                                                  reinterpret_cast<float*>(ot + c0), width);
+            } else {
+                kernel::values_times_weights(dv, packets, st + c0, width, count,
+                                             head.values.data + lo * head.values.stride, head.values.stride, ot + c0,
+                                             width);
+            }
         }
     }
 
@@ -1191,7 +1253,8 @@ void decode_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
             }
             const T factor = m[r] == minus_infinity ? T(0) : kernel::flushed_exp(m[r] - grown);
             m[r] = grown;
-            l[r] = l[r] * factor + kernel::exp_shifted(row, whole, grown);
+            const T sum = kernel::exp_shifted(row, whole, grown);
+            l[r] = l[r] * factor + (problem.bfloat16 ? kernel::round_to_bfloat16_and_sum(row, whole) : sum);
             if (factor != T(1)) kernel::scale_row(o + r * padded, padded, factor);
         }
         // a few keys' values at a time: the micro-kernel walks them once per panel of columns,
@@ -1206,7 +1269,7 @@ void decode_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, In
         if (problem.log_sum_exp) problem.log_sum_exp_at(h, i0 + r) = kernel::log_sum_exp(m[r], l[r]);
         if (weights)
             kernel::weights_from_scores(weights + r * weights_row, problem.first_visible(i0 + r),
-                                        problem.allowed(i0 + r), problem.keys, m[r], l[r]);
+                                        problem.allowed(i0 + r), problem.keys, m[r], l[r], problem.bfloat16);
         kernel::finish_output(problem, h, i0 + r, o + r * padded, 1, l[r]);
     }
 }
@@ -1267,6 +1330,7 @@ void weights_task(const FusedProblem<T>& problem, const PreparedHead<T>& head, I
             } else {
                 T sum = kernel::exp_shifted_exactly(shown, whole, largest);
                 for (Index j = whole; j < count; ++j) sum += (shown[j] = kernel::exp_of_difference(shown[j], largest));
+                if (problem.bfloat16) sum = kernel::round_to_bfloat16_and_sum(shown, count);
                 const T inverse = T(1) / sum;
                 kernel::scale_row(shown, whole, inverse);
                 for (Index j = whole; j < count; ++j) shown[j] *= inverse;
@@ -1361,6 +1425,8 @@ void fused_attention(const FusedProblem<T>& problem) {
     else
         counts.scores = Tiling::kKeyBlock * width;
     if (problem.statistics) counts.sight = SightSum::rows * width;
+    const bool pairs = kernel::kAttentionPairs<T> && problem.bfloat16 && !decoding && !problem.weights;
+    if (pairs) counts.pairs = (Tiling::kKeyBlock / 2 + 1) * width;
     ScratchBlock<T>& scratch = memory.scratch;
     scratch.lay_out(workers, counts);
 
@@ -1370,7 +1436,7 @@ void fused_attention(const FusedProblem<T>& problem) {
     std::atomic<Index> next_head{0}, next_task{0};
     run_team(problem.workers, workers, [&](int worker, Team& team) {
         for (Index g = next_head++; g < key_value_heads && !team.stopped(); g = next_head++)
-            prepare_head(problem, g * group, prepared[std::size_t(g)], !decoding);
+            prepare_head(problem, g * group, prepared[std::size_t(g)], !decoding, pairs);
         team.sync();
         const Scratch<T>& mine = scratch[worker];
         for (Index task = next_task++; task < tasks && !team.stopped(); task = next_task++) {
