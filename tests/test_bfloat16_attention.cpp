@@ -247,3 +247,29 @@ TEST_CASE("bfloat16 attention: streaming, decoding and kept weights follow the r
         CHECK(relative_error(plain.outputs[0], rounded.outputs[0]) > 2e-4);
     }
 }
+
+TEST_CASE("bfloat16 attention: keys in pairs of depths and values in pairs of rows, as one pair at a time lays them") {
+    using namespace bfloat16_attention_test;
+    namespace k = attn::detail::kernel;
+    std::mt19937 gen(5);
+    for (const Index rows : {1, 2, 7, 64})
+        for (const Index cols : {1, 5, 16, 33, 64, 70}) {
+            CAPTURE(rows);
+            CAPTURE(cols);
+            const Rows x = random_rows(rows, cols + 3, gen, false);  // a row stride past the columns
+            std::vector<std::uint32_t> depths, pairs;
+            k::pairs_of_depths(x.data(), cols + 3, rows, cols, depths);
+            k::pairs_of_rows(x.data(), cols + 3, rows, cols, pairs);
+            const Index depth_pairs = (cols + 1) / 2;
+            REQUIRE(depths.size() == std::size_t(rows * depth_pairs));
+            REQUIRE(pairs.size() == std::size_t((rows + 1) / 2 * cols));
+            for (Index r = 0; r < rows; ++r)
+                for (Index p = 0; p < depth_pairs; ++p)
+                    REQUIRE(depths[std::size_t(r * depth_pairs + p)] ==
+                            k::bfloat16_pair(x(r, 2 * p), 2 * p + 1 < cols ? x(r, 2 * p + 1) : 0.0f));
+            for (Index p = 0; p < (rows + 1) / 2; ++p)
+                for (Index c = 0; c < cols; ++c)
+                    REQUIRE(pairs[std::size_t(p * cols + c)] ==
+                            k::bfloat16_pair(x(2 * p, c), 2 * p + 1 < rows ? x(2 * p + 1, c) : 0.0f));
+        }
+}

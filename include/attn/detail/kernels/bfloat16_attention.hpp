@@ -80,27 +80,65 @@ inline std::uint32_t bfloat16_pair(float low, float high) {
     return std::uint32_t(float_to_bfloat16_nearest(low)) | (std::uint32_t(float_to_bfloat16_nearest(high)) << 16);
 }
 
+#if ATTN_DETAIL_BFLOAT16_PAIRS
+/// The lanes of the first n of 16 (all for n ≥ 16, none for n ≤ 0).
+inline __mmask16 first_lanes(Index n) {
+    return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u);
+}
+#endif
+
 /// out (rows × ⌈depth / 2⌉) = each row of x (rows × depth, row stride x_row) in pairs of
-/// depths, rounded (the last pair's upper half 0 for an odd depth).
+/// depths, rounded (the last pair's upper half 0 for an odd depth). Thirty-two numbers an
+/// instruction with AVX-512 BF16 (vcvtne2ps2bf16 puts depths t … t + 31 in order, which is the
+/// pairs' order): a prefill lays out every key once per call.
 inline void pairs_of_depths(const float* x, Index x_row, Index rows, Index depth, std::vector<std::uint32_t>& out) {
     const Index pairs = (depth + 1) / 2;
     out.resize(std::size_t(rows * pairs));
-    for (Index r = 0; r < rows; ++r)
-        for (Index k = 0; k < pairs; ++k) {
-            const float* row = x + r * x_row;
-            out[std::size_t(r * pairs + k)] = bfloat16_pair(row[2 * k], 2 * k + 1 < depth ? row[2 * k + 1] : 0.0f);
+    for (Index r = 0; r < rows; ++r) {
+        const float* row = x + r * x_row;
+        std::uint32_t* dst = out.data() + r * pairs;
+#if ATTN_DETAIL_BFLOAT16_PAIRS
+        for (Index t = 0; t < depth; t += 32) {
+            const __m512 low = _mm512_maskz_loadu_ps(first_lanes(depth - t), row + t);
+            const __m512 high = _mm512_maskz_loadu_ps(first_lanes(depth - t - 16), row + t + 16);
+            _mm512_mask_storeu_epi32(dst + t / 2, first_lanes(pairs - t / 2), (__m512i)_mm512_cvtne2ps_pbh(high, low));
         }
+#else
+        for (Index k = 0; k < pairs; ++k) dst[k] = bfloat16_pair(row[2 * k], 2 * k + 1 < depth ? row[2 * k + 1] : 0.0f);
+#endif
+    }
 }
 
 /// out (⌈rows / 2⌉ × cols) = x (rows × cols, row stride x_row) in pairs of rows, rounded: entry
 /// (k, c) holds x(2k, c) in its lower half and x(2k + 1, c) (0 past the last row) in its upper.
+/// With AVX-512 BF16 sixteen columns of both rows at a time, rounded by one instruction and
+/// interleaved by another.
 inline void pairs_of_rows(const float* x, Index x_row, Index rows, Index cols, std::vector<std::uint32_t>& out) {
     const Index pairs = (rows + 1) / 2;
     out.resize(std::size_t(pairs * cols));
-    for (Index k = 0; k < pairs; ++k)
-        for (Index c = 0; c < cols; ++c)
-            out[std::size_t(k * cols + c)] =
-                bfloat16_pair(x[2 * k * x_row + c], 2 * k + 1 < rows ? x[(2 * k + 1) * x_row + c] : 0.0f);
+#if ATTN_DETAIL_BFLOAT16_PAIRS
+    // vcvtne2ps2bf16(b, a) holds a's 16 numbers then b's; the pairs want a(c), b(c) side by side
+    alignas(64) static constexpr std::uint16_t kInterleave[32] = {0,  16, 1,  17, 2,  18, 3,  19, 4,  20, 5,
+                                                                  21, 6,  22, 7,  23, 8,  24, 9,  25, 10, 26,
+                                                                  11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+    const __m512i interleave = _mm512_load_si512(kInterleave);
+#endif
+    for (Index k = 0; k < pairs; ++k) {
+        const float* even = x + 2 * k * x_row;
+        const bool has_odd = 2 * k + 1 < rows;
+        std::uint32_t* dst = out.data() + k * cols;
+#if ATTN_DETAIL_BFLOAT16_PAIRS
+        for (Index c = 0; c < cols; c += 16) {
+            const __mmask16 lanes = first_lanes(cols - c);
+            const __m512 a = _mm512_maskz_loadu_ps(lanes, even + c);
+            const __m512 b = has_odd ? _mm512_maskz_loadu_ps(lanes, even + x_row + c) : _mm512_setzero_ps();
+            const __m512i both = (__m512i)_mm512_cvtne2ps_pbh(b, a);
+            _mm512_mask_storeu_epi32(dst + c, lanes, _mm512_permutexvar_epi16(interleave, both));
+        }
+#else
+        for (Index c = 0; c < cols; ++c) dst[c] = bfloat16_pair(even[c], has_odd ? even[x_row + c] : 0.0f);
+#endif
+    }
 }
 
 /// qt (⌈depth / 2⌉ × columns, row stride qt_row) = the rows × depth queries q (row stride
