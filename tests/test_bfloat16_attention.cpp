@@ -273,3 +273,24 @@ TEST_CASE("bfloat16 attention: keys in pairs of depths and values in pairs of ro
                             k::bfloat16_pair(x(2 * p, c), 2 * p + 1 < rows ? x(2 * p + 1, c) : 0.0f));
         }
 }
+
+TEST_CASE("bfloat16 attention: activations round a packet at a time as one by one, and a NaN stays NaN") {
+    using namespace bfloat16_attention_test;
+    std::mt19937 gen(9);
+    for (const Index count : {0, 1, 15, 16, 17, 100}) {
+        CAPTURE(count);
+        Rows x = random_rows(1, count, gen, false);
+        if (count > 3) x(0, 3) = std::numeric_limits<float>::quiet_NaN();
+        if (count > 5) x(0, 5) = std::numeric_limits<float>::max();  // past bfloat16's largest: infinity
+        Rows rounded = x;
+        attn::detail::kernel::round_to_bfloat16(rounded.data(), count);
+        for (Index j = 0; j < count; ++j) {
+            if (std::isnan(x(0, j))) {
+                CHECK(std::isnan(rounded(0, j)));
+                continue;
+            }
+            const float want = rounded_to_bfloat16(x(0, j));
+            CHECK(std::memcmp(&rounded(0, j), &want, sizeof want) == 0);
+        }
+    }
+}

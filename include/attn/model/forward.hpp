@@ -635,22 +635,22 @@ private:
     void rotate_heads(std::size_t l, Matrix<T>& qkv, Rows rows, Index first_group, Index last_group) {
         if (rows.count() == 0) return;
         const Index d = settings_.head_size, group = settings_.heads / settings_.key_value_heads;
-        auto queries = queries_of(qkv, rows);
-        auto keys = keys_of(qkv, rows);
         if (settings_.layer(Index(l)).rotates()) {
             const Rope<T>& rope = model_.rope(Index(l));
+            auto queries = queries_of(qkv, rows);
+            auto keys = keys_of(qkv, rows);
             for (Index h = first_group * group; h < last_group * group; ++h)
                 rope.apply(queries.middleCols(h * d, d), p0_ + rows.first);
             for (Index g = first_group; g < last_group; ++g) rope.apply(keys.middleCols(g * d, d), p0_ + rows.first);
         }
         if (!model_.bfloat16_attention()) return;
-        const auto round = [](auto block) {
-            block = block.unaryExpr([](T x) { return T(rounded_to_bfloat16(float(x))); });
-        };
-        auto values = values_of(qkv, rows);
-        round(queries.middleCols(first_group * group * d, (last_group - first_group) * group * d));
-        round(keys.middleCols(first_group * d, (last_group - first_group) * d));
-        round(values.middleCols(first_group * d, (last_group - first_group) * d));
+        const Index query_width = settings_.query_width(), key_value_width = settings_.key_value_width();
+        for (Index r = rows.first; r < rows.last; ++r) {  // the row's three runs of these heads
+            T* row = &qkv(r, 0);
+            kernel::round_to_bfloat16(row + first_group * group * d, (last_group - first_group) * group * d);
+            for (T* heads : {row + query_width, row + query_width + key_value_width})
+                kernel::round_to_bfloat16(heads + first_group * d, (last_group - first_group) * d);
+        }
     }
 
     /// With caches: these rows' keys and values of layer l, copied to their positions in the cache.

@@ -65,10 +65,19 @@ T round_to_bfloat16_and_sum(T* x, Index count) {
     return sum;
 }
 
-/// x[0 … count) rounded to the nearest bfloat16 in place.
+/// x[0 … count) rounded to the nearest bfloat16 in place, a packet at a time; a NaN stays NaN (an
+/// activation's NaN must reach the scores, where the kernel reports it, not become infinite).
 template <class T>
 void round_to_bfloat16(T* x, Index count) {
-    for (Index j = 0; j < count; ++j) x[j] = T(attn::detail::rounded_to_bfloat16(float(x[j])));
+    using Packet = typename RegisterTile<T>::Packet;
+    constexpr Index L = RegisterTile<T>::kLanes;
+    Index j = 0;
+    if constexpr (std::is_same_v<T, float> && L > 1)
+        for (; count - j >= L; j += L) {
+            const Packet v = ei::ploadu<Packet>(x + j);
+            ei::pstoreu(x + j, ei::pselect(ei::pcmp_eq(v, v), round_packet_to_bfloat16(v), v));
+        }
+    for (; j < count; ++j) x[j] = T(attn::detail::rounded_to_bfloat16(float(x[j])));
 }
 
 /// Whether the streaming path multiplies bfloat16 pairs (AVX-512 BF16 and float).
