@@ -972,24 +972,18 @@ void register_benchmarks() {
                     ->Unit(benchmark::kMillisecond)
                     ->UseRealTime();
             }
-    for (int threads : {1, 2}) {
-        benchmark::RegisterBenchmark(("heads_kept/stream/d:64/threads:" + std::to_string(threads)).c_str(),
-                                     heads_kept_benchmark, Index(64), threads)
-            ->Arg(512)
-            ->Arg(2048)
-            ->Arg(4096)
-            ->ArgName("positions")
-            ->Unit(benchmark::kMillisecond)
-            ->UseRealTime();
-        benchmark::RegisterBenchmark(("heads_kept/stream_bfloat16/d:64/threads:" + std::to_string(threads)).c_str(),
-                                     heads_kept_bfloat16_benchmark, Index(64), threads)
-            ->Arg(512)
-            ->Arg(2048)
-            ->Arg(4096)
-            ->ArgName("positions")
-            ->Unit(benchmark::kMillisecond)
-            ->UseRealTime();
-    }
+    for (int threads : {1, 2})
+        for (const auto& [name, function] :
+             {std::pair{"stream", heads_kept_benchmark}, std::pair{"stream_bfloat16", heads_kept_bfloat16_benchmark}})
+            benchmark::RegisterBenchmark(
+                ("heads_kept/" + std::string(name) + "/d:64/threads:" + std::to_string(threads)).c_str(), function,
+                Index(64), threads)
+                ->Arg(512)
+                ->Arg(2048)
+                ->Arg(4096)
+                ->ArgName("positions")
+                ->Unit(benchmark::kMillisecond)
+                ->UseRealTime();
     for (Path path : {Path::stream, Path::weights, Path::plain})
         for (int threads : {1, 2}) {
             const std::string name =

@@ -57,14 +57,6 @@ EIGEN_ALWAYS_INLINE Packet round_packet_to_bfloat16(const Packet& x) {
     }
 }
 
-/// x[0 … count) rounded to the nearest bfloat16 in place; returns their sum (in order).
-template <class T>
-T round_to_bfloat16_and_sum(T* x, Index count) {
-    T sum = 0;
-    for (Index j = 0; j < count; ++j) sum += (x[j] = T(attn::detail::rounded_to_bfloat16(float(x[j]))));
-    return sum;
-}
-
 /// x[0 … count) rounded to the nearest bfloat16 in place, a packet at a time; a NaN stays NaN (an
 /// activation's NaN must reach the scores, where the kernel reports it, not become infinite).
 template <class T>
@@ -80,6 +72,16 @@ void round_to_bfloat16(T* x, Index count) {
     for (; j < count; ++j) x[j] = T(attn::detail::rounded_to_bfloat16(float(x[j])));
 }
 
+/// x[0 … count) rounded to the nearest bfloat16 in place (round_to_bfloat16); returns their sum
+/// (in order).
+template <class T>
+T round_to_bfloat16_and_sum(T* x, Index count) {
+    round_to_bfloat16(x, count);
+    T sum = 0;
+    for (Index j = 0; j < count; ++j) sum += x[j];
+    return sum;
+}
+
 /// Whether the streaming path multiplies bfloat16 pairs (AVX-512 BF16 and float).
 template <class T>
 inline constexpr bool kAttentionPairs = ATTN_DETAIL_BFLOAT16_PAIRS&& std::is_same_v<T, float>;
@@ -88,13 +90,6 @@ inline constexpr bool kAttentionPairs = ATTN_DETAIL_BFLOAT16_PAIRS&& std::is_sam
 inline std::uint32_t bfloat16_pair(float low, float high) {
     return std::uint32_t(float_to_bfloat16_nearest(low)) | (std::uint32_t(float_to_bfloat16_nearest(high)) << 16);
 }
-
-#if ATTN_DETAIL_BFLOAT16_PAIRS
-/// The lanes of the first n of 16 (all for n ≥ 16, none for n ≤ 0).
-inline __mmask16 first_lanes(Index n) {
-    return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u);
-}
-#endif
 
 /// out (rows × ⌈depth / 2⌉) = each row of x (rows × depth, row stride x_row) in pairs of
 /// depths, rounded (the last pair's upper half 0 for an odd depth). Thirty-two numbers an
@@ -163,27 +158,6 @@ inline void transposed_query_pairs(const float* q, Index rows, Index depth, std:
 }
 
 #if ATTN_DETAIL_BFLOAT16_PAIRS
-
-/// wt (pairs × 16·packets, row stride w_row) = pairs of the rows of sᵀ (count rows × the
-/// packets, row stride s_row), whose row j is key first + j, already rounded to bfloat16: pair
-/// k holds keys 2(first / 2 + k) and the next, a key outside first … first + count − 1 as 0.
-/// Returns the number of pairs.
-inline Index pairs_of_weight_rows(const float* st, Index s_row, int packets, Index first, Index count,
-                                  std::uint32_t* wt, Index w_row) {
-    const Index base = first / 2 * 2, pairs = (first + count + 1) / 2 - first / 2;
-    const __m512i upper = _mm512_set1_epi32(int(0xFFFF0000u));
-    for (Index k = 0; k < pairs; ++k) {
-        const Index even = base + 2 * k - first, odd = even + 1;  // their rows in sᵀ
-        for (int p = 0; p < packets; ++p) {
-            const __m512i low = even >= 0 ? _mm512_loadu_si512(st + even * s_row + p * 16) : _mm512_setzero_si512();
-            const __m512i high = odd < count ? _mm512_loadu_si512(st + odd * s_row + p * 16) : _mm512_setzero_si512();
-            // rounded already: each weight's upper 16 bits are its bfloat16
-            _mm512_storeu_si512(wt + k * w_row + p * 16,
-                                _mm512_or_si512(_mm512_srli_epi32(low, 16), _mm512_and_si512(high, upper)));
-        }
-    }
-    return pairs;
-}
 
 /// c(r, i) (+)= Σ_k a(r, k) · b(k, i) over `pairs` pairs, each term two bfloat16 products
 /// (vdpbf16ps): a(r, k) = a[r·a_row + k·a_step] broadcast, b(k, ·) Packets packets of 16 at
@@ -262,11 +236,26 @@ inline void values_times_weight_pairs(Index dv, int packets, const std::uint32_t
 #endif
 }
 
-/// pairs_of_weight_rows where the CPU has AVX-512 BF16 (elsewhere never called: 0).
+/// wt (pairs × 16·packets, row stride w_row) = pairs of the rows of sᵀ (count rows × the
+/// packets, row stride s_row), whose row j is key first + j, already rounded to bfloat16: pair
+/// k holds keys 2(first / 2 + k) and the next, a key outside first … first + count − 1 as 0.
+/// Returns the number of pairs. AVX-512 BF16 only.
 inline Index weight_pairs(const float* st, Index s_row, int packets, Index first, Index count, std::uint32_t* wt,
                           Index w_row) {
 #if ATTN_DETAIL_BFLOAT16_PAIRS
-    return pairs_of_weight_rows(st, s_row, packets, first, count, wt, w_row);
+    const Index base = first / 2 * 2, pairs = (first + count + 1) / 2 - first / 2;
+    const __m512i upper = _mm512_set1_epi32(int(0xFFFF0000u));
+    for (Index k = 0; k < pairs; ++k) {
+        const Index even = base + 2 * k - first, odd = even + 1;  // their rows in sᵀ
+        for (int p = 0; p < packets; ++p) {
+            const __m512i low = even >= 0 ? _mm512_loadu_si512(st + even * s_row + p * 16) : _mm512_setzero_si512();
+            const __m512i high = odd < count ? _mm512_loadu_si512(st + odd * s_row + p * 16) : _mm512_setzero_si512();
+            // rounded already: each weight's upper 16 bits are its bfloat16
+            _mm512_storeu_si512(wt + k * w_row + p * 16,
+                                _mm512_or_si512(_mm512_srli_epi32(low, 16), _mm512_and_si512(high, upper)));
+        }
+    }
+    return pairs;
 #else
     (void)st, (void)s_row, (void)packets, (void)first, (void)count, (void)wt, (void)w_row;
     eigen_assert(false && "weight_pairs needs AVX-512 BF16");

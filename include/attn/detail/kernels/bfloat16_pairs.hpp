@@ -82,6 +82,11 @@ inline constexpr Index kPairChunkTiles = 16;
 #if ATTN_DETAIL_BFLOAT16_PAIRS
 namespace kernel {
 
+/// The lanes of the first n of 16 (all for n ≥ 16, none for n ≤ 0).
+inline __mmask16 first_lanes(Index n) {
+    return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u);
+}
+
 /// 16-bit numbers a pair of depths takes in an interleaved block of weights: 4 packets × 16 columns × 2.
 inline constexpr Index kPairRow = Index(kPairTilePackets) * 32;
 
@@ -163,9 +168,8 @@ void multiply_bfloat16_pairs(Index rows, Index depth, Index cols, const float* a
             alignas(64) std::uint32_t rounded[16];
             for (Index t = 0; t < depth; t += 32) {
                 const Index left = depth - t;
-                const auto lanes = [](Index n) { return __mmask16(n >= 16 ? 0xFFFFu : (1u << n) - 1u); };
-                const __m512 low = _mm512_maskz_loadu_ps(lanes(left), row + t);
-                const __m512 high = _mm512_maskz_loadu_ps(lanes(left > 16 ? left - 16 : 0), row + t + 16);
+                const __m512 low = _mm512_maskz_loadu_ps(kernel::first_lanes(left), row + t);
+                const __m512 high = _mm512_maskz_loadu_ps(kernel::first_lanes(left - 16), row + t + 16);
                 _mm512_store_si512(rounded, (__m512i)_mm512_cvtne2ps_pbh(high, low));
                 const Index k0 = t / 2, count = std::min<Index>(16, pairs - k0);
                 for (Index k = 0; k < count; ++k) out[(k0 + k) * kTileRows] = rounded[k];
