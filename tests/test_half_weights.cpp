@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 #include <attn/detail/kernels/weight_panels.hpp>
 #include <attn/hooks/interventions.hpp>
+#include <attn/model/attention_rows.hpp>
 #include <attn/model/decoder.hpp>
 #include <attn/model/generate.hpp>
 #include <attn/model/model.hpp>
@@ -378,6 +379,76 @@ TEST_CASE("bfloat16 attention alone: any weights, the attention rounds and the p
             const attn::Matrix<float> reference = exact.forward(ids).logits;
             const double attention_only = relative_logit_gap(rounded.forward(ids).logits, reference);
             CHECK(attention_only < relative_logit_gap(both.forward(ids).logits, reference));
+        }
+    }
+}
+
+TEST_CASE("bfloat16 attention: attention_rows scores as the pass did, each weight within a bfloat16 step of its") {
+    // The pass rounded each exp(score − maximum) to bfloat16 (half a step: 2⁻⁸ relative) and
+    // divided by the sum of the rounded numbers; attention_rows gives the exact softmax of the same
+    // scores (its scaled queries rounded as the kernel rounds them): within 2⁻⁷ relative. GPT-2's
+    // scale, 1/√8 and smaller, is not a power of two, so rounding the scaled queries matters there.
+    for (const char* name : kSixteenBit) {
+        CAPTURE(name);
+        const attn::Model<float>& model = loaded(name, attn::WeightStorage::converted, Rounding::attention);
+        std::vector<int> ids;
+        for (int i = 0; i < 24; ++i) ids.push_back((i * 37 + 11) % int(model.settings().vocabulary_size));
+        attn::ForwardOptions full, light;
+        full.keep_attention = true;
+        light.keep_log_sum_exp = true;
+        const auto kept = model.forward(ids, full);
+        const auto light_result = model.forward(ids, light);
+        CHECK(light_result.bfloat16_attention);
+        CHECK_FALSE(loaded(name, attn::WeightStorage::converted).forward(ids, light).bfloat16_attention);
+        double worst = 0.0;  // |rows − kept| / kept over weights above 1e-4
+        for (Index l = 0; l < model.settings().layers; ++l) {
+            const auto rows = attn::attention_rows(model.settings(), light_result, l, {}, {}).weights;
+            for (Index h = 0; h < model.settings().heads; ++h) {
+                const attn::Matrix<float> from_pass = kept.attention.head(l, h), recomputed = rows.head(h);
+                const double gap = (recomputed - from_pass).cwiseAbs().maxCoeff();
+                CHECK(gap <= std::ldexp(1.0, -7) * from_pass.maxCoeff());
+                for (Index i = 0; i < from_pass.size(); ++i)
+                    if (from_pass(i) > 1e-4f)
+                        worst = std::max(worst, std::abs(double(recomputed(i)) - from_pass(i)) / from_pass(i));
+            }
+        }
+        MESSAGE(std::string(name), ": attention_rows against keep_attention, bfloat16 attention, worst relative ",
+                worst);
+        CHECK(worst > 0.0);  // the pass's weights were rounded: not the same numbers
+        CHECK(worst < std::ldexp(1.0, -7));
+    }
+}
+
+TEST_CASE("bfloat16 attention: an intervention's rotated queries and keys are rounded as the pass's own are") {
+    // Replacing hook_rot_q / hook_rot_k with numbers that are not bfloat16 gives the logits of
+    // replacing them with those numbers rounded: every path of the kernel (here the one that keeps
+    // the weights, which multiplies in float) reads the keys the caches would hold.
+    const attn::Model<float>& model =
+        loaded("llama_gqa_bf16_shards", attn::WeightStorage::converted, Rounding::attention);
+    const std::vector<int> ids = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3};
+    const Index n = Index(ids.size());
+    const auto round_all = [](attn::Matrix<float> m) {
+        return attn::Matrix<float>(m.unaryExpr([](float x) { return attn::detail::rounded_to_bfloat16(x); }));
+    };
+    for (const char* name : {"blocks.1.attn.hook_rot_k", "blocks.0.attn.hook_rot_q"}) {
+        CAPTURE(name);
+        attn::HookOptions<float> keep;
+        keep.keep = {name};
+        const attn::Matrix<float> rotated = attn::run_with_hooks(model, ids, keep).cache[name];
+        // a little off every bfloat16 number: 1 + 2^-12 is not one, and the product rounds back
+        const attn::Matrix<float> off =
+            rotated * (1.0f + 1.0f / 4096.0f) + attn::Matrix<float>::Constant(n, rotated.cols(), 1e-3f);
+        REQUIRE_FALSE(off == round_all(off));
+        for (bool keep_attention : {false, true}) {
+            CAPTURE(keep_attention);
+            attn::HookOptions<float> unrounded, rounded;
+            unrounded.forward.keep_attention = rounded.forward.keep_attention = keep_attention;
+            unrounded.interventions.push_back(attn::Intervention<float>::replace(name, off));
+            rounded.interventions.push_back(attn::Intervention<float>::replace(name, round_all(off)));
+            const attn::Matrix<float> logits = attn::run_with_hooks(model, ids, unrounded).result.logits;
+            CHECK(logits == attn::run_with_hooks(model, ids, rounded).result.logits);
+            // the change itself reaches the logits
+            CHECK_FALSE(logits == attn::run_with_hooks(model, ids, keep).result.logits);
         }
     }
 }

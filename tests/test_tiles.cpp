@@ -188,3 +188,22 @@ TEST_CASE_TEMPLATE("multiply_rows: empty shares (no rows, no columns, no depth) 
     attn::detail::multiply_rows(a.leftCols(0), b.topRows(0), c, false);  // depth 0: the empty sum
     CHECK(c.isZero(0));
 }
+
+TEST_CASE_TEMPLATE("pack_tile_rows: a tile's rows side by side, short tiles padded with zeros, any depth", T, float,
+                   double) {
+    // Whole tiles of floats go four entries at a time (SSE): depths 0 … 13 end on every remainder
+    constexpr Index kRows = attn::detail::RegisterTile<T>::kRows;
+    const Index a_row = 17;  // rows further apart than the depth
+    const auto a = random_matrix<T>(kRows, a_row, 21);
+    for (Index in_tile = 1; in_tile <= kRows; ++in_tile)
+        for (Index depth = 0; depth <= 13; ++depth) {
+            CAPTURE(in_tile);
+            CAPTURE(depth);
+            std::vector<T> out(std::size_t(depth * kRows + 1), T(-7));  // one past the tile: never written
+            attn::detail::pack_tile_rows(a.data(), a_row, in_tile, depth, out.data());
+            for (Index t = 0; t < depth; ++t)
+                for (Index r = 0; r < kRows; ++r)
+                    REQUIRE(out[std::size_t(t * kRows + r)] == (r < in_tile ? a(r, t) : T(0)));
+            CHECK(out.back() == T(-7));
+        }
+}

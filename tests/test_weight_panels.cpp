@@ -43,7 +43,7 @@ TEST_CASE_TEMPLATE("weight panels: every product on a block of panels has the bi
                    double) {
     const Index lanes = attn::detail::RegisterTile<T>::kLanes;
     const Index panel = PanelMatrix<T>::kPanel;
-    // rows: streamed (1, 2) and tiled (3 … 50; 400: the tiles copy every block, as for 64 tiles);
+    // rows: streamed (1, 2) and tiled (3 … 50; 400: a's rows copied tile by tile, as for 256 rows);
     // the block's first column: a panel's first (whole panel rows, read in place by tiles as wide
     // as a panel), a packet's inside a panel, and one inside a packet (packets straddle the edges)
     for (Index rows : {Index(1), Index(2), Index(3), Index(7), Index(50), Index(400)})

@@ -63,6 +63,9 @@ struct DemandShape {
     Index first_position = 0;
     Index window = 0;    ///< AttentionOptions::window
     T score_cap = T(0);  ///< AttentionOptions::score_cap
+    /// The scaled queries rounded to bfloat16, as the kernel's load_queries rounds them for a
+    /// pass on bfloat16 numbers (FusedProblem::bfloat16; the keys must be bfloat16 numbers already)
+    bool bfloat16 = false;
 
     /// Query row i sees keys first_visible(i) … visible(i) − 1 (a mask may hide some of them).
     Index visible(Index i) const { return causal ? std::min(keys, first_position + i + 1) : keys; }
@@ -110,6 +113,7 @@ void demand_head(const char* function, const DemandShape<T>& shape, const Demand
         query = Eigen::Map<const Matrix<T>>(head.queries.data + i * head.queries.stride, 1, d);
         if (shape.rope) shape.rope->apply(query, shape.first_position + i);
         query *= shape.scale;
+        if (shape.bfloat16) kernel::round_to_bfloat16(query.data(), d);
     }
     if (memory.keys.size() < panel * d) memory.keys.resize(panel * d);
     if (memory.panel.size() < panel * d) memory.panel.resize(panel * d);

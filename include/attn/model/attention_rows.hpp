@@ -3,7 +3,11 @@
 // log-sum-exps (ForwardOptions::keep_log_sum_exp): the fast forward never stores a
 // (positions × positions) matrix, and this recomputes only the rows asked for
 // (core/weights_on_demand.hpp, whose attention_rows overloads do the same over heads' own queries,
-// keys and log-sum-exps), equal to what keep_attention returns to float rounding.
+// keys and log-sum-exps), equal to what keep_attention returns to float rounding. After a pass on
+// bfloat16 numbers (Model::bfloat16_attention) the scores are the pass's (its scaled queries
+// rounded as it rounded them), and the weights their exact softmax, where the pass rounded each
+// exp(score − maximum) to bfloat16 (2⁻⁸ relative) and divided by the sum of the rounded numbers:
+// within 2⁻⁷ relative of the weights keep_attention returns.
 
 #include <vector>
 
@@ -48,7 +52,8 @@ void attention_rows_into(const ModelSettings& settings, const ForwardResult<T>& 
     options.scale = T(settings.score_scale(layer));
     options.window = settings.layer(layer).window;
     options.score_cap = T(settings.layer(layer).score_cap);
-    const detail::DemandShape<T> shape = detail::demand_shape(function, n, n, d, range, options);
+    detail::DemandShape<T> shape = detail::demand_shape(function, n, n, d, range, options);
+    shape.bfloat16 = result.bfloat16_attention;  // the pass's scaled queries were rounded: so are these
     detail::reuse_storage(function, "weights", out.weights, Index(head_list.size()), Index(row_list.size()),
                           range.last - range.first);
     detail::visible_keys(shape, row_list, out.visible);

@@ -178,6 +178,7 @@ public:
         for (std::size_t l = 0; l < kept_windows_.size(); ++l) kept_windows_[l] = settings_.layer(Index(l)).window;
         log_sum_exp_.resize(options.keep_log_sum_exp ? std::size_t(layers) : 0);
         queries_keys_.resize(options.keep_log_sum_exp ? std::size_t(layers) : 0);
+        result.bfloat16_attention = model_.bfloat16_attention();
         for (Matrix<T>& layer : log_sum_exp_) layer.resize(settings_.heads, n_);
         for (Matrix<T>& layer : queries_keys_) layer.resize(n_, settings_.query_width() + settings_.key_value_width());
         targets_.clear();
@@ -416,6 +417,10 @@ private:
             rotate_heads(l, qkv, share.mine, 0, kv_heads);
             hook(Point::rot_q, l, share.mine, queries_of(qkv, share.mine));
             hook(Point::rot_k, l, share.mine, keys_of(qkv, share.mine));
+            // an intervention's numbers rounded as the rotated ones were: every path of the kernel
+            // then reads the same keys, and the caches hold bfloat16 numbers
+            if (hooks_ && (hooks_->changes({Point::rot_q, Index(l)}) || hooks_->changes({Point::rot_k, Index(l)})))
+                round_heads(qkv, share.mine, 0, kv_heads);
             store_keys_values(l, share.mine);
             share.team->sync();  // every position's keys and values of layer l are ready
             attend(l, share.mine, memory);
@@ -643,7 +648,15 @@ private:
                 rope.apply(queries.middleCols(h * d, d), p0_ + rows.first);
             for (Index g = first_group; g < last_group; ++g) rope.apply(keys.middleCols(g * d, d), p0_ + rows.first);
         }
+        round_heads(qkv, rows, first_group, last_group);
+    }
+
+    /// With bfloat16 attention, these rows' queries, keys and values of key/value heads
+    /// first_group … last_group − 1 (and their query heads) rounded to bfloat16, in place: the
+    /// numbers the caches keep and the kernel multiplies (FusedProblem::bfloat16).
+    void round_heads(Matrix<T>& qkv, Rows rows, Index first_group, Index last_group) {
         if (!model_.bfloat16_attention()) return;
+        const Index d = settings_.head_size, group = settings_.heads / settings_.key_value_heads;
         const Index query_width = settings_.query_width(), key_value_width = settings_.key_value_width();
         for (Index r = rows.first; r < rows.last; ++r) {  // the row's three runs of these heads
             T* row = &qkv(r, 0);

@@ -470,6 +470,9 @@ struct ForwardResult {
     ModelAttention<T> attention;          ///< layers × heads × (positions × positions), if kept
     std::vector<Matrix<T>> log_sum_exp;   ///< per layer (heads × positions), if keep_log_sum_exp
     std::vector<Matrix<T>> queries_keys;  ///< per layer (positions × (H + H_kv)·d): rotated queries | keys, if kept
+    /// Whether the pass's attention ran on bfloat16 numbers (Model::bfloat16_attention): its
+    /// queries, keys and values were rounded, and attention_rows rounds its scaled queries too.
+    bool bfloat16_attention = false;
     std::vector<HeadStatistics<T>> statistics;  ///< per layer, heads × positions, if asked
     /// Model::forward_into's working memory for the next call into this result; Model::forward
     /// returns it empty.

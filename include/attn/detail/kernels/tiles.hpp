@@ -18,6 +18,10 @@
 #include "attn/detail/check.hpp"
 #include "attn/detail/kernels/large_arrays.hpp"
 
+#if defined(EIGEN_VECTORIZE_SSE2)
+#include <emmintrin.h>  // pack_tile_rows
+#endif
+
 // gcc 12's AVX-512 intrinsics initialise a dummy operand from itself (GCC bug 105593, fixed
 // in gcc 13), which -Wall reports wherever they are inlined with -march=native.
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
@@ -503,6 +507,42 @@ T* packed_rows_buffer(std::size_t entries) {
     return buffer.data();
 }
 
+/// One tile's rows of a side by side (TileRowsOfA's layout): entry (r, t) of the `in_tile` rows
+/// from `a` (a_row apart) to out[t · kRows + r], rows past in_tile zeros (their tile reads them
+/// but never stores them). A whole tile of floats goes four entries of each row at a time, a 4 × 4
+/// transpose and the last two rows' pairs (SSE): 0.10-0.23 ns an entry against 0.37-0.51 one at
+/// a time down each row, whose stores land six entries apart (GPT-2's depths, Zen 5), where
+/// the copy was 2.6 % of a one-thread prefill of 1,024 positions.
+template <class T>
+void pack_tile_rows(const T* a, Index a_row, Index in_tile, Index depth, T* out) {
+    constexpr Index kRows = RegisterTile<T>::kRows;
+    Index t = 0;
+#if defined(EIGEN_VECTORIZE_SSE2)
+    if constexpr (std::is_same<T, float>::value && kRows == 6) {
+        if (in_tile == kRows)
+            for (; t + 4 <= depth; t += 4) {
+                const float* at = a + t;
+                __m128 r0 = _mm_loadu_ps(at), r1 = _mm_loadu_ps(at + a_row), r2 = _mm_loadu_ps(at + 2 * a_row),
+                       r3 = _mm_loadu_ps(at + 3 * a_row);
+                const __m128 r4 = _mm_loadu_ps(at + 4 * a_row), r5 = _mm_loadu_ps(at + 5 * a_row);
+                _MM_TRANSPOSE4_PS(r0, r1, r2, r3);  // r_j now holds rows 0-3 of entry t + j
+                const __m128 pairs01 = _mm_unpacklo_ps(r4, r5), pairs23 = _mm_unpackhi_ps(r4, r5);
+                float* o = out + t * kRows;
+                _mm_storeu_ps(o, r0);
+                _mm_storel_pi(reinterpret_cast<__m64*>(o + 4), pairs01);
+                _mm_storeu_ps(o + 6, r1);
+                _mm_storeh_pi(reinterpret_cast<__m64*>(o + 10), pairs01);
+                _mm_storeu_ps(o + 12, r2);
+                _mm_storel_pi(reinterpret_cast<__m64*>(o + 16), pairs23);
+                _mm_storeu_ps(o + 18, r3);
+                _mm_storeh_pi(reinterpret_cast<__m64*>(o + 22), pairs23);
+            }
+    }
+#endif
+    for (; t < depth; ++t)
+        for (Index r = 0; r < kRows; ++r) out[t * kRows + r] = r < in_tile ? a[r * a_row + t] : T(0);
+}
+
 /// The most bytes multiply_many_rows_from copies a's rows into at a time, per thread.
 constexpr Index kPackedRowsBytes = Index(8) << 20;
 
@@ -519,14 +559,20 @@ void multiply_many_rows_from(Index rows, Index depth, Index cols, const T* a, In
     // sets: from 8 tiles if a tile's row of b is one cache line (16 registers), else from
     // kPackedTiles; and from 8 tiles whatever the registers if they are a multiple of 64 KiB
     // apart (16,384 or 49,152 floats, an unembedding), where they share a few L2 sets too.
-    // Otherwise the tiles read it where it lies (docs/DESIGN.md has the measurements).
+    // Otherwise the tiles read it where it lies (docs/DESIGN.md has the measurements). Float
+    // panels are never copied for this: a block of whole panel rows is already one run, and
+    // tiles_over_panels copies the blocks it cannot read in place (a copy of an in-place block
+    // was 1.3 % of a one-thread GPT-2 prefill of 1,024 positions, and the products from memory
+    // at 512 rows ran 1-3.5 % faster without it: docs/DESIGN.md).
     constexpr Index kLine = Source::kLineEntries;
     constexpr Index kPackedTiles = 64;
     constexpr Index kAliasedPackedTiles = Tile::kColumns <= kLine ? 8 : kPackedTiles;
     constexpr Index kL2AliasedPackedTiles = 8;
     const Index tiles = (rows + Tile::kRows - 1) / Tile::kRows;
-    bool packs = true;
-    if constexpr (Source::kInPlace) {  // it holds T: its rows are row_stride · sizeof(T) bytes apart
+    bool packs = true;  // a source that cannot be read in place is always copied
+    if constexpr (Source::kInPlace && PanelColumns<Source>::value > 0) {
+        packs = false;
+    } else if constexpr (Source::kInPlace) {  // it holds T: its rows are row_stride · sizeof(T) bytes apart
         const Index row_bytes = b.row_stride(0) * Index(sizeof(T));
         const bool aliased = row_bytes % 4096 == 0, l2_aliased = row_bytes % 65536 == 0;
         packs = tiles >= kPackedTiles || (aliased && tiles >= kAliasedPackedTiles) ||
@@ -558,18 +604,9 @@ void multiply_many_rows_from(Index rows, Index depth, Index cols, const T* a, In
             const Index count = std::min(chunk_rows, rows - first_row);
             // tile j's entry (r, t) at packed[j · depth · kRows + t · kRows + r]; rows past the
             // last are zeros, which its tile reads but never stores
-            for (Index r0 = 0; r0 < count; r0 += Tile::kRows) {
-                T* out = packed + r0 * depth;
-                const Index in_tile = std::min<Index>(Tile::kRows, count - r0);
-                for (Index r = 0; r < Tile::kRows; ++r) {
-                    if (r < in_tile) {
-                        const T* row = a + (first_row + r0 + r) * a_row;
-                        for (Index t = 0; t < depth; ++t) out[t * Tile::kRows + r] = row[t];
-                    } else {
-                        for (Index t = 0; t < depth; ++t) out[t * Tile::kRows + r] = T(0);
-                    }
-                }
-            }
+            for (Index r0 = 0; r0 < count; r0 += Tile::kRows)
+                pack_tile_rows(a + (first_row + r0) * a_row, a_row, std::min<Index>(Tile::kRows, count - r0), depth,
+                               packed + r0 * depth);
             tiles_over_panels(count, depth, whole, TileRowsOfA<T>{packed, 1, Tile::kRows, Tile::kRows * depth}, b,
                               c + first_row * c_row, c_row, accumulate, packs);
         }
