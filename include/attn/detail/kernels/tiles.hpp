@@ -562,8 +562,7 @@ void multiply_many_rows_from(Index rows, Index depth, Index cols, const T* a, In
     // Otherwise the tiles read it where it lies (docs/DESIGN.md has the measurements). Float
     // panels are never copied for this: a block of whole panel rows is already one run, and
     // tiles_over_panels copies the blocks it cannot read in place (a copy of an in-place block
-    // was 1.3 % of a one-thread GPT-2 prefill of 1,024 positions, and the products from memory
-    // at 512 rows ran 1-3.5 % faster without it: docs/DESIGN.md).
+    // was 1.3 % of a one-thread GPT-2 prefill of 1,024 positions: docs/DESIGN.md).
     constexpr Index kLine = Source::kLineEntries;
     constexpr Index kPackedTiles = 64;
     constexpr Index kAliasedPackedTiles = Tile::kColumns <= kLine ? 8 : kPackedTiles;
