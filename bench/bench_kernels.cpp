@@ -885,6 +885,11 @@ void model_forward(benchmark::State& state, int threads, int kept) {
     state.SetComplexityN(state.range(0));
 }
 
+/// The attention's prompt lengths (512, 2,048 and 4,096 positions), timed in milliseconds of real time.
+benchmark::internal::Benchmark* at_prompt_lengths(benchmark::internal::Benchmark* b) {
+    return b->Arg(512)->Arg(2048)->Arg(4096)->ArgName("positions")->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
 void register_benchmarks() {
     for (int threads : {1, 2})
         for (bool kept : {false, true})
@@ -975,15 +980,9 @@ void register_benchmarks() {
     for (int threads : {1, 2})
         for (const auto& [name, function] :
              {std::pair{"stream", heads_kept_benchmark}, std::pair{"stream_bfloat16", heads_kept_bfloat16_benchmark}})
-            benchmark::RegisterBenchmark(
+            at_prompt_lengths(benchmark::RegisterBenchmark(
                 ("heads_kept/" + std::string(name) + "/d:64/threads:" + std::to_string(threads)).c_str(), function,
-                Index(64), threads)
-                ->Arg(512)
-                ->Arg(2048)
-                ->Arg(4096)
-                ->ArgName("positions")
-                ->Unit(benchmark::kMillisecond)
-                ->UseRealTime();
+                Index(64), threads));
     for (Path path : {Path::stream, Path::weights, Path::plain})
         for (int threads : {1, 2}) {
             const std::string name =
@@ -1014,13 +1013,7 @@ void register_benchmarks() {
     for (Sight sight :
          {Sight::stream, Sight::statistics, Sight::statistics_only, Sight::weights_reused, Sight::weights_fresh}) {
         const std::string name = std::string(sight_name(sight)) + "/d:64/threads:2";
-        benchmark::RegisterBenchmark(("sight/" + name).c_str(), sight_benchmark, sight, 2)
-            ->Arg(512)
-            ->Arg(2048)
-            ->Arg(4096)
-            ->ArgName("positions")
-            ->Unit(benchmark::kMillisecond)
-            ->UseRealTime();
+        at_prompt_lengths(benchmark::RegisterBenchmark(("sight/" + name).c_str(), sight_benchmark, sight, 2));
         if (sight == Sight::stream || sight == Sight::statistics || sight == Sight::statistics_only)  // long: 1 call
             benchmark::RegisterBenchmark(("sight_long/" + name).c_str(), sight_benchmark, sight, 2)
                 ->Arg(16384)

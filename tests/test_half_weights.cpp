@@ -70,6 +70,21 @@ const attn::Model<float>& loaded(const std::string& name, attn::WeightStorage st
 
 const char* const kSixteenBit[] = {"gpt2_f16", "llama_gqa_bf16_shards"};
 
+/// m's entries each rounded to the nearest bfloat16.
+template <class M>
+attn::Matrix<float> bfloat16_entries(const M& m) {
+    return m.unaryExpr([](float x) { return attn::detail::rounded_to_bfloat16(x); });
+}
+
+/// Up to 24 token ids spread over the model's vocabulary, at most its longest context.
+std::vector<int> spread_ids(const attn::Model<float>& model) {
+    const Index vocabulary = model.settings().vocabulary_size;
+    std::vector<int> ids;
+    for (Index i = 0; i < std::min<Index>(model.settings().longest, 24); ++i)
+        ids.push_back(int((i * 37 + 11) % vocabulary));
+    return ids;
+}
+
 /// max |x − y| / max |y| over the entries.
 double relative_logit_gap(const attn::Matrix<float>& x, const attn::Matrix<float>& y) {
     return double((x - y).cwiseAbs().maxCoeff() / y.cwiseAbs().maxCoeff());
@@ -304,10 +319,7 @@ TEST_CASE("16-bit weights: a storage the model cannot keep is refused, naming th
 /// either path: the same running maxima, the same rounded weights), and the caches hold
 /// bfloat16 numbers.
 void check_rounding_model(const attn::Model<float>& rounded, const attn::Model<float>& exact) {
-    const Index vocabulary = rounded.settings().vocabulary_size;
-    std::vector<int> ids;
-    for (Index i = 0; i < std::min<Index>(rounded.settings().longest, 24); ++i)
-        ids.push_back(int((i * 37 + 11) % vocabulary));
+    const std::vector<int> ids = spread_ids(rounded);
     attn::Workers two(2);
     attn::ForwardOptions one_thread, two_threads;
     two_threads.threads = two;
@@ -321,9 +333,7 @@ void check_rounding_model(const attn::Model<float>& rounded, const attn::Model<f
 
     // decoding: each step's products (one row: the rounded numbers in float) against the
     // prefill's last row (pairs where the build has them, in the products and in the attention)
-    const auto all_bfloat16 = [](const auto& m) {
-        return (m.array() == m.unaryExpr([](float x) { return attn::detail::rounded_to_bfloat16(x); }).array()).all();
-    };
+    const auto all_bfloat16 = [](const auto& m) { return (m.array() == bfloat16_entries(m).array()).all(); };
     for (attn::Workers* workers : {static_cast<attn::Workers*>(nullptr), &two}) {
         CAPTURE(workers != nullptr);
         attn::Decoder<float> decoder(rounded);
@@ -391,8 +401,7 @@ TEST_CASE("bfloat16 attention: attention_rows scores as the pass did, each weigh
     for (const char* name : kSixteenBit) {
         CAPTURE(name);
         const attn::Model<float>& model = loaded(name, attn::WeightStorage::converted, Rounding::attention);
-        std::vector<int> ids;
-        for (int i = 0; i < 24; ++i) ids.push_back((i * 37 + 11) % int(model.settings().vocabulary_size));
+        const std::vector<int> ids = spread_ids(model);
         attn::ForwardOptions full, light;
         full.keep_attention = true;
         light.keep_log_sum_exp = true;
@@ -427,24 +436,21 @@ TEST_CASE("bfloat16 attention: an intervention's rotated queries and keys are ro
         loaded("llama_gqa_bf16_shards", attn::WeightStorage::converted, Rounding::attention);
     const std::vector<int> ids = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3};
     const Index n = Index(ids.size());
-    const auto round_all = [](attn::Matrix<float> m) {
-        return attn::Matrix<float>(m.unaryExpr([](float x) { return attn::detail::rounded_to_bfloat16(x); }));
-    };
     for (const char* name : {"blocks.1.attn.hook_rot_k", "blocks.0.attn.hook_rot_q"}) {
         CAPTURE(name);
         attn::HookOptions<float> keep;
         keep.keep = {name};
         const attn::Matrix<float> rotated = attn::run_with_hooks(model, ids, keep).cache[name];
-        // a little off every bfloat16 number: 1 + 2^-12 is not one, and the product rounds back
+        // off the bfloat16 numbers: scaled by 1 + 2⁻¹², finer than bfloat16's 8 bits, and shifted
         const attn::Matrix<float> off =
             rotated * (1.0f + 1.0f / 4096.0f) + attn::Matrix<float>::Constant(n, rotated.cols(), 1e-3f);
-        REQUIRE_FALSE(off == round_all(off));
+        REQUIRE_FALSE(off == bfloat16_entries(off));
         for (bool keep_attention : {false, true}) {
             CAPTURE(keep_attention);
             attn::HookOptions<float> unrounded, rounded;
             unrounded.forward.keep_attention = rounded.forward.keep_attention = keep_attention;
             unrounded.interventions.push_back(attn::Intervention<float>::replace(name, off));
-            rounded.interventions.push_back(attn::Intervention<float>::replace(name, round_all(off)));
+            rounded.interventions.push_back(attn::Intervention<float>::replace(name, bfloat16_entries(off)));
             const attn::Matrix<float> logits = attn::run_with_hooks(model, ids, unrounded).result.logits;
             CHECK(logits == attn::run_with_hooks(model, ids, rounded).result.logits);
             // the change itself reaches the logits
