@@ -510,9 +510,9 @@ T* packed_rows_buffer(std::size_t entries) {
 /// One tile's rows of a side by side (TileRowsOfA's layout): entry (r, t) of the `in_tile` rows
 /// from `a` (a_row apart) to out[t · kRows + r], rows past in_tile zeros (their tile reads them
 /// but never stores them). A whole tile of floats goes four entries of each row at a time, a 4 × 4
-/// transpose and the last two rows' pairs (SSE): 0.10-0.23 ns an entry against 0.37-0.51 one at
-/// a time down each row, whose stores land six entries apart (GPT-2's depths, Zen 5), where
-/// the copy was 2.6 % of a one-thread prefill of 1,024 positions.
+/// transpose and the last two rows' pairs (SSE), not one entry at a time down each row, whose
+/// stores land six entries apart: in a one-thread GPT-2 prefill of 1,024 positions (Zen 5) the
+/// copy went from 2.6 to 1.5 % of a profile (docs/DESIGN.md).
 template <class T>
 void pack_tile_rows(const T* a, Index a_row, Index in_tile, Index depth, T* out) {
     constexpr Index kRows = RegisterTile<T>::kRows;
