@@ -210,6 +210,35 @@ std::string seconds_list(const std::vector<double>& seconds) {
     return "[" + text + "]";
 }
 
+/// The vector extensions this build was compiled for (its -m flags, or -march=native's), then the
+/// packets Eigen uses: Eigen names AVX2 builds "AVX" and does not say whether FMA is in.
+std::string compiled_isa() {
+    std::string isa;
+    const auto add = [&](bool on, const char* name) {
+        if (on) isa += std::string(isa.empty() ? "" : " ") + name;
+    };
+#ifdef __AVX512F__
+    add(true, "AVX512F");
+#endif
+#ifdef __AVX512BF16__
+    add(true, "AVX512_BF16");
+#endif
+#ifdef __AVX512VNNI__
+    add(true, "AVX512_VNNI");
+#endif
+#ifdef __AVX2__
+    add(true, "AVX2");
+#endif
+#ifdef __FMA__
+    add(true, "FMA");
+#endif
+#ifdef __F16C__
+    add(true, "F16C");
+#endif
+    add(isa.empty(), "SSE2");
+    return isa + "; Eigen: " + Eigen::SimdInstructionSetsInUse();
+}
+
 /// A mode's flags after `DIR mode`: --name value pairs, each flag's value set to its default first.
 std::map<std::string, std::string> mode_flags(int argc, char** argv, std::map<std::string, std::string> flags) {
     if ((argc - 3) % 2 != 0) throw attn::argument_error(std::string("a flag without a value: ") + argv[argc - 1]);
@@ -283,7 +312,7 @@ int peer(int argc, char** argv) {
         "{\"prefill\": [%s], \"decode\": [%s], \"peak_rss_bytes\": %zu, \"step_weights_bytes\": %zu, \"isa\": "
         "\"%s\"}\n",
         prefill_json.c_str(), decode_json.c_str(), peak_resident_bytes(), step_weight_bytes(model()),
-        Eigen::SimdInstructionSetsInUse());
+        compiled_isa().c_str());
     return 0;
 }
 
@@ -322,7 +351,7 @@ int sight(int argc, char** argv) {
                 ", \"log_sum_exp\": " + seconds_list(seconds[2]) + "}";
     }
     std::printf("{\"sight\": [%s], \"peak_rss_bytes\": %zu, \"isa\": \"%s\"}\n", json.c_str(), peak_resident_bytes(),
-                Eigen::SimdInstructionSetsInUse());
+                compiled_isa().c_str());
     return 0;
 }
 

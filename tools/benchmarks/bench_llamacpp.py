@@ -75,6 +75,12 @@ bench: {"prefill": [{"tokens": n, "seconds": [...]}], "decode": [{"context": n, 
 runs keep_rows 1 only where the kept rows (layers × heads × n × n floats for the longest prefill) take
 at most 1 GiB: 4,096 positions of mistral-small would take 16 GiB.
 
+--isa avx2 holds every system to AVX2 and FMA on a CPU that has more (AVX-512), so that the code an
+AVX2-only CPU runs is measured beside the native run on the same machine: attn from build/bench-avx2
+(`cmake --preset bench-avx2`: -mavx2 -mfma -mf16c), llama.cpp with its prebuilt haswell CPU variant alone
+(llamacpp_setup.held_to), PyTorch with ATEN_CPU_CAPABILITY=avx2 and OPENBLAS_CORETYPE=Haswell. The
+memory system, caches and clocks stay this CPU's: it is the instruction set measured, not an AVX2 machine.
+
 OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are set on these machines and slow PyTorch; they are
 removed from the environment of the benchmarked processes only. Debian's PyTorch runs its
 matrix products in OpenBLAS's own threads, which torch.set_num_threads does not limit: the PyTorch
@@ -114,6 +120,9 @@ QUANTIZED_LLAMA_TOLERANCE = 0.2
 PYTORCH_NOT_QUANTIZED = ("not run: PyTorch eager has no GGUF block formats; on the F32 checkpoint it would run "
                          "the unquantized weights, another model")
 NO_WINDOW = ", no window"  # the suffix of attn's row on a checkpoint's unwindowed copy
+# --isa: the environment of the PyTorch peer under each instruction set (attn's and llama.cpp's are binaries)
+TORCH_ISA_ENV = {"native": {}, "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "OPENBLAS_CORETYPE": "Haswell"}}
+ATTN_BUILD_OF_ISA = {"native": "bench", "avx2": "bench-avx2"}  # build/<folder>: cmake --preset <folder>
 LLAMA_VARIANTS = {
     "llama.cpp": ["--kv-type", "f32", "--flash-attn", "off"],
     "llama.cpp defaults": ["--kv-type", "f16", "--flash-attn", "auto"],
@@ -506,6 +515,11 @@ def markdown(results, cpu, llama, args):
              "Sliding windows are kept by every system (Mistral's GGUF as llama.cpp's granite_swa); \"attn, no "
              "window\": attn on the same weights with full attention (a config.json whose window no prompt "
              "reaches).", ""]
+    if args.isa != "native":
+        lines[-1:-1] = [f"Every system held to {args.isa.upper()} on this CPU (--isa {args.isa}): attn's build/"
+                        f"{ATTN_BUILD_OF_ISA[args.isa]}, llama.cpp's {llamacpp_setup.VARIANT_OF_ISA[args.isa]} "
+                        "alone, PyTorch with " + " ".join(f"{k}={v}" for k, v in TORCH_ISA_ENV[args.isa].items())
+                        + "; the memory system and clocks are this CPU's."]
     for entry in results:
         prefill, decode = lengths(entry)
         agree = entry["agreement"]["max_relative_difference"]
@@ -578,15 +592,12 @@ def main():
                         help="run every system this many times in turn, each time --reps repetitions, and merge them")
     parser.add_argument("--cache", type=Path, default=llamacpp_setup.DEFAULT_CACHE)
     parser.add_argument("--out", type=Path, default=run_folder(ROOT) / "real_size.md")
-    attn_bench = ROOT / "build" / "bench" / "bench" / "attn_bench_checkpoint"  # cmake --workflow --preset bench
-    default_bench = (f"{attn_bench} {{model}} peer --threads {{threads}} --prefill {{prefill}} --decode {{decode}} "
-                     "--steps {steps} --reps {reps} --keep-rows {keep_rows} --weights {weights}"
-                     ) if attn_bench.exists() else None
-    default_logits = f"{attn_bench} {{model}} logits {{tokens}} --weights {{weights}}" if attn_bench.exists() else None
-    parser.add_argument("--attn-bench", default=default_bench,
-                        help="command template for attn's timings (see above; default: build/bench's "
-                             "attn_bench_checkpoint if it is built)")
-    parser.add_argument("--attn-logits", default=default_logits,
+    parser.add_argument("--isa", default="native", choices=sorted(TORCH_ISA_ENV),
+                        help="the instruction set every system is held to (see above)")
+    parser.add_argument("--attn-bench", default=None,
+                        help="command template for attn's timings (see above; default: the attn_bench_checkpoint "
+                             "of build/bench, or build/bench-avx2 with --isa avx2, if it is built)")
+    parser.add_argument("--attn-logits", default=None,
                         help="command template for attn's logits (default: attn_bench_checkpoint's)")
     parser.add_argument("--attn-keep-rows", default="auto",
                         help="keep_rows values attn runs with: 0, 1, 0,1 or auto (see above)")
@@ -609,8 +620,14 @@ def main():
                         help="also compare the systems' logits for an N-position prompt, longer than the windows, "
                              "and attn's without the windows (see long_agreement)")
     args = parser.parse_args()
+    attn_bench = ROOT / "build" / ATTN_BUILD_OF_ISA[args.isa] / "bench" / "attn_bench_checkpoint"
+    if args.attn_bench is None and attn_bench.exists():
+        args.attn_bench = (f"{attn_bench} {{model}} peer --threads {{threads}} --prefill {{prefill}} "
+                           "--decode {decode} --steps {steps} --reps {reps} --keep-rows {keep_rows} --weights {weights}")
+    if args.attn_logits is None and attn_bench.exists():
+        args.attn_logits = f"{attn_bench} {{model}} logits {{tokens}} --weights {{weights}}"
     cache = args.cache.expanduser().resolve()
-    llama = llamacpp_setup.setup(cache)
+    llama = llamacpp_setup.held_to(llamacpp_setup.setup(cache), args.isa, cache)
     cpu = cpu_description()
     json_path = args.out.with_suffix(".json")
     earlier = []
@@ -624,7 +641,7 @@ def main():
         kept = [e for e in earlier if (e["model"], e["dtype"]) not in ran] + results
         record = {"cpu": cpu, "llama_cpp": {"release": llama.release, "commit": llama.commit},
                   "reps": args.reps, "rounds": args.rounds, "steps": args.steps,
-                  "omp_wait_policy": args.omp_wait_policy, "results": kept}
+                  "omp_wait_policy": args.omp_wait_policy, "isa": args.isa, "results": kept}
         args.out.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         args.out.write_text(markdown(kept, cpu, llama, args), encoding="utf-8")
@@ -672,7 +689,8 @@ def main():
                     load_average, started = os.getloadavg()[0], time.strftime("%H:%M:%S UTC", time.gmtime())
                     extra_env = None
                     if system == "pytorch-eager":  # OpenBLAS's threads limited too (tools/common/peer_threads.py)
-                        extra_env = {**thread_env(threads, {}), "OMP_WAIT_POLICY": args.omp_wait_policy}
+                        extra_env = {**thread_env(threads, {}), "OMP_WAIT_POLICY": args.omp_wait_policy,
+                                     **TORCH_ISA_ENV[args.isa]}
                     runs[system].append(run_json(command, system, extra_env))
                     raw = merge_raw(runs[system])
                     if system not in rows:

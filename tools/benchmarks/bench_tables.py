@@ -33,6 +33,11 @@ tools/common/run_folder.py and a folder of this run's own, so that no earlier re
              statistics measured in the kernel, and with each row's log-sum-exp kept (from which any head's
              rows come afterwards), interleaved within each repetition; 1 and 2 threads. -> sight.json
 
+--isa avx2 holds every part to AVX2 and FMA on a CPU with AVX-512: attn from build/bench-avx2 (`cmake --preset
+bench-avx2`), the harness's peers as bench_llamacpp.py --isa avx2 holds them (llama.cpp's haswell variant alone,
+PyTorch's AVX2 kernels); the folder is then tables-<HHMM>-avx2 and the README's table is left as it is (it shows
+the machine's own instruction set).
+
 Then it writes <out>/README.md (the machine as lscpu names it, its vector extensions and caches, the load
 average before and after every part, the commands, every table) and, unless --no-readme, replaces the
 README's table between the markers `<!-- bench_tables: begin -->` and `<!-- bench_tables: end -->` with
@@ -55,7 +60,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))  # the role packages
 from common.run_folder import run_folder  # noqa: E402
 
-BENCH = ROOT / "build" / "bench" / "bench"
+BUILD_OF_ISA = {"native": "bench", "avx2": "bench-avx2"}  # build/<folder>, configured by `cmake --preset <folder>`
 HARNESS = ROOT / "tools" / "benchmarks" / "bench_llamacpp.py"
 README_BEGIN = "<!-- bench_tables: begin -->"
 README_END = "<!-- bench_tables: end -->"
@@ -112,15 +117,19 @@ MODEL_NAMES = {"gpt2-small": "GPT-2 small", "smollm2-135m": "SmolLM2-135M"}
 # the machine
 
 
-def machine():
-    """What lscpu says of the CPU: model name, family and model numbers, caches, vector extensions."""
+def machine(held_isa="native"):
+    """What lscpu says of the CPU: model name, family and model numbers, caches, vector extensions; with a
+    `held_isa` other than native, the instruction set the run held every system to (held_to), named in "isa"."""
     text = subprocess.run(["lscpu"], text=True, capture_output=True).stdout
     fields = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in text.splitlines() if ":" in line)}
     flags = fields.get("Flags", "").split()
     vector = sorted(f for f in flags if f.startswith(("avx", "amx", "fma", "f16c")))
     isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE2"
+    held = {} if held_isa == "native" else {"held_to": held_isa.upper()}
+    if held:
+        isa = f"{isa}, every system held to {held['held_to']}"
     return {"model_name": fields.get("Model name", "?"), "family": fields.get("CPU family", "?"),
-            "model": fields.get("Model", "?"), "cpus": fields.get("CPU(s)", "?"), "isa": isa,
+            "model": fields.get("Model", "?"), "cpus": fields.get("CPU(s)", "?"), "isa": isa, **held,
             "vector_extensions": vector,
             "caches": {k: fields[k] for k in ("L1d cache", "L2 cache", "L3 cache") if k in fields}}
 
@@ -162,26 +171,32 @@ def run(command, log, capture=False):
     return done.stdout
 
 
-def build(log):
-    if not (ROOT / "build" / "bench" / "CMakeCache.txt").is_file():
-        run(["cmake", "--preset", "bench"], log)
-    run(["cmake", "--build", "build/bench", "--target", "attn_bench_kernels", "attn_bench_cache",
+def bench_folder(isa):
+    """Where the benchmarks of attn built for `isa` are."""
+    return ROOT / "build" / BUILD_OF_ISA[isa] / "bench"
+
+
+def build(isa, log):
+    folder = BUILD_OF_ISA[isa]
+    if not (ROOT / "build" / folder / "CMakeCache.txt").is_file():
+        run(["cmake", "--preset", folder], log)
+    run(["cmake", "--build", f"build/{folder}", "--target", "attn_bench_kernels", "attn_bench_cache",
          "attn_bench_checkpoint"], log)
 
 
-def run_limits(out, log):
-    run([BENCH / "attn_bench_kernels", f"--benchmark_filter={KERNEL_FILTER}", *GBENCH_FLAGS,
+def run_limits(out, isa, log):
+    run([bench_folder(isa) / "attn_bench_kernels", f"--benchmark_filter={KERNEL_FILTER}", *GBENCH_FLAGS,
          f"--benchmark_out={out / 'limits_kernels.json'}", "--benchmark_out_format=json"], log)
-    run([BENCH / "attn_bench_cache", f"--benchmark_filter={MEMORY_FILTER}", *GBENCH_FLAGS,
+    run([bench_folder(isa) / "attn_bench_cache", f"--benchmark_filter={MEMORY_FILTER}", *GBENCH_FLAGS,
          f"--benchmark_out={out / 'limits_memory.json'}", "--benchmark_out_format=json"], log)
 
 
-def run_harness(out, stem, arguments, common, reps, log, rounds=1):
+def run_harness(out, stem, arguments, common, reps, isa, log, rounds=1):
     run([sys.executable, HARNESS, *arguments, *common, "--reps", str(reps), "--rounds", str(rounds),
-         "--out", out / f"{stem}.md"], log)
+         "--isa", isa, "--out", out / f"{stem}.md"], log)
 
 
-def run_sight(out, cache, long_8192, log):
+def run_sight(out, cache, long_8192, isa, log):
     """attn_bench_checkpoint's sight mode at 1 and 2 threads, into sight.json (written by the harness's
     checkpoint writer first if the long part has not)."""
     checkpoint = cache / "checkpoints" / SIGHT_CHECKPOINT
@@ -191,7 +206,7 @@ def run_sight(out, cache, long_8192, log):
     positions = "2048,8192" if long_8192 else "2048"
     results = []
     for threads in (1, 2):
-        command = [BENCH / "attn_bench_checkpoint", checkpoint, "sight", "--threads", str(threads), "--positions",
+        command = [bench_folder(isa) / "attn_bench_checkpoint", checkpoint, "sight", "--threads", str(threads), "--positions",
                    positions, "--reps", str(SIGHT_REPS)]
         results.append({"threads": threads, **json.loads(run(command, log, capture=True))})
         (out / "sight.json").write_text(json.dumps({"checkpoint": SIGHT_CHECKPOINT, "runs": results}, indent=1) + "\n",
@@ -565,14 +580,17 @@ def main():
     parser.add_argument("--parts", default="limits,real_size", help="comma-separated: limits, real_size, long, sight")
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "attn-peers",
                         help="the harness's cache (tools/benchmarks/peers/llamacpp_setup.py), for sight's checkpoint")
-    parser.add_argument("--out", type=Path, default=run_folder(ROOT) / time.strftime("tables-%H%M", time.gmtime()))
+    parser.add_argument("--out", type=Path, default=None,
+                        help="default: docs/bench/<UTC date>-<cpu>-<ISA>/tables-<HHMM>[-<--isa>]/")
+    parser.add_argument("--isa", default="native", choices=sorted(BUILD_OF_ISA),
+                        help="the instruction set every system is held to (see above)")
     parser.add_argument("--reps", type=int, default=1, help="the harness's repetitions in a process, real sizes")
     parser.add_argument("--rounds", type=int, default=3,
                         help="the harness's rounds for the real sizes: every system in turn, this many times")
     parser.add_argument("--long-8192", action="store_true",
                         help="long and sight also run SmolLM2-135M at 8,192 positions (~1 h more)")
     parser.add_argument("--no-readme", action="store_true", help="leave README.md as it is")
-    parser.add_argument("--no-build", action="store_true", help="use build/bench as it is")
+    parser.add_argument("--no-build", action="store_true", help="use build/bench (or build/bench-avx2) as it is")
     parser.add_argument("--compose-only", action="store_true", help="write the tables from --out's JSON, run nothing")
     parser.add_argument("--resume", action="store_true",
                         help="continue a run into --out that stopped: its record kept, the parts whose JSON is "
@@ -582,10 +600,12 @@ def main():
     unknown = set(parts) - {"limits", "real_size", "long", "sight"}
     if unknown:
         raise SystemExit(f"--parts: unknown {', '.join(sorted(unknown))}")
-    out = args.out.resolve()
+    held = args.isa != "native"
+    name = time.strftime("tables-%H%M", time.gmtime()) + (f"-{args.isa}" if held else "")
+    out = (args.out or run_folder(ROOT) / name).resolve()
     out.mkdir(parents=True, exist_ok=True)
     record_path = out / "bench_tables.json"
-    record = {"machine": machine(), "commit": source_commit(), "arguments": sys.argv[1:], "started": now(),
+    record = {"machine": machine(args.isa), "commit": source_commit(), "arguments": sys.argv[1:], "started": now(),
               "commands": []}
     if (args.compose_only or args.resume) and record_path.is_file():
         earlier = json.loads(record_path.read_text(encoding="utf-8"))
@@ -603,30 +623,30 @@ def main():
             return args.resume and all((out / name).is_file() for name in names)
 
         if not args.no_build:
-            build(log)
+            build(args.isa, log)
         if "limits" in parts and not done("limits_kernels.json", "limits_memory.json"):
-            run_limits(out, log)
+            run_limits(out, args.isa, log)
             save()
         if "real_size" in parts:
             for stem, arguments in REAL_SIZE_RUNS:
                 if not done(f"{stem}.json"):
-                    run_harness(out, stem, arguments, REAL_SIZE_COMMON, args.reps, log, args.rounds)
+                    run_harness(out, stem, arguments, REAL_SIZE_COMMON, args.reps, args.isa, log, args.rounds)
                     save()
         if "long" in parts:
             for stem, arguments in LONG_RUNS + (LONG_8192_RUNS if args.long_8192 else ()):
                 if not done(f"{stem}.json"):
-                    run_harness(out, stem, arguments, LONG_COMMON, LONG_REPS, log)
+                    run_harness(out, stem, arguments, LONG_COMMON, LONG_REPS, args.isa, log)
                     save()
         if "sight" in parts and not (done("sight.json") and
                                      len(json.loads((out / "sight.json").read_text())["runs"]) == 2):
-            run_sight(out, args.cache.expanduser().resolve(), args.long_8192, log)
+            run_sight(out, args.cache.expanduser().resolve(), args.long_8192, args.isa, log)
         record["ended"] = now()
         save()
     record.setdefault("ended", now())
     (out / "README.md").write_text(folder_readme(out, record) + "\n", encoding="utf-8")
     print(f"wrote {out / 'README.md'}", flush=True)
     block = readme_block(out, record)
-    if block and not args.no_readme:
+    if block and not args.no_readme and not record["machine"].get("held_to"):
         readme = ROOT / "README.md"
         readme.write_text(replace_readme_block(readme.read_text(encoding="utf-8"), block), encoding="utf-8")
         print(f"wrote the table of {readme}", flush=True)

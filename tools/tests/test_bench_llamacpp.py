@@ -37,3 +37,25 @@ def test_each_weight_choice_names_its_row_and_flags_and_the_rounding_rows_get_bf
     assert bl.agreement_tolerance("llama.cpp defaults", "F32") == bl.TOLERANCE["F32"]
     assert bl.agreement_tolerance(bl.attn_name("bfloat16_attention"), "F32") == bl.TOLERANCE["BF16"]
     assert bl.agreement_tolerance(bl.attn_name("bfloat16_activations"), "BF16") == bl.TOLERANCE["BF16"]
+
+
+def test_a_held_isa_gives_llama_cpp_a_folder_of_that_variant_alone(tmp_path):
+    import pytest
+    from benchmarks.peers import llamacpp_setup as ls
+
+    prebuilt = tmp_path / "prebuilt"
+    prebuilt.mkdir()
+    for name in ("libggml-base.so", "libggml-cpu-haswell.so", "libggml-cpu-zen4.so"):
+        (prebuilt / name).write_text(name)
+    llama = ls.LlamaCpp(tmp_path / "source", prebuilt, tmp_path / "harness", "v0", "c" * 40)
+    assert ls.held_to(llama, "native", tmp_path) is llama
+    held = ls.held_to(llama, "avx2", tmp_path / "cache")
+    assert held.backends == tmp_path / "cache" / "backends-avx2" and held.harness == llama.harness
+    assert [p.name for p in held.backends.iterdir()] == ["libggml-cpu-haswell.so"]
+    assert (held.backends / "libggml-cpu-haswell.so").read_text() == "libggml-cpu-haswell.so"
+    assert ls.held_to(llama, "avx2", tmp_path / "cache") == held  # a second run finds the link there
+    (prebuilt / "libggml-cpu-haswell.so").unlink()
+    with pytest.raises(FileNotFoundError, match="avx2"):
+        ls.held_to(llama, "avx2", tmp_path / "other")
+    assert set(bl.TORCH_ISA_ENV) == set(bl.ATTN_BUILD_OF_ISA) == {"native", "avx2"}
+    assert bl.TORCH_ISA_ENV["avx2"] == {"ATEN_CPU_CAPABILITY": "avx2", "OPENBLAS_CORETYPE": "Haswell"}

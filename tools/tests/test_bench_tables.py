@@ -186,3 +186,42 @@ def test_resume_keeps_the_record_and_runs_only_the_parts_not_there(tmp_path, mon
     assert record["commit"] == "aaaa" and record["resumed"][0]["arguments"][-3:] == ["--resume", "--out", str(tmp_path)]
     readme = (tmp_path / "README.md").read_text()
     assert "attn at commit aaaa; resumed by `--parts long --no-build" in readme
+
+
+def test_isa_avx2_runs_the_avx2_build_holds_the_peers_and_leaves_the_readme(tmp_path, monkeypatch):
+    ran = []
+
+    def run(command, log, capture=False):
+        ran.append([str(c) for c in command])
+        log.append({"command": "x", "started": "00:30", "ended": "00:40", "load_before": 1.0, "load_after": 1.1})
+        return ""
+
+    root = tmp_path / "root"
+    root.mkdir()
+    readme = f"# attn\n{bt.README_BEGIN}\nthe native table\n{bt.README_END}\n"
+    (root / "README.md").write_text(readme)
+    out = tmp_path / "tables"
+    out.mkdir()
+    (out / "real_size_f32.json").write_text(json.dumps(  # as if the harness had written it
+        {"results": [harness_entry("gpt2-small", "F32", {"attn": (700.0, 30.0)})]}))
+    monkeypatch.setattr(bt, "run", run)
+    monkeypatch.setattr(bt, "ROOT", root)
+    monkeypatch.setattr(sys, "argv", ["bench_tables.py", "--parts", "limits,real_size", "--isa", "avx2", "--out",
+                                      str(out)])
+    bt.main()
+    assert ran[0] == ["cmake", "--preset", "bench-avx2"]  # no build/bench-avx2 there yet
+    assert ran[1][:3] == ["cmake", "--build", "build/bench-avx2"]
+    assert ran[2][0] == str(root / "build" / "bench-avx2" / "bench" / "attn_bench_kernels")
+    assert ran[3][0] == str(root / "build" / "bench-avx2" / "bench" / "attn_bench_cache")
+    harness = ran[4:]
+    assert len(harness) == len(bt.REAL_SIZE_RUNS)
+    assert all(c[c.index("--isa") + 1] == "avx2" for c in harness)
+    record = json.loads((out / "bench_tables.json").read_text())
+    assert record["machine"]["held_to"] == "AVX2" and "every system held to AVX2" in record["machine"]["isa"]
+    assert "every system held to AVX2" in (out / "README.md").read_text()
+    assert (root / "README.md").read_text() == readme  # the README's table is the machine's own ISA's
+
+
+def test_the_native_run_keeps_the_native_build_and_names_no_held_isa():
+    assert bt.bench_folder("native") == bt.ROOT / "build" / "bench" / "bench"
+    assert "held_to" not in bt.machine()

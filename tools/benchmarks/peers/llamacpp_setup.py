@@ -19,7 +19,7 @@ import json
 import os
 import shutil
 import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -87,6 +87,28 @@ def build_harness(cache, source, backends):
              *[f"-l:{name}" for name in LIBRARIES], f"-Wl,-rpath,{backends}"])
         scratch.replace(harness)  # atomic: a concurrent run sees the whole binary or none
     return harness
+
+
+# The prebuilt CPU variant an instruction set stands for: llama.cpp loads the best variant this CPU runs
+# among those in the folder it is given, so a folder holding one variant holds llama.cpp to its instructions
+# (bench_llamacpp.py --isa). haswell: AVX2, FMA, F16C, BMI2, what an AVX2-only x86-64 CPU offers.
+VARIANT_OF_ISA = {"avx2": "libggml-cpu-haswell.so"}
+
+
+def held_to(llama, isa, cache=DEFAULT_CACHE):
+    """llama with a backends folder (cache/backends-ISA) that holds only ISA's CPU variant; "native": llama."""
+    if isa == "native":
+        return llama
+    variant = llama.backends / VARIANT_OF_ISA[isa]
+    if not variant.is_file():
+        raise FileNotFoundError(f"{variant}: the prebuilt package lacks llama.cpp's {isa} CPU variant")
+    folder = Path(cache).expanduser().resolve() / f"backends-{isa}"
+    folder.mkdir(parents=True, exist_ok=True)
+    link = folder / variant.name
+    if not (link.is_symlink() and link.resolve() == variant.resolve()):
+        link.unlink(missing_ok=True)
+        link.symlink_to(variant)
+    return replace(llama, backends=folder)
 
 
 def setup(cache=DEFAULT_CACHE):
