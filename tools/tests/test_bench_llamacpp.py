@@ -34,7 +34,10 @@ def test_each_weight_choice_names_its_row_and_flags_and_the_rounding_rows_get_bf
     assert bl.attn_name("bfloat16_activations") == "attn, 16-bit weights, bfloat16 activations"
     # an F32 checkpoint: float rows keep F32's tolerance, rows that round to bfloat16 get BF16's
     assert bl.agreement_tolerance("attn", "F32") == bl.TOLERANCE["F32"]
-    assert bl.agreement_tolerance("llama.cpp defaults", "F32") == bl.TOLERANCE["F32"]
+    assert bl.agreement_tolerance("llama.cpp", "F32") == bl.TOLERANCE["F32"]
+    # llama.cpp's defaults keep keys and values in float16
+    assert bl.agreement_tolerance("llama.cpp defaults", "F32") == bl.TOLERANCE["F16"]
+    assert bl.agreement_tolerance("llama.cpp defaults", "BF16") == bl.TOLERANCE["BF16"]
     assert bl.agreement_tolerance(bl.attn_name("bfloat16_attention"), "F32") == bl.TOLERANCE["BF16"]
     assert bl.agreement_tolerance(bl.attn_name("bfloat16_activations"), "BF16") == bl.TOLERANCE["BF16"]
 

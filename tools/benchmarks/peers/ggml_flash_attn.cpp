@@ -11,8 +11,9 @@
 // ~/.cache/attn-peers/npm/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64. The graph is one
 // ggml_flash_attn_ext (scale 1/√d, the causal mask as ggml takes it: float16, 0 or −∞), computed
 // once to warm up, then REPETITIONS (default 10) times; prints one JSON line with every time in
-// ms, the median, and the GFLOP/s counted as bench_kernels counts them (positions²·2d per head:
-// the unmasked half of both products).
+// ms, the median, the GFLOP/s counted as bench_kernels counts them (positions²·2d per head:
+// the unmasked half of both products), and the features of the CPU variant loaded. A folder holding
+// one variant holds ggml to it (llamacpp_setup.held_to: ~/.cache/attn-peers/backends-avx2).
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
 #include <ggml.h>
@@ -25,6 +26,16 @@
 #include <random>
 #include <string>
 #include <vector>
+
+// The features of the CPU variant ggml loaded ("AVX2=1 FMA=1 ..."), for each line to say what it ran.
+std::string cpu_backend_features(ggml_backend_reg_t reg) {
+    std::string features;
+    const auto get_features = reinterpret_cast<ggml_backend_get_features_t>(
+        ggml_backend_reg_get_proc_address(reg, "ggml_backend_get_features"));
+    for (const ggml_backend_feature* f = get_features ? get_features(reg) : nullptr; f && f->name; ++f)
+        features += std::string(features.empty() ? "" : " ") + f->name + "=" + f->value;
+    return features;
+}
 
 int main(int argc, char** argv) {
     if (argc < 4) {
@@ -86,8 +97,8 @@ int main(int argc, char** argv) {
     for (double t : ms) times += (times.empty() ? "" : ", ") + std::to_string(t);
     std::printf(
         "{\"name\": \"ggml_flash_attn_ext/f32/d:%d/threads:%d/positions:%d\", \"ms\": [%s], \"median_ms\": %.3f, "
-        "\"GFLOP/s\": %.2f}\n",
-        d, threads, n, times.c_str(), median, flops / (median * 1e-3) * 1e-9);
+        "\"GFLOP/s\": %.2f, \"cpu_backend\": \"%s\"}\n",
+        d, threads, n, times.c_str(), median, flops / (median * 1e-3) * 1e-9, cpu_backend_features(reg).c_str());
 
     ggml_backend_buffer_free(buffer);
     ggml_free(ctx);
