@@ -18,9 +18,14 @@
 //   memory/copy/threads:<t>                    memcpy of a 256 MiB buffer into another, split over
 //                                              t threads: the bytes read per second
 //   memory/read/threads:<t>                    summing a 256 MiB buffer: a read-only reference
-//   memory/read_streams:4/threads:<t>          the same, each thread's share summed as four runs side
-//                                              by side (as the model's panels are streamed: Intel's
-//                                              prefetchers follow several runs further than one)
+//   memory/read_streams:<s>/threads:<t>        the same, each thread's share summed as s = 2, 4 or 8
+//                                              runs side by side (as the model's panels are streamed:
+//                                              Intel's prefetchers follow several runs further than
+//                                              one). The machine's read bandwidth is the best of these
+//                                              and memory/read: no one of them is best everywhere (Zen 5,
+//                                              512-bit loads: 2 runs 38 GB/s, 4 runs 26, one 34;
+//                                              256-bit loads: 4 runs 35; docs/bench/2026-12-06-epyc-zen5-
+//                                              avx512/read_isa)
 //
 // bytes_read (a rate) counts what attention must read at least: keys and values of every
 // visible position of every key/value head, once. Its ratio to memory/copy's bytes_read is
@@ -151,10 +156,11 @@ void read_benchmark(benchmark::State& state, int threads) {
 }
 
 /// Each thread's share of the buffer summed as kStreams runs side by side, a packet of each a step.
+template <std::size_t kStreams>
 void read_streams_benchmark(benchmark::State& state, int threads) {
     namespace ei = Eigen::internal;
     using Packet = attn::detail::RegisterTile<float>::Packet;
-    constexpr std::size_t kStreams = 4, kLanes = std::size_t(attn::detail::RegisterTile<float>::kLanes);
+    constexpr std::size_t kLanes = std::size_t(attn::detail::RegisterTile<float>::kLanes);
     const std::size_t count = kBuffer / sizeof(float);
     std::vector<float> buffer(count, 1.0f);
     const std::size_t share = count / std::size_t(threads), run = share / kStreams / kLanes * kLanes;
@@ -210,10 +216,16 @@ void register_benchmarks() {
                                      threads)
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
-        benchmark::RegisterBenchmark(("memory/read_streams:4/threads:" + std::to_string(threads)).c_str(),
-                                     read_streams_benchmark, threads)
-            ->Unit(benchmark::kMillisecond)
-            ->UseRealTime();
+        const auto streams = [&](const char* count, auto run) {
+            benchmark::RegisterBenchmark(
+                ("memory/read_streams:" + std::string(count) + "/threads:" + std::to_string(threads)).c_str(),
+                run, threads)
+                ->Unit(benchmark::kMillisecond)
+                ->UseRealTime();
+        };
+        streams("2", read_streams_benchmark<2>);
+        streams("4", read_streams_benchmark<4>);
+        streams("8", read_streams_benchmark<8>);
     }
 }
 

@@ -42,7 +42,7 @@ def test_limits_give_each_product_its_share_of_the_same_process_peak():
     memory = gbench({"memory/read_streams:4/threads:1": {"bytes_read": 10e9},
                      "memory/read/threads:1": {"bytes_read": 8e9}})
     text = "\n".join(bt.limits_tables(kernels, memory))
-    assert "| 1 | 200.0 | 10.0 | 8.0 | ? |" in text
+    assert "| 1 | 200.0 | **10.0** | 8.0 | ? | 10.0 | ? | ? |" in text
     assert "| gpt2/up | 170.0, 85 % | not run |" in text
     assert "| gpt2/up | not run | 9.0, 90 % | not run |" in text
 
@@ -225,3 +225,17 @@ def test_isa_avx2_runs_the_avx2_build_holds_the_peers_and_leaves_the_readme(tmp_
 def test_the_native_run_keeps_the_native_build_and_names_no_held_isa():
     assert bt.bench_folder("native") == bt.ROOT / "build" / "bench" / "bench"
     assert "held_to" not in bt.machine()
+
+
+def test_the_read_bandwidth_is_the_best_way_of_reading_it():
+    memory = bt.medians(gbench({"memory/read_streams:4/threads:1": {"bytes_read": 26e9},
+                                "memory/read_streams:2/threads:1": {"bytes_read": 38e9},
+                                "memory/read/threads:1": {"bytes_read": 34e9},
+                                "memory/read_streams:8/threads:2": {"bytes_read": 70e9}}))
+    assert bt.read_bandwidth(memory, 1) == 38e9  # Zen 5's 512-bit loads: two runs, not four
+    assert bt.read_bandwidth(memory, 2) == 70e9
+    assert bt.read_bandwidth({}, 1) is None
+    kernels = gbench({"from_memory/gpt2/up/float_panels/rows:1/pool_MiB:256": {"weights_GB/s": 19.0}})
+    text = "\n".join(bt.limits_tables(kernels, gbench({"memory/read_streams:4/threads:1": {"bytes_read": 26e9},
+                                                       "memory/read_streams:2/threads:1": {"bytes_read": 38e9}})))
+    assert "| gpt2/up | 19.0, 50 % | not run | not run |" in text  # of 38, not of 26
