@@ -6,7 +6,9 @@
 #include <attn/detail/kernels/weight_panels.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "support.hpp"
@@ -37,6 +39,23 @@ TEST_CASE_TEMPLATE("weight panels: a matrix packed holds its numbers panel by pa
                         m.middleCols(cols / 2, cols - cols / 2)));
         CHECK(same_bits(attn::detail::unpacked(WeightRows<T>::of(packed).middleRows(3, 5)), m.middleRows(3, 5)));
     }
+}
+
+TEST_CASE("weight panels: every panel starts on a cache line, large and small, float and 16-bit") {
+    // std::allocator's large blocks start 16 bytes past a line: every 64-byte load of a panel row
+    // would span two lines (the reason for detail::kArrayAlignment)
+    const auto on_a_line = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 64 == 0; };
+    for (const auto& [rows, cols] : {std::pair<Index, Index>{768, 2304}, {3, 70}, {1, 1}}) {
+        const auto floats = attn::detail::PanelMatrix<float>::sized(rows, cols);
+        const auto halves = attn::detail::PanelMatrix<std::uint16_t>::sized(rows, cols);
+        for (Index c = 0; c < cols; c += attn::detail::PanelMatrix<float>::kPanel) {
+            CHECK(on_a_line(floats.at(0, c)));
+            CHECK(on_a_line(halves.at(0, c)));
+        }
+    }
+    std::vector<double, attn::detail::LargeArrayAllocator<double>> small(5), large(std::size_t(1) << 20);
+    CHECK(on_a_line(small.data()));
+    CHECK(reinterpret_cast<std::uintptr_t>(large.data()) % attn::detail::kHugePageBytes == 0);
 }
 
 TEST_CASE_TEMPLATE("weight panels: every product on a block of panels has the bits of the row-major product", T, float,

@@ -7,7 +7,7 @@ OUT=${OUT:-.}  # ggml_flash_attn (tools/benchmarks/peers/ggml_flash_attn.cpp) he
 ROOT=${ROOT:-../../../..}
 F='^(fma_peak/threads:[12]|heads/stream/d:64/threads:[12]/positions:(2048|4096))/'
 LIBS=~/.cache/attn-peers/npm/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
-declare -A VARIANT=([native]=$LIBS [avx2]=~/.cache/attn-peers/backends-avx2)
+declare -A VARIANT=([native]=$LIBS [avx2]=$HOME/.cache/attn-peers/backends-avx2)
 declare -A BUILD=([native]=$ROOT/build/bench/bench [avx2]=$ROOT/build/bench-avx2/bench)
 for round in ${ROUNDS:-1 2 3}; do
   for isa in native avx2; do

@@ -5,7 +5,7 @@
 // enabled "always" or "madvise" (the common defaults) the kernel backs them with 2 MiB pages.
 // A fresh 2,048-position result then takes 32 page faults instead of 16,384, and rows are
 // written without a TLB walk every 4 KiB (docs/DESIGN.md has what it saves, measured).
-// Smaller arrays come from std::allocator. Arrays allocated to be written whole at once (these
+// Smaller arrays start at a cache line (kArrayAlignment). Arrays allocated to be written whole at once (these
 // allocators' vectors, a model's weights, a forward pass's buffers) are mapped in one system
 // call (populate_pages) rather than a page fault per 4 KiB.
 
@@ -24,6 +24,23 @@ namespace attn::detail {
 
 inline constexpr std::size_t kHugePageBytes = std::size_t(2) << 20;
 inline constexpr std::size_t kLargeArrayBytes = std::size_t(4) << 20;
+
+/// Where every array of these allocators starts, at least: a cache line. std::allocator's large
+/// blocks start 16 bytes past one (glibc's header in an mmap), so every 64-byte load of a weight
+/// panel's row spanned two lines, and AVX-512 reads memory slower that way (Zen 5, one thread: 26 against
+/// 34–38 GB/s, docs/bench/2026-12-06-epyc-zen5-avx512/read_isa).
+inline constexpr std::size_t kArrayAlignment = 64;
+
+/// count T's from operator new, starting at a cache line; free with deallocate_aligned.
+template <class T>
+T* allocate_aligned(std::size_t count) {
+    if (count > std::numeric_limits<std::size_t>::max() / sizeof(T)) throw std::bad_array_new_length();
+    return static_cast<T*>(::operator new (count * sizeof(T), std::align_val_t{kArrayAlignment}));
+}
+template <class T>
+void deallocate_aligned(T* memory, std::size_t count) noexcept {
+    ::operator delete (memory, count * sizeof(T), std::align_val_t{kArrayAlignment});
+}
 
 /// Asks for 2 MiB pages under the whole 2 MiB pages of an array from another allocator (an
 /// Eigen matrix's), arrays from kLargeArrayBytes up: call it before the array is first written,
@@ -79,7 +96,7 @@ struct LargeArrayAllocator {
         if (count > std::numeric_limits<std::size_t>::max() / sizeof(T)) throw std::bad_array_new_length();
         const std::size_t bytes = count * sizeof(T);
         if (bytes < kLargeArrayBytes) {
-            T* memory = std::allocator<T>().allocate(count);
+            T* memory = allocate_aligned<T>(count);
             populate_pages(memory, bytes);  // a vector's new elements are written at once
             return memory;
         }
@@ -93,7 +110,7 @@ struct LargeArrayAllocator {
 
     void deallocate(T* memory, std::size_t count) noexcept {
         if (count * sizeof(T) < kLargeArrayBytes)
-            std::allocator<T>().deallocate(memory, count);
+            deallocate_aligned(memory, count);
         else
             std::free(memory);
     }
@@ -102,7 +119,7 @@ struct LargeArrayAllocator {
     friend bool operator!=(const LargeArrayAllocator&, const LargeArrayAllocator&) { return false; }
 };
 
-/// std::allocator, asking for 2 MiB pages under the whole 2 MiB pages of each large array
+/// Cache-line-aligned arrays (allocate_aligned), asking for 2 MiB pages under the whole 2 MiB pages of each large array
 /// (advise_huge_pages) before it is written: for arrays kept for long (16-bit weights), where
 /// LargeArrayAllocator's rounding up to whole 2 MiB pages would cost up to 2 MiB each.
 template <class T>
@@ -114,12 +131,12 @@ struct HugePagesInside {
     HugePagesInside(const HugePagesInside<U>&) noexcept {}
 
     T* allocate(std::size_t count) {
-        T* memory = std::allocator<T>().allocate(count);
+        T* memory = allocate_aligned<T>(count);
         advise_huge_pages(memory, count * sizeof(T));
         populate_pages(memory, count * sizeof(T));
         return memory;
     }
-    void deallocate(T* memory, std::size_t count) noexcept { std::allocator<T>().deallocate(memory, count); }
+    void deallocate(T* memory, std::size_t count) noexcept { deallocate_aligned(memory, count); }
 
     friend bool operator==(const HugePagesInside&, const HugePagesInside&) { return true; }
     friend bool operator!=(const HugePagesInside&, const HugePagesInside&) { return false; }
