@@ -218,8 +218,8 @@ void register_benchmarks() {
             ->UseRealTime();
         const auto streams = [&](const char* count, auto run) {
             benchmark::RegisterBenchmark(
-                ("memory/read_streams:" + std::string(count) + "/threads:" + std::to_string(threads)).c_str(),
-                run, threads)
+                ("memory/read_streams:" + std::string(count) + "/threads:" + std::to_string(threads)).c_str(), run,
+                threads)
                 ->Unit(benchmark::kMillisecond)
                 ->UseRealTime();
         };
