@@ -17,7 +17,9 @@
 //                                              time and memory flat in N (the window's, not N's)
 //   memory/copy/threads:<t>                    memcpy of a 256 MiB buffer into another, split over
 //                                              t threads: the bytes read per second
-//   memory/read/threads:<t>                    summing a 256 MiB buffer: a read-only reference
+//   memory/read/threads:<t>                    summing a 256 MiB buffer (laid out as weight panels
+//                                              are: from a cache line, huge pages asked for): a
+//                                              read-only reference
 //   memory/read_streams:<s>/threads:<t>        the same, each thread's share summed as s = 2, 4 or 8
 //                                              runs side by side (as the model's panels are streamed:
 //                                              Intel's prefetchers follow several runs further than
@@ -32,6 +34,7 @@
 // the share of copy bandwidth reached.
 #include <benchmark/benchmark.h>
 #include <attn/attn.hpp>
+#include <attn/detail/kernels/large_arrays.hpp>
 #include <attn/detail/kernels/tiles.hpp>
 
 #include <cstring>
@@ -138,9 +141,13 @@ void copy_benchmark(benchmark::State& state, int threads) {
         benchmark::Counter(double(kBuffer) * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 
+/// Memory read as the model's weight panels are: from a cache line, 2 MiB pages asked for (before
+/// 2026-12-06 a std::vector, 16 bytes past a line: a 512-bit load spanned two).
+using WeightLikeBuffer = std::vector<float, attn::detail::HugePagesInside<float>>;
+
 void read_benchmark(benchmark::State& state, int threads) {
     const std::size_t count = kBuffer / sizeof(float);
-    std::vector<float> buffer(count, 1.0f);
+    WeightLikeBuffer buffer(count, 1.0f);
     const std::size_t share = count / std::size_t(threads);
     std::vector<float> sums(std::size_t(threads) * 16);  // one cache line apart
     for (auto _ : state) {
@@ -162,7 +169,7 @@ void read_streams_benchmark(benchmark::State& state, int threads) {
     using Packet = attn::detail::RegisterTile<float>::Packet;
     constexpr std::size_t kLanes = std::size_t(attn::detail::RegisterTile<float>::kLanes);
     const std::size_t count = kBuffer / sizeof(float);
-    std::vector<float> buffer(count, 1.0f);
+    WeightLikeBuffer buffer(count, 1.0f);
     const std::size_t share = count / std::size_t(threads), run = share / kStreams / kLanes * kLanes;
     std::vector<float> sums(std::size_t(threads) * 16);  // one cache line apart
     for (auto _ : state) {

@@ -37,9 +37,9 @@ T* allocate_aligned(std::size_t count) {
     if (count > std::numeric_limits<std::size_t>::max() / sizeof(T)) throw std::bad_array_new_length();
     return static_cast<T*>(::operator new (count * sizeof(T), std::align_val_t{kArrayAlignment}));
 }
-template <class T>
-void deallocate_aligned(T* memory, std::size_t count) noexcept {
-    ::operator delete (memory, count * sizeof(T), std::align_val_t{kArrayAlignment});
+/// (Unsized: clang leaves sized deallocation off unless given -fsized-deallocation.)
+inline void deallocate_aligned(void* memory) noexcept {
+    ::operator delete (memory, std::align_val_t{kArrayAlignment});
 }
 
 /// Asks for 2 MiB pages under the whole 2 MiB pages of an array from another allocator (an
@@ -110,7 +110,7 @@ struct LargeArrayAllocator {
 
     void deallocate(T* memory, std::size_t count) noexcept {
         if (count * sizeof(T) < kLargeArrayBytes)
-            deallocate_aligned(memory, count);
+            deallocate_aligned(memory);
         else
             std::free(memory);
     }
@@ -136,7 +136,7 @@ struct HugePagesInside {
         populate_pages(memory, count * sizeof(T));
         return memory;
     }
-    void deallocate(T* memory, std::size_t count) noexcept { deallocate_aligned(memory, count); }
+    void deallocate(T* memory, std::size_t) noexcept { deallocate_aligned(memory); }
 
     friend bool operator==(const HugePagesInside&, const HugePagesInside&) { return true; }
     friend bool operator!=(const HugePagesInside&, const HugePagesInside&) { return false; }
