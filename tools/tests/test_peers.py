@@ -267,7 +267,7 @@ def test_markdown_rows_show_medians_and_best():
                        "summary": bench_llamacpp.summarize(raw)}]}
     cpu = {"model_name": "cpu", "cores": 2, "vector_extensions": ["avx2"]}
     llama = type("L", (), {"release": "v0", "commit": "0123456789abcdef"})
-    args = type("A", (), {"steps": 32, "reps": 3, "omp_wait_policy": "PASSIVE"})
+    args = type("A", (), {"steps": 32, "reps": 3, "omp_wait_policy": "PASSIVE", "isa": "native"})
     text = bench_llamacpp.markdown([entry], cpu, llama, args)
     assert "| llama.cpp | 2 | 64 (128) | 128 (128) | 10.00 (10.00) | 30.00 (20.00) | 100 | 1.2 |" in text
     assert "llama.cpp 3.0e-04" in text and "## gpt2-small F32" in text
@@ -376,7 +376,7 @@ def test_markdown_columns_follow_the_lengths_and_show_the_window_saving():
              "agreement": {"reference": "r", "max_relative_difference": {"attn": 1e-6}}, "rows": rows}
     cpu = {"model_name": "cpu", "cores": 2, "vector_extensions": ["avx2"]}
     llama = type("L", (), {"release": "v0", "commit": "0123456789abcdef"})
-    args = type("A", (), {"steps": 16, "reps": 1, "omp_wait_policy": "PASSIVE"})
+    args = type("A", (), {"steps": 16, "reps": 1, "omp_wait_policy": "PASSIVE", "isa": "native"})
     text = bench_llamacpp.markdown([entry], cpu, llama, args)
     assert "| system | threads | prefill 512 tok/s | prefill 4096 tok/s | decode @4096 ms/tok | peak RSS MiB | load |" \
         in text
@@ -446,7 +446,7 @@ def test_long_agreement_sees_the_windows(tmp_path, shape):
 
 def test_pytorch_up_to_drops_its_longest_lengths_only(tmp_path):
     args = type("A", (), {"prefill": "512,4096", "decode": "4096", "steps": 16, "reps": 1, "pytorch_up_to": 0,
-                          "attn_bench": None, "omp_wait_policy": "PASSIVE"})
+                          "attn_bench": None, "omp_wait_policy": "PASSIVE", "isa": "native"})
     llama = type("L", (), {"harness": "llama_peer", "backends": "b"})
     commands = dict(bench_llamacpp.bench_commands(tmp_path, "m.gguf", 1, args, llama))
     assert commands["pytorch-eager"][-8:] == ["--prefill", "512,4096", "--decode", "4096", "--steps", "16", "--reps", "1"]
@@ -466,6 +466,11 @@ def test_pytorch_up_to_drops_its_longest_lengths_only(tmp_path):
     text = bench_llamacpp.markdown([entry], {"model_name": "c", "cores": 2, "vector_extensions": []},
                                    type("L", (), {"release": "v", "commit": "0" * 12}), args)
     assert "| pytorch-eager | 1 | 512 (512) | not run | 10.00 (10.00) | not run | 1 | 1.0 |" in text
+    assert "held to" not in text
+    args.isa = "avx2"  # --isa avx2: the table says what every system was held to
+    text = bench_llamacpp.markdown([entry], {"model_name": "c", "cores": 2, "vector_extensions": []},
+                                   type("L", (), {"release": "v", "commit": "0" * 12}), args)
+    assert "Every system held to AVX2 on this CPU (--isa avx2)" in text and "libggml-cpu-haswell.so alone" in text
 
 
 def test_quantized_models_parse_and_run_on_the_quantized_file(tmp_path):
@@ -500,7 +505,7 @@ def test_markdown_of_a_quantized_file_names_its_types_the_skipped_peer_and_the_i
              "tensor_types": {"F32": 98, "Q4_K": 40}, "skipped": {"PyTorch eager": "not run: because"},
              "agreement": {"reference": "r", "max_relative_difference": {"attn, kept quantized": 1e-6}},
              "rows": rows}
-    args = type("A", (), {"steps": 16, "reps": 1, "omp_wait_policy": "PASSIVE"})
+    args = type("A", (), {"steps": 16, "reps": 1, "omp_wait_policy": "PASSIVE", "isa": "native"})
     text = bench_llamacpp.markdown([entry], {"model_name": "c", "cores": 2, "vector_extensions": []},
                                    type("L", (), {"release": "v", "commit": "0" * 12}), args)
     assert "## gpt2-small Q4_K_M" in text and "tensors: 98 F32, 40 Q4_K." in text
