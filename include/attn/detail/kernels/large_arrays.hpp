@@ -27,8 +27,8 @@ inline constexpr std::size_t kLargeArrayBytes = std::size_t(4) << 20;
 
 /// Where every array of these allocators starts, at least: a cache line. std::allocator's large
 /// blocks start 16 bytes past one (glibc's header in an mmap), so every 64-byte load of a weight
-/// panel's row spanned two lines, and AVX-512 reads memory slower that way (Zen 5, one thread: 26 against
-/// 34–38 GB/s, docs/bench/2026-12-06-epyc-zen5-avx512/read_isa).
+/// panel's row spanned two lines: aligned, the products from memory ran 1.5–11.6 % faster (Zen 5,
+/// AVX-512, one thread, the same bits; docs/bench/2026-12-06-epyc-zen5-avx512/aligned_panels_ab).
 inline constexpr std::size_t kArrayAlignment = 64;
 
 /// count T's from operator new, starting at a cache line; free with deallocate_aligned.
