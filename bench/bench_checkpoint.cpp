@@ -214,29 +214,26 @@ std::string seconds_list(const std::vector<double>& seconds) {
 /// packets Eigen uses: Eigen names AVX2 builds "AVX" and does not say whether FMA is in.
 std::string compiled_isa() {
     std::string isa;
-    const auto add = [&](bool on, const char* name) {
-        if (on) isa += std::string(isa.empty() ? "" : " ") + name;
-    };
+    [[maybe_unused]] const auto add = [&](const char* name) { isa += std::string(isa.empty() ? "" : " ") + name; };
 #ifdef __AVX512F__
-    add(true, "AVX512F");
+    add("AVX512F");
 #endif
 #ifdef __AVX512BF16__
-    add(true, "AVX512_BF16");
+    add("AVX512_BF16");
 #endif
 #ifdef __AVX512VNNI__
-    add(true, "AVX512_VNNI");
+    add("AVX512_VNNI");
 #endif
 #ifdef __AVX2__
-    add(true, "AVX2");
+    add("AVX2");
 #endif
 #ifdef __FMA__
-    add(true, "FMA");
+    add("FMA");
 #endif
 #ifdef __F16C__
-    add(true, "F16C");
+    add("F16C");
 #endif
-    add(isa.empty(), "SSE2");
-    return isa + "; Eigen: " + Eigen::SimdInstructionSetsInUse();
+    return (isa.empty() ? "SSE2" : isa) + "; Eigen: " + Eigen::SimdInstructionSetsInUse();
 }
 
 /// A mode's flags after `DIR mode`: --name value pairs, each flag's value set to its default first.

@@ -58,9 +58,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))  # the role packages
+from benchmarks import bench_llamacpp  # noqa: E402
 from common.run_folder import run_folder  # noqa: E402
 
-BUILD_OF_ISA = {"native": "bench", "avx2": "bench-avx2"}  # build/<folder>, configured by `cmake --preset <folder>`
 HARNESS = ROOT / "tools" / "benchmarks" / "bench_llamacpp.py"
 README_BEGIN = "<!-- bench_tables: begin -->"
 README_END = "<!-- bench_tables: end -->"
@@ -73,19 +73,11 @@ KERNEL_FILTER = ("^(fma_peak/threads:[12]"
                  "|from_memory/(gpt2|smollm2)/[a-z_]+/float_panels/rows:(1|128|512)/pool_MiB:256"
                  "|from_memory/(gpt2|smollm2)/[a-z_]+/bf16_rounded_panels/rows:(128|512)/pool_MiB:256"
                  "|from_memory/(gpt2|smollm2)/[a-z_]+/(bf16_panels|q8_0)/rows:1/pool_MiB:256)/")
-MEMORY_FILTER = "^memory/(read|read_streams:[248]|copy)/threads:[12]/"
 # The ways of reading memory attn_bench_cache times; the machine's read bandwidth is the best of them
 # (none is best everywhere: on Zen 5 four runs of 512-bit loads read ~30 % below two runs, while four
 # runs of 256-bit loads are AVX2's best; docs/bench/2026-12-06-epyc-zen5-avx512/read_isa)
 READ_WAYS = ("read", "read_streams:2", "read_streams:4", "read_streams:8")
-
-
-def read_bandwidth(m, threads):
-    """The best bytes/s of READ_WAYS in the medians m with this many threads (None if none ran); runs before
-    2026-12-06 timed only read and read_streams:4."""
-    rates = [m.get(f"memory/{way}/threads:{threads}", {}).get("bytes_read") for way in READ_WAYS]
-    rates = [r for r in rates if r]
-    return max(rates) if rates else None
+MEMORY_FILTER = f"^memory/({'|'.join(READ_WAYS)}|copy)/threads:[12]/"
 GBENCH_FLAGS = ["--benchmark_repetitions=5", "--benchmark_enable_random_interleaving=true",
                 "--benchmark_report_aggregates_only=true", "--benchmark_min_time=0.2"]
 
@@ -185,11 +177,11 @@ def run(command, log, capture=False):
 
 def bench_folder(isa):
     """Where the benchmarks of attn built for `isa` are."""
-    return ROOT / "build" / BUILD_OF_ISA[isa] / "bench"
+    return ROOT / "build" / bench_llamacpp.ATTN_BUILD_OF_ISA[isa] / "bench"
 
 
 def build(isa, log):
-    folder = BUILD_OF_ISA[isa]
+    folder = bench_llamacpp.ATTN_BUILD_OF_ISA[isa]
     if not (ROOT / "build" / folder / "CMakeCache.txt").is_file():
         run(["cmake", "--preset", folder], log)
     run(["cmake", "--build", f"build/{folder}", "--target", "attn_bench_kernels", "attn_bench_cache",
@@ -213,13 +205,12 @@ def run_sight(out, cache, long_8192, isa, log):
     checkpoint writer first if the long part has not)."""
     checkpoint = cache / "checkpoints" / SIGHT_CHECKPOINT
     if not (checkpoint / "config.json").is_file():
-        from benchmarks import bench_llamacpp
         bench_llamacpp.hf_checkpoint("smollm2-135m", "F32", cache)
     positions = "2048,8192" if long_8192 else "2048"
     results = []
     for threads in (1, 2):
-        command = [bench_folder(isa) / "attn_bench_checkpoint", checkpoint, "sight", "--threads", str(threads), "--positions",
-                   positions, "--reps", str(SIGHT_REPS)]
+        command = [bench_folder(isa) / "attn_bench_checkpoint", checkpoint, "sight", "--threads", str(threads),
+                   "--positions", positions, "--reps", str(SIGHT_REPS)]
         results.append({"threads": threads, **json.loads(run(command, log, capture=True))})
         (out / "sight.json").write_text(json.dumps({"checkpoint": SIGHT_CHECKPOINT, "runs": results}, indent=1) + "\n",
                                         encoding="utf-8")
@@ -261,6 +252,14 @@ def medians(gbench):
         name = re.sub(r"/real_time$", "", b.get("run_name", b["name"]))
         found[name] = b
     return found
+
+
+def read_bandwidth(m, threads):
+    """The best bytes/s of READ_WAYS in the medians m with this many threads (None if none ran); runs before
+    2026-12-06 timed only read and read_streams:4."""
+    rates = [m.get(f"memory/{way}/threads:{threads}", {}).get("bytes_read") for way in READ_WAYS]
+    rates = [r for r in rates if r]
+    return max(rates) if rates else None
 
 
 def percent(value, reference):
@@ -597,7 +596,7 @@ def main():
                         help="the harness's cache (tools/benchmarks/peers/llamacpp_setup.py), for sight's checkpoint")
     parser.add_argument("--out", type=Path, default=None,
                         help="default: docs/bench/<UTC date>-<cpu>-<ISA>/tables-<HHMM>[-<--isa>]/")
-    parser.add_argument("--isa", default="native", choices=sorted(BUILD_OF_ISA),
+    parser.add_argument("--isa", default="native", choices=sorted(bench_llamacpp.ATTN_BUILD_OF_ISA),
                         help="the instruction set every system is held to (see above)")
     parser.add_argument("--reps", type=int, default=1, help="the harness's repetitions in a process, real sizes")
     parser.add_argument("--rounds", type=int, default=3,
