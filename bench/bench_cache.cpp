@@ -15,35 +15,20 @@
 //                                              one position appended, then attend_cache_into with
 //                                              options.window = w; cache_MiB is the cache's bytes():
 //                                              time and memory flat in N (the window's, not N's)
-//   memory/copy/threads:<t>                    memcpy of a 256 MiB buffer into another, split over
-//                                              t threads: the bytes read per second
-//   memory/read/threads:<t>                    summing a 256 MiB buffer (laid out as weight panels
-//                                              are: from a cache line, huge pages asked for): a
-//                                              read-only reference
-//   memory/read_streams:<s>/threads:<t>        the same, each thread's share summed as s = 2, 4 or 8
-//                                              runs side by side (as the model's panels are streamed:
-//                                              Intel's prefetchers follow several runs further than
-//                                              one). The machine's read bandwidth is the best of these
-//                                              and memory/read: no one of them is best everywhere (Zen 5,
-//                                              512-bit loads: 2 runs 38 GB/s, 4 runs 26, one 34;
-//                                              256-bit loads: 4 runs 35; docs/bench/2026-12-06-epyc-zen5-
-//                                              avx512/read_isa)
+//   memory/...                                 the machine's read bandwidth (memory_benchmarks.hpp)
 //
 // bytes_read (a rate) counts what attention must read at least: keys and values of every
 // visible position of every key/value head, once. Its ratio to memory/copy's bytes_read is
 // the share of copy bandwidth reached.
 #include <benchmark/benchmark.h>
 #include <attn/attn.hpp>
-#include <attn/detail/kernels/large_arrays.hpp>
-#include <attn/detail/kernels/tiles.hpp>
 
-#include <cstring>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "bench_main.hpp"
+#include "memory_benchmarks.hpp"
 
 namespace {
 
@@ -118,80 +103,6 @@ void window_cache_benchmark(benchmark::State& state, CacheShape shape, Index win
     state.counters["positions_at_end"] = double(cache.size());
 }
 
-constexpr std::size_t kBuffer = std::size_t(256) << 20;  // far beyond any last-level cache
-
-/// Runs part(t) for t = 0 … threads − 1, part 0 on the caller.
-template <class Part>
-void on_threads(int threads, Part part) {
-    std::vector<std::thread> helpers;
-    for (int t = 1; t < threads; ++t) helpers.emplace_back(part, t);
-    part(0);
-    for (std::thread& helper : helpers) helper.join();
-}
-
-void copy_benchmark(benchmark::State& state, int threads) {
-    std::vector<char> from(kBuffer, 1), to(kBuffer, 0);  // filled: every page touched before timing
-    const std::size_t share = kBuffer / std::size_t(threads);
-    for (auto _ : state) {
-        on_threads(threads, [&](int t) { std::memcpy(to.data() + t * share, from.data() + t * share, share); });
-        benchmark::DoNotOptimize(to.data());
-        benchmark::ClobberMemory();
-    }
-    state.counters["bytes_read"] =
-        benchmark::Counter(double(kBuffer) * double(state.iterations()), benchmark::Counter::kIsRate);
-}
-
-/// Memory read as the model's weight panels are: from a cache line, 2 MiB pages asked for (before
-/// 2026-12-06 a std::vector, 16 bytes past a line: a 512-bit load spanned two).
-using WeightLikeBuffer = std::vector<float, attn::detail::HugePagesInside<float>>;
-
-void read_benchmark(benchmark::State& state, int threads) {
-    const std::size_t count = kBuffer / sizeof(float);
-    WeightLikeBuffer buffer(count, 1.0f);
-    const std::size_t share = count / std::size_t(threads);
-    std::vector<float> sums(std::size_t(threads) * 16);  // one cache line apart
-    for (auto _ : state) {
-        on_threads(threads, [&](int t) {
-            const Eigen::Map<const Eigen::ArrayXf> part(buffer.data() + std::size_t(t) * share, Index(share));
-            sums[std::size_t(t) * 16] = part.sum();
-        });
-        benchmark::DoNotOptimize(sums.data());
-        benchmark::ClobberMemory();
-    }
-    state.counters["bytes_read"] =
-        benchmark::Counter(double(kBuffer) * double(state.iterations()), benchmark::Counter::kIsRate);
-}
-
-/// Each thread's share of the buffer summed as kStreams runs side by side, a packet of each a step.
-template <std::size_t kStreams>
-void read_streams_benchmark(benchmark::State& state, int threads) {
-    namespace ei = Eigen::internal;
-    using Packet = attn::detail::RegisterTile<float>::Packet;
-    constexpr std::size_t kLanes = std::size_t(attn::detail::RegisterTile<float>::kLanes);
-    const std::size_t count = kBuffer / sizeof(float);
-    WeightLikeBuffer buffer(count, 1.0f);
-    const std::size_t share = count / std::size_t(threads), run = share / kStreams / kLanes * kLanes;
-    std::vector<float> sums(std::size_t(threads) * 16);  // one cache line apart
-    for (auto _ : state) {
-        on_threads(threads, [&](int t) {
-            const float* start = buffer.data() + std::size_t(t) * share;
-            Packet sum[kStreams];
-            for (std::size_t s = 0; s < kStreams; ++s) sum[s] = ei::pset1<Packet>(0.0f);
-            for (std::size_t i = 0; i < run; i += kLanes)
-                for (std::size_t s = 0; s < kStreams; ++s)
-                    sum[s] = ei::padd(sum[s], ei::ploadu<Packet>(start + s * run + i));
-            float total = 0.0f;
-            for (std::size_t s = 0; s < kStreams; ++s) total += ei::predux(sum[s]);
-            sums[std::size_t(t) * 16] = total;
-        });
-        benchmark::DoNotOptimize(sums.data());
-        benchmark::ClobberMemory();
-    }
-    state.counters["bytes_read"] =
-        benchmark::Counter(double(run * kStreams * sizeof(float)) * double(threads) * double(state.iterations()),
-                           benchmark::Counter::kIsRate);
-}
-
 void register_benchmarks() {
     for (const CacheShape shape : {CacheShape{4, 4, 64}, CacheShape{32, 8, 128}})
         for (bool kept : {false, true})
@@ -214,26 +125,7 @@ void register_benchmarks() {
             ->ArgName("positions")
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();
-    for (int threads : {1, 2}) {
-        benchmark::RegisterBenchmark(("memory/copy/threads:" + std::to_string(threads)).c_str(), copy_benchmark,
-                                     threads)
-            ->Unit(benchmark::kMillisecond)
-            ->UseRealTime();
-        benchmark::RegisterBenchmark(("memory/read/threads:" + std::to_string(threads)).c_str(), read_benchmark,
-                                     threads)
-            ->Unit(benchmark::kMillisecond)
-            ->UseRealTime();
-        const auto streams = [&](const char* count, auto run) {
-            benchmark::RegisterBenchmark(
-                ("memory/read_streams:" + std::string(count) + "/threads:" + std::to_string(threads)).c_str(), run,
-                threads)
-                ->Unit(benchmark::kMillisecond)
-                ->UseRealTime();
-        };
-        streams("2", read_streams_benchmark<2>);
-        streams("4", read_streams_benchmark<4>);
-        streams("8", read_streams_benchmark<8>);
-    }
+    bench::register_memory_benchmarks();
 }
 
 }  // namespace

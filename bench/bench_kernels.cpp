@@ -49,6 +49,9 @@
 //                                        16 … 160 positions (ForwardOptions::threads = t)
 //   model_forward/workers:<t>            the same on an attn::Workers of t kept across calls
 //                                        (ForwardOptions::workers)
+//   memory/...                           the machine's read bandwidth (memory_benchmarks.hpp), here
+//                                        so that from_memory's products and their limit can be timed in
+//                                        one process, interleaved. Left out unless the filter names it
 // <path> is `stream` (fused kernel, outputs only), `weights` (fused kernel, weights
 // returned) or `plain` (the unfused reference path: full scores, mask, softmax, product).
 //
@@ -86,6 +89,7 @@
 #include <vector>
 
 #include "bench_main.hpp"
+#include "memory_benchmarks.hpp"
 
 namespace {
 
@@ -979,7 +983,7 @@ void register_benchmarks() {
             }
     for (int threads : {1, 2})
         for (const auto& [name, function] :
-             {std::pair{"stream", heads_kept_benchmark}, std::pair{"stream_bfloat16", heads_kept_bfloat16_benchmark}})
+             {std::pair{"stream", &heads_kept_benchmark}, std::pair{"stream_bfloat16", &heads_kept_bfloat16_benchmark}})
             at_prompt_lengths(benchmark::RegisterBenchmark(
                 ("heads_kept/" + std::string(name) + "/d:64/threads:" + std::to_string(threads)).c_str(), function,
                 Index(64), threads));
@@ -1058,8 +1062,9 @@ void register_benchmarks() {
 
 int main(int argc, char** argv) {
     register_benchmarks();
-    // Without a filter, leave out the long shapes and the 1 GiB of weights (run them with
-    // --benchmark_filter=long, sight_long or from_memory);
+    bench::register_memory_benchmarks();
+    // Without a filter, leave out the long shapes, the 1 GiB of weights and the 256 MiB read
+    // buffers (run them with --benchmark_filter=long, sight_long, from_memory or memory);
     // short runs by default (0.1 s per benchmark, at least one iteration) keep the suite near 3 minutes.
-    return bench::run(argc, argv, "-^(long|sight_long|from_memory)/", "0.1");
+    return bench::run(argc, argv, "-^(long|sight_long|from_memory|memory)/", "0.1");
 }

@@ -1,5 +1,6 @@
 """tools/benchmarks/bench_tables.py: the tables it composes from its runs' JSON, and the README block."""
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -212,8 +213,7 @@ def test_isa_avx2_runs_the_avx2_build_holds_the_peers_and_leaves_the_readme(tmp_
     assert ran[0] == ["cmake", "--preset", "bench-avx2"]  # no build/bench-avx2 there yet
     assert ran[1][:3] == ["cmake", "--build", "build/bench-avx2"]
     assert ran[2][0] == str(root / "build" / "bench-avx2" / "bench" / "attn_bench_kernels")
-    assert ran[3][0] == str(root / "build" / "bench-avx2" / "bench" / "attn_bench_cache")
-    harness = ran[4:]
+    harness = ran[3:]
     assert len(harness) == len(bt.REAL_SIZE_RUNS)
     assert all(c[c.index("--isa") + 1] == "avx2" for c in harness)
     record = json.loads((out / "bench_tables.json").read_text())
@@ -239,3 +239,36 @@ def test_the_read_bandwidth_is_the_best_way_of_reading_it():
     text = "\n".join(bt.limits_tables(kernels, gbench({"memory/read_streams:4/threads:1": {"bytes_read": 26e9},
                                                        "memory/read_streams:2/threads:1": {"bytes_read": 38e9}})))
     assert "| gpt2/up | 19.0, 50 % | not run | not run |" in text  # of 38, not of 26
+
+
+def test_the_prefetched_way_counts_and_has_its_column():
+    memory = gbench({"memory/read_streams:4/threads:1": {"bytes_read": 26e9},
+                     "memory/read_streams:4/ahead:2048/threads:1": {"bytes_read": 35e9}})
+    assert bt.read_bandwidth(bt.medians(memory), 1) == 35e9
+    text = "\n".join(bt.limits_tables(gbench({}), memory))
+    assert "four, prefetched" in text and "| 1 | ? | **35.0** | ? | ? | 26.0 | ? | 35.0 | ? |" in text
+
+
+def test_the_limits_time_products_and_memory_in_one_process(tmp_path, monkeypatch):
+    ran = []
+    monkeypatch.setattr(bt, "run", lambda command, log, capture=False: ran.append([str(c) for c in command]))
+    bt.run_limits(tmp_path, "native", [])
+    assert len(ran) == 1 and ran[0][0].endswith("attn_bench_kernels")
+    pattern = re.compile(next(a for a in ran[0] if a.startswith("--benchmark_filter="))[len("--benchmark_filter="):])
+    for name in ("fma_peak/threads:1/real_time", "from_memory/gpt2/up/float_panels/rows:1/pool_MiB:256/real_time",
+                 "memory/read_streams:4/ahead:2048/threads:2/real_time", "memory/read/threads:1/real_time",
+                 "memory/copy/threads:1/real_time"):
+        assert pattern.search(name), name
+    assert not pattern.search("memory/read_streams:4/ahead:2048/threads:3/real_time")
+    assert not pattern.search("from_memory/gpt2/up/float/rows:1/pool_MiB:256/real_time")
+
+
+def test_a_folder_with_memory_inside_the_kernels_json_gets_its_limits(tmp_path):
+    kernels = gbench({"fma_peak/threads:1": {"GFLOP/s": 100.0},
+                      "from_memory/gpt2/up/float_panels/rows:1/pool_MiB:256": {"weights_GB/s": 30.0},
+                      "memory/read_streams:4/ahead:2048/threads:1": {"bytes_read": 32e9}})
+    (tmp_path / "limits_kernels.json").write_text(json.dumps(kernels))
+    record = {"arguments": ["--parts", "limits"], "started": "x", "ended": "y", "commands": [],
+              "machine": bt.machine()}
+    text = bt.folder_readme(tmp_path, record)
+    assert "**32.0**" in text and "| gpt2/up | 30.0, 94 %" in text
