@@ -313,11 +313,25 @@ TEST_CASE("16-bit weights: a storage the model cannot keep is refused, naming th
     CHECK_NOTHROW(attn::Model<float>::load(dir));  // as float, a mixed checkpoint is fine
 }
 
+/// Whether every entry of x is y's or the bfloat16 next to it (both matrices of bfloat16 numbers);
+/// counts the entries that differ into `differ`.
+template <class X, class Y>
+bool same_or_bfloat16_neighbours(const X& x, const Y& y, Index& differ) {
+    bool all = true;
+    for (Index r = 0; r < x.rows(); ++r)
+        for (Index c = 0; c < x.cols(); ++c) {
+            if (x(r, c) == y(r, c)) continue;
+            ++differ;
+            const std::int64_t gap = std::int64_t(bits_of(x(r, c)) >> 16) - std::int64_t(bits_of(y(r, c)) >> 16);
+            all = all && (gap == 1 || gap == -1) && (x(r, c) < 0) == (y(r, c) < 0);
+        }
+    return all;
+}
+
 /// A model that rounds (`rounded`) against the same checkpoint loaded without (`exact`): one and
 /// two threads give the same bits, the logits a bfloat16 rounding from the exact model's,
-/// decoding steps the prefill's last rows to float rounding (every row's keys fall in one block of
-/// either path: the same running maxima, the same rounded weights), and the caches hold
-/// bfloat16 numbers.
+/// decoding steps the prefill's last rows to float rounding while their caches hold the same
+/// numbers (below), and the caches hold bfloat16 numbers.
 void check_rounding_model(const attn::Model<float>& rounded, const attn::Model<float>& exact) {
     const std::vector<int> ids = spread_ids(rounded);
     attn::Workers two(2);
@@ -332,7 +346,14 @@ void check_rounding_model(const attn::Model<float>& rounded, const attn::Model<f
     CHECK(from_exact < 5e-2);
 
     // decoding: each step's products (one row: the rounded numbers in float) against the
-    // prefill's last row (pairs where the build has them, in the products and in the attention)
+    // prefill's last row (pairs where the build has them, in the products and in the attention).
+    // A step's attention sums its one query's terms in another order than the prefill's blocks,
+    // so a key or value it caches may differ from the prefill's in its last float bits before
+    // the cache rounds it to bfloat16, and one lying by a rounding boundary then rounds to the
+    // neighbouring bfloat16 (seen: one or two of ~2,300 numbers; which ones depends on the
+    // compiler: gcc's and clang's AVX-512 BF16 builds differ). Each cached number is therefore
+    // the prefill's or its neighbour, and few differ; the logits agree to float rounding while
+    // the caches agree, and within a tenth of the whole rounding's gap once they do not.
     const auto all_bfloat16 = [](const auto& m) { return (m.array() == bfloat16_entries(m).array()).all(); };
     for (attn::Workers* workers : {static_cast<attn::Workers*>(nullptr), &two}) {
         CAPTURE(workers != nullptr);
@@ -342,11 +363,22 @@ void check_rounding_model(const attn::Model<float>& rounded, const attn::Model<f
         decoder.append(std::vector<int>(ids.begin(), ids.begin() + 4), options);
         for (std::size_t i = 4; i < ids.size(); ++i) {
             CAPTURE(i);
+            const std::vector<int> prefix(ids.begin(), ids.begin() + std::ptrdiff_t(i) + 1);
             const attn::Matrix<float> step = decoder.step(ids[i], options).logits;
-            const attn::Matrix<float> prefix_logits =
-                rounded.forward(std::vector<int>(ids.begin(), ids.begin() + std::ptrdiff_t(i) + 1), one_thread)
-                    .logits.bottomRows(1);
-            CHECK(relative_logit_gap(step, prefix_logits) < 1e-5);
+            const attn::Matrix<float> prefix_logits = rounded.forward(prefix, one_thread).logits.bottomRows(1);
+            attn::Decoder<float> prefilled(rounded);
+            prefilled.append(prefix, options);
+            Index differ = 0, cached = 0;
+            for (Index l = 0; l < rounded.settings().layers; ++l)
+                for (Index g = 0; g < decoder.cache(l).heads(); ++g) {
+                    CHECK(same_or_bfloat16_neighbours(decoder.cache(l).keys(g), prefilled.cache(l).keys(g), differ));
+                    CHECK(
+                        same_or_bfloat16_neighbours(decoder.cache(l).values(g), prefilled.cache(l).values(g), differ));
+                    cached += decoder.cache(l).keys(g).size() + decoder.cache(l).values(g).size();
+                }
+            CAPTURE(differ);
+            CHECK(differ * 100 <= cached);
+            CHECK(relative_logit_gap(step, prefix_logits) < (differ == 0 ? 1e-5 : from_exact / 10));
         }
         // the attention reads keys and values rounded to bfloat16, as the caches keep them
         // (FusedProblem::bfloat16: the queries and weights are rounded inside the kernel)

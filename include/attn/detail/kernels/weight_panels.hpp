@@ -272,8 +272,9 @@ EIGEN_ALWAYS_INLINE void with_packet_count(Index count, F&& f) {
 
 /// multiply_rows for 1 … kStreamedRows rows on a block of a PanelMatrix (b: depth × cols from
 /// its entry (first_row, first_col)): panel by panel, each read once in order with its
-/// columns of c in registers (kernel::stream_panel): a whole panel's row at a time where the
-/// registers hold it (one row of a, up to eight packets), else four packets. A packet that
+/// columns of c in registers (kernel::stream_panel): whole panels' rows, several panels side by
+/// side, where the accumulators allow (one row of a: AVX-512 four, AVX2 two; two rows: AVX-512
+/// two), else up to eight packets (one row) or four (two rows) of one panel. A packet that
 /// would straddle two panels (a block starting inside a packet's width of a panel's edge: only
 /// tests ask for one) is gathered an entry at a time; the columns past the last whole packet
 /// take one scalar chain each.
@@ -288,12 +289,17 @@ void stream_panels(Index rows, Index depth, Index cols, const Scalar* a, Index a
     constexpr Index L = RegisterTile<Scalar>::kLanes;
     constexpr Index kPanel = PanelMatrix<Stored>::kPanel;
     constexpr int kOneRowPackets = int(std::min<Index>(8, kPanel / L)), kTwoRowPackets = 4;
-    // Panels streamed side by side: as many as 16 accumulators hold (32 registers), at most four
-    // (one, two and four measured: docs/bench/2026-12-02-xeon-avx512), else one.
+    // Panels streamed side by side: at most four (one, two and four measured: docs/bench/2026-12-02-
+    // xeon-avx512; two against four on Zen 5: docs/bench/2026-12-06-epyc-zen5-avx512/panel_streams),
+    // as many as 16 accumulators hold, else one. With one row of a that is 16 whatever the register
+    // count: AVX2's two panels side by side (16 registers of accumulators) keep a few in L1, which a
+    // step bound by memory does not notice (+5 … +18 % against one panel; four panels lose on BF16,
+    // which needs registers to widen). Two rows keep their accumulators in registers.
     constexpr int kMostStreams = 4;
-    constexpr int kAccumulators = RegisterTile<Scalar>::kWide ? 16 : 8;
-    constexpr int kOneRowStreams = std::max(1, std::min<int>(kMostStreams, kAccumulators / int(kPanel / L)));
-    constexpr int kTwoRowStreams = std::max(1, std::min<int>(kMostStreams, kAccumulators / int(2 * kPanel / L)));
+    constexpr int kOneRowAccumulators = 16;
+    constexpr int kTwoRowAccumulators = RegisterTile<Scalar>::kWide ? 16 : 8;
+    constexpr int kOneRowStreams = std::max(1, std::min<int>(kMostStreams, kOneRowAccumulators / int(kPanel / L)));
+    constexpr int kTwoRowStreams = std::max(1, std::min<int>(kMostStreams, kTwoRowAccumulators / int(2 * kPanel / L)));
     const Index streams = rows == 1 ? kOneRowStreams : kTwoRowStreams;
     const PanelMatrix<Stored>& m = *b.matrix;
     const auto scalar_column = [&](Index col) {
@@ -331,20 +337,20 @@ void stream_panels(Index rows, Index depth, Index cols, const Scalar* a, Index a
         const Stored* panel = depth > 0 ? m.at(b.first_row, at) : nullptr;
         const Index panel_row = m.panel_width(at);
         Scalar* out = c + col;
-        // whole panels, several side by side where the registers hold their columns of c
+        // whole panels, several side by side where the accumulators allow (streams > 1)
         constexpr int kWhole = int(kPanel / L);  // packets in a panel's row
         const Index next_panel = kPanel * m.rows;
-        if constexpr (kWhole <= kTwoRowPackets) {  // a panel's row fits beside another's
-            if (inside == 0 && whole - col >= streams * kPanel) {
+        if (streams > 1 && inside == 0 && whole - col >= streams * kPanel) {
+            if constexpr (kOneRowStreams > 1)
                 if (rows == 1)
                     kernel::stream_panel<Reader, 1, kWhole, kOneRowStreams>(depth, a, a_row, panel, kPanel, next_panel,
                                                                             out, kPanel, c_row, accumulate);
-                else
+            if constexpr (kTwoRowStreams > 1)
+                if (rows == 2)
                     kernel::stream_panel<Reader, 2, kWhole, kTwoRowStreams>(depth, a, a_row, panel, kPanel, next_panel,
                                                                             out, kPanel, c_row, accumulate);
-                col += streams * kPanel;
-                continue;
-            }
+            col += streams * kPanel;
+            continue;
         }
         const Index packets = std::min({most, (kPanel - inside) / L, (whole - col) / L});
         if (rows == 1)
