@@ -20,7 +20,7 @@
 //                                              35; docs/bench/2026-12-06-epyc-zen5-avx512/read_isa),
 //                                              and without the prefetched one the products read faster
 //                                              than the "bandwidth" (docs/bench/2026-12-06-epyc-zen5-
-//                                              avx512/read_prefetched)
+//                                              avx512/tables-0407-avx2)
 //
 // bytes_read is a rate: the bytes summed (or copied) per second.
 

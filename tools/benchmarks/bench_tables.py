@@ -518,13 +518,15 @@ def folder_readme(out, record):
         lines.append(f"- `{c['command']}` ({c['started']} – {c['ended'][-9:]}; load {c['load_before']} → "
                      f"{c['load_after']})")
     lines.append("")
+    def loaded(name):
+        return json.loads((out / name).read_text()) if (out / name).is_file() else None
+
     # Runs before 2026-12-06 04:30 timed memory in attn_bench_cache, into limits_memory.json.
-    kernels, memory = out / "limits_kernels.json", out / "limits_memory.json"
-    if not memory.is_file():
-        memory = kernels
-    if kernels.is_file():
+    kernels = loaded("limits_kernels.json")
+    memory = loaded("limits_memory.json") or kernels
+    if kernels:
         lines += ["## The machine's limits, and attn's products against them", ""]
-        lines += limits_tables(json.loads(kernels.read_text()), json.loads(memory.read_text()))
+        lines += limits_tables(kernels, memory)
     real = harness_entries(out, [stem for stem, _ in REAL_SIZE_RUNS])
     if real:
         lines += ["## Real sizes: attn, llama.cpp and PyTorch on the same weights", "",
@@ -533,12 +535,12 @@ def folder_readme(out, record):
                               if (out / f"{stem}.json").is_file()) + ".", ""]
         lines += headline_table(real) + [""] + ratios_to_peers(real) + ["Peak resident memory:", ""]
         lines += peak_memory_lines(real)
-        steps = step_bandwidth_table(real, json.loads(memory.read_text()) if memory.is_file() else None)
+        steps = step_bandwidth_table(real, memory)
         if steps:
             lines += ["A whole decoding step against the read bandwidth (the limits above, as many threads): the "
                       "bytes of weights a step reads over its time (medians; the cache's reads, 1–2 % of them at "
                       "these contexts, not counted):", ""] + steps
-        arithmetic = prefill_arithmetic_table(real, json.loads(kernels.read_text()) if kernels.is_file() else None)
+        arithmetic = prefill_arithmetic_table(real, kernels)
         if arithmetic:
             lines += [PREFILL_ARITHMETIC_TEXT, ""] + arithmetic
     sight = out / "sight.json"
@@ -559,7 +561,7 @@ def folder_readme(out, record):
             lines += [f"{model_label(entry)}:", ""] + headline_table([entry]) + [""]
         lines += ratios_to_peers(long) + ["Peak resident memory:", ""]
         lines += peak_memory_lines(long)
-        arithmetic = prefill_arithmetic_table(long, json.loads(kernels.read_text()) if kernels.is_file() else None)
+        arithmetic = prefill_arithmetic_table(long, kernels)
         if arithmetic:
             lines += [PREFILL_ARITHMETIC_TEXT, ""] + arithmetic
     return "\n".join(lines)
