@@ -7,7 +7,8 @@
 //                                           those a decoding step reads
 //   attn_bench_checkpoint DIR logits IDS    {"logits": [...]}: the last position's, for IDS (1,2,3)
 //   attn_bench_checkpoint DIR peer --threads T --prefill 128,512 --decode 128,512 --steps S --reps R
-//                                  --keep-rows 0|1|last   (each flag optional: 1, 128, 128, 16, 3, 0)
+//                                  --keep-rows 0|1|last --read-bandwidth 0|1
+//                                           (each flag optional: 1, 128, 128, 16, 3, 0, 0)
 //                                           the same-run comparison's timings (tools/benchmarks/bench_llamacpp.py):
 //                                           {"prefill": [{"tokens", "seconds"}], "decode": [{"context",
 //                                           "steps", "seconds"}], "peak_rss_bytes", "step_weights_bytes",
@@ -16,7 +17,11 @@
 //                                           --keep-rows: every head's attention rows kept (1), or the
 //                                           last position's only (last: what generate keeps of a prompt);
 //                                           each prefill length and decoding context first runs once
-//                                           untimed, as in the peers (--untimed-first 0: not)
+//                                           untimed, as in the peers (--untimed-first 0: not);
+//                                           --read-bandwidth 1: after each timed decoding repetition, the
+//                                           machine's read bandwidth timed on as many threads (the best
+//                                           of bench/memory_benchmarks.hpp's ways of reading), each decode
+//                                           entry's "read_bytes_per_second", one per repetition
 //   attn_bench_checkpoint DIR sight --threads T --positions 2048,8192 --reps R   (1, 2048, 3)
 //                                           what seeing inside costs at long prompts: {"sight": [{"positions",
 //                                           "plain", "statistics", "log_sum_exp"}], "peak_rss_bytes", "isa"},
@@ -53,6 +58,7 @@
 
 #include "../examples/cli.hpp"
 #include "bench_main.hpp"
+#include "memory_benchmarks.hpp"
 #include "model_instance.hpp"  // Model<float> and its forward pass compiled once, apart
 
 namespace {
@@ -99,12 +105,37 @@ std::size_t step_weight_bytes(const attn::Model<float>& loaded) {
 }
 
 /// Peak resident memory of this process so far, from /proc/self/status (0 where it is missing).
-std::size_t peak_resident_bytes() {
+std::size_t peak_resident_bytes_now() {
     std::ifstream status("/proc/self/status");
     std::string line;
     while (std::getline(status, line))
         if (line.rfind("VmHWM:", 0) == 0) return std::size_t(std::stoull(line.substr(6))) * 1024;
     return 0;
+}
+
+/// The peak before the last read_bandwidth_aside: its buffer is not the model's memory.
+std::size_t peak_before_reads = 0;
+
+/// The peak resident memory of the model's work: this process's, leaving out the buffers of
+/// read_bandwidth_aside.
+std::size_t peak_resident_bytes() {
+    return std::max(peak_before_reads, peak_resident_bytes_now());
+}
+
+/// The machine's read bandwidth timed now, on `threads` threads (bench::memory::read_bandwidth_now),
+/// beside the decoding steps it is the limit of; its 256 MiB buffer left out of the peak memory (the
+/// kernel's high-water mark reset after it: /proc/self/clear_refs, Linux 4.0 and later).
+double read_bandwidth_aside(int threads) {
+    peak_before_reads = peak_resident_bytes();
+    const double rate = bench::memory::read_bandwidth_now(threads);
+    std::ofstream clear("/proc/self/clear_refs");
+    clear << "5";  // 5: reset the peak resident memory to the current
+    clear.flush();
+    if (!clear)
+        throw attn::argument_error(
+            "--read-bandwidth 1: cannot reset the peak resident memory (/proc/self/clear_refs), which the read's "
+            "buffer would raise");
+    return rate;
 }
 
 std::size_t directory_bytes(const std::filesystem::path& directory) {
@@ -256,13 +287,17 @@ int peer(int argc, char** argv) {
                                                            {"--steps", "16"},
                                                            {"--reps", "3"},
                                                            {"--keep-rows", "0"},
-                                                           {"--untimed-first", "1"}});
+                                                           {"--untimed-first", "1"},
+                                                           {"--read-bandwidth", "0"}});
     const int threads = int(whole_number("--threads", flags["--threads"], 1));
     const int steps = int(whole_number("--steps", flags["--steps"], 1));
     const int reps = int(whole_number("--reps", flags["--reps"], 1));
     const std::string keep_rows = flags["--keep-rows"];
     if (keep_rows != "0" && keep_rows != "1" && keep_rows != "last")
         throw attn::argument_error("--keep-rows wants 0, 1 or last, got \"" + keep_rows + "\"");
+    const std::string read_bandwidth = flags["--read-bandwidth"];
+    if (read_bandwidth != "0" && read_bandwidth != "1")
+        throw attn::argument_error("--read-bandwidth wants 0 or 1, got \"" + read_bandwidth + "\"");
     // As the peers (tools/benchmarks/peers): no timing pays for first-touch page faults. Each shape
     // runs once untimed first, since a decoder's buffers are sized to its last call (--untimed-first 0:
     // every repetition timed, the first a first pass: tools/benchmarks/bench_first_pass.py).
@@ -289,7 +324,7 @@ int peer(int argc, char** argv) {
     for (long context : numbers("--decode", flags["--decode"])) {
         const std::vector<int> ids = random_ids(context + steps);
         attn::Decoder<float> decoder(model(), {}, context + steps);
-        std::vector<double> seconds;
+        std::vector<double> seconds, read_rates;
         for (int r = first_rep; r < reps; ++r) {
             decoder.reset();
             decoder.append({ids.begin(), ids.begin() + context}, options);
@@ -298,9 +333,11 @@ int peer(int argc, char** argv) {
                     benchmark::DoNotOptimize(decoder.step(ids[std::size_t(context + s)], options).logits.data());
             });
             if (r >= 0) seconds.push_back(took);
+            if (r >= 0 && read_bandwidth == "1") read_rates.push_back(read_bandwidth_aside(threads));
         }
         decode_json += std::string(decode_json.empty() ? "" : ", ") + "{\"context\": " + std::to_string(context) +
-                       ", \"steps\": " + std::to_string(steps) + ", \"seconds\": " + seconds_list(seconds) + "}";
+                       ", \"steps\": " + std::to_string(steps) + ", \"seconds\": " + seconds_list(seconds) +
+                       (read_rates.empty() ? "" : ", \"read_bytes_per_second\": " + seconds_list(read_rates)) + "}";
     }
     // "isa": the vector instructions this build's kernels use (Eigen's packets), for the table to say
     // which instruction set each figure came from; "step_weights_bytes": what a decoding step reads of

@@ -29,9 +29,12 @@
 #include <attn/detail/kernels/large_arrays.hpp>
 #include <attn/detail/kernels/tiles.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace bench {
@@ -64,63 +67,104 @@ inline void copy_benchmark(benchmark::State& state, int threads) {
 /// 2026-12-06 a std::vector, 16 bytes past a line: a 512-bit load spanned two).
 using WeightLikeBuffer = std::vector<float, attn::detail::HugePagesInside<float>>;
 
-inline void read_benchmark(benchmark::State& state, int threads) {
-    const std::size_t count = kBuffer / sizeof(float);
-    WeightLikeBuffer buffer(count, 1.0f);
-    const std::size_t share = count / std::size_t(threads);
-    std::vector<float> sums(std::size_t(threads) * 16);  // one cache line apart
-    for (auto _ : state) {
-        on_threads(threads, [&](int t) {
-            const Eigen::Map<const Eigen::ArrayXf> part(buffer.data() + std::size_t(t) * share, attn::Index(share));
-            sums[std::size_t(t) * 16] = part.sum();
-        });
-        benchmark::DoNotOptimize(sums.data());
-        benchmark::ClobberMemory();
-    }
-    state.counters["bytes_read"] =
-        benchmark::Counter(double(kBuffer) * double(state.iterations()), benchmark::Counter::kIsRate);
-}
-
-/// Each thread's share of the buffer summed as kStreams runs side by side, a cache line of each a
-/// step (one accumulator per packet: no run waits on an addition's latency), the lines kAhead
-/// bytes ahead of each run prefetched when kAhead > 0 (as the decoding products prefetch their
-/// panels' rows: weight_panels.hpp).
+/// One thread's part of a read: kStreams runs of `run` floats from `start`, side by side, summed a
+/// cache line of each a step (one accumulator per packet: no run waits on an addition's latency),
+/// the lines kAhead bytes ahead of each run prefetched when kAhead > 0 (as the decoding products
+/// prefetch their panels' rows: weight_panels.hpp). `run` is a whole number of cache lines.
 template <std::size_t kStreams, std::size_t kAhead = 0>
-void read_streams_benchmark(benchmark::State& state, int threads) {
+float sum_side_by_side(const float* start, std::size_t run) {
     namespace ei = Eigen::internal;
     using Packet = attn::detail::RegisterTile<float>::Packet;
     constexpr std::size_t kLanes = std::size_t(attn::detail::RegisterTile<float>::kLanes);
     constexpr std::size_t kLine = 64 / sizeof(float), kLinePackets = kLine / kLanes;
+    Packet sum[kStreams][kLinePackets];
+    for (auto& line : sum)
+        for (Packet& packet : line) packet = ei::pset1<Packet>(0.0f);
+    for (std::size_t i = 0; i < run; i += kLine)
+        for (std::size_t s = 0; s < kStreams; ++s) {
+            const float* at = start + s * run + i;
+            if constexpr (kAhead > 0)
+                if (i * sizeof(float) + kAhead < run * sizeof(float))
+                    attn::detail::prefetch(reinterpret_cast<const char*>(at) + kAhead);
+            for (std::size_t p = 0; p < kLinePackets; ++p)
+                sum[s][p] = ei::padd(sum[s][p], ei::ploadu<Packet>(at + p * kLanes));
+        }
+    float total = 0.0f;
+    for (auto& line : sum)
+        for (Packet& packet : line) total += ei::predux(packet);
+    return total;
+}
+
+/// A way of reading `buffer` (count floats) on `threads` threads: each thread sums its share, into
+/// sums[16 t] (one cache line apart). Returns the bytes read.
+using ReadWay = std::size_t (*)(const float* buffer, std::size_t count, int threads, float* sums);
+
+/// memory/read: each thread's share summed by Eigen (one run, its own accumulators).
+inline std::size_t read_whole(const float* buffer, std::size_t count, int threads, float* sums) {
+    const std::size_t share = count / std::size_t(threads);
+    on_threads(threads, [&](int t) {
+        const Eigen::Map<const Eigen::ArrayXf> part(buffer + std::size_t(t) * share, attn::Index(share));
+        sums[std::size_t(t) * 16] = part.sum();
+    });
+    return share * std::size_t(threads) * sizeof(float);
+}
+
+/// memory/read_streams:kStreams[/ahead:kAhead]: each thread's share as kStreams runs side by side.
+template <std::size_t kStreams, std::size_t kAhead = 0>
+std::size_t read_side_by_side(const float* buffer, std::size_t count, int threads, float* sums) {
+    constexpr std::size_t kLine = 64 / sizeof(float);
+    const std::size_t share = count / std::size_t(threads), run = share / kStreams / kLine * kLine;
+    on_threads(threads, [&](int t) {
+        sums[std::size_t(t) * 16] = sum_side_by_side<kStreams, kAhead>(buffer + std::size_t(t) * share, run);
+    });
+    return run * kStreams * sizeof(float) * std::size_t(threads);
+}
+
+/// The ways of reading memory, by their benchmarks' names (memory/<name>/threads:<t>); the machine's
+/// read bandwidth is the best of them (tools/benchmarks/bench_tables.py's READ_WAYS).
+inline const std::vector<std::pair<std::string, ReadWay>>& read_ways() {
+    static const std::vector<std::pair<std::string, ReadWay>> ways = {
+        {"read", read_whole},
+        {"read_streams:2", read_side_by_side<2>},
+        {"read_streams:4", read_side_by_side<4>},
+        {"read_streams:8", read_side_by_side<8>},
+        {"read_streams:4/ahead:2048", read_side_by_side<4, 2048>},
+    };
+    return ways;
+}
+
+inline void read_way_benchmark(benchmark::State& state, ReadWay way, int threads) {
     const std::size_t count = kBuffer / sizeof(float);
     WeightLikeBuffer buffer(count, 1.0f);
-    const std::size_t share = count / std::size_t(threads), run = share / kStreams / kLine * kLine;
-    std::vector<float> sums(std::size_t(threads) * 16);  // one cache line apart
+    std::vector<float> sums(std::size_t(threads) * 16);
+    std::size_t bytes = 0;
     for (auto _ : state) {
-        on_threads(threads, [&](int t) {
-            const float* start = buffer.data() + std::size_t(t) * share;
-            Packet sum[kStreams][kLinePackets];
-            for (auto& line : sum)
-                for (Packet& packet : line) packet = ei::pset1<Packet>(0.0f);
-            for (std::size_t i = 0; i < run; i += kLine)
-                for (std::size_t s = 0; s < kStreams; ++s) {
-                    const float* at = start + s * run + i;
-                    if constexpr (kAhead > 0)
-                        if (i * sizeof(float) + kAhead < run * sizeof(float))
-                            attn::detail::prefetch(reinterpret_cast<const char*>(at) + kAhead);
-                    for (std::size_t p = 0; p < kLinePackets; ++p)
-                        sum[s][p] = ei::padd(sum[s][p], ei::ploadu<Packet>(at + p * kLanes));
-                }
-            float total = 0.0f;
-            for (auto& line : sum)
-                for (Packet& packet : line) total += ei::predux(packet);
-            sums[std::size_t(t) * 16] = total;
-        });
+        bytes = way(buffer.data(), count, threads, sums.data());
         benchmark::DoNotOptimize(sums.data());
         benchmark::ClobberMemory();
     }
     state.counters["bytes_read"] =
-        benchmark::Counter(double(run * kStreams * sizeof(float)) * double(threads) * double(state.iterations()),
-                           benchmark::Counter::kIsRate);
+        benchmark::Counter(double(bytes) * double(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+/// The machine's read bandwidth now, in bytes per second on `threads` threads: the best of `passes`
+/// passes of every way of reading over a buffer of kBuffer bytes, made for the occasion and freed
+/// afterwards (its first touch untimed). For a benchmark that times its own work beside it, minutes
+/// apart being too far on a VM whose bandwidth moves by a third between them.
+inline double read_bandwidth_now(int threads, int passes = 2) {
+    const std::size_t count = kBuffer / sizeof(float);
+    const WeightLikeBuffer buffer(count, 1.0f);
+    std::vector<float> sums(std::size_t(threads) * 16);
+    double best = 0;
+    for (int pass = 0; pass < passes; ++pass)
+        for (const auto& way : read_ways()) {
+            const auto start = std::chrono::steady_clock::now();
+            const std::size_t bytes = way.second(buffer.data(), count, threads, sums.data());
+            const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            benchmark::DoNotOptimize(sums.data());
+            best = std::max(best, double(bytes) / seconds);
+        }
+    return best;
 }
 
 }  // namespace memory
@@ -133,21 +177,11 @@ inline void register_memory_benchmarks() {
                                      threads)
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
-        benchmark::RegisterBenchmark(("memory/read/threads:" + std::to_string(threads)).c_str(), read_benchmark,
-                                     threads)
-            ->Unit(benchmark::kMillisecond)
-            ->UseRealTime();
-        const auto streams = [&](const char* count, auto run) {
-            benchmark::RegisterBenchmark(
-                ("memory/read_streams:" + std::string(count) + "/threads:" + std::to_string(threads)).c_str(), run,
-                threads)
+        for (const auto& way : read_ways())
+            benchmark::RegisterBenchmark(("memory/" + way.first + "/threads:" + std::to_string(threads)).c_str(),
+                                         read_way_benchmark, way.second, threads)
                 ->Unit(benchmark::kMillisecond)
                 ->UseRealTime();
-        };
-        streams("2", read_streams_benchmark<2>);
-        streams("4", read_streams_benchmark<4>);
-        streams("8", read_streams_benchmark<8>);
-        streams("4/ahead:2048", read_streams_benchmark<4, 2048>);
     }
 }
 

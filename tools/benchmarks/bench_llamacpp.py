@@ -70,7 +70,9 @@ the checkpoint directory, or the .gguf file for a quantized dtype) {hf_dir} {ggu
 {decode} {steps} {reps} {keep_rows} {weights} filled in (lists comma-separated); it must print one JSON
 object like tools/benchmarks/peers/llama_peer.cpp's
 bench: {"prefill": [{"tokens": n, "seconds": [...]}], "decode": [{"context": n, "steps": s,
-"seconds": [...]}], "peak_rss_bytes": b} (and may add "isa"). --attn-logits ({model} {hf_dir} {gguf} {tokens} {weights}) prints
+"seconds": [...]}], "peak_rss_bytes": b} (and may add "isa", "step_weights_bytes" and, per decode
+entry, "read_bytes_per_second": the machine's read bandwidth timed beside each repetition, which the
+default template asks for with --read-bandwidth 1). --attn-logits ({model} {hf_dir} {gguf} {tokens} {weights}) prints
 {"logits": [vocab floats of the last position]} and joins the agreement check. --attn-keep-rows auto
 runs keep_rows 1 only where the kept rows (layers × heads × n × n floats for the longest prefill) take
 at most 1 GiB: 4,096 positions of mistral-small would take 16 GiB.
@@ -459,6 +461,14 @@ def summarize(raw):
     for d in raw["decode"]:
         row[f"decode_{d['context']}_ms_per_token"] = 1e3 * statistics.median(d["seconds"]) / d["steps"]
         row[f"decode_{d['context']}_ms_per_token_best"] = 1e3 * min(d["seconds"]) / d["steps"]
+        # attn_bench_checkpoint --read-bandwidth 1: the read bandwidth timed beside each repetition, and
+        # each repetition's weights per second over its own (the VM's bandwidth moves by a third in minutes)
+        reads, weights = d.get("read_bytes_per_second"), raw.get("step_weights_bytes")
+        if reads and len(reads) == len(d["seconds"]):
+            row[f"decode_{d['context']}_read_gb_per_second"] = statistics.median(reads) / 1e9
+            if weights:
+                shares = [weights * d["steps"] / seconds / read for seconds, read in zip(d["seconds"], reads)]
+                row[f"decode_{d['context']}_read_share"] = statistics.median(shares)
     return row
 
 
@@ -471,6 +481,8 @@ def merge_raw(runs):
             by_length = {e[key]: e for e in merged.get(kind, [])}
             for e in run.get(kind, []):
                 by_length[e[key]]["seconds"] += e["seconds"]
+                if "read_bytes_per_second" in by_length[e[key]]:
+                    by_length[e[key]]["read_bytes_per_second"] += e.get("read_bytes_per_second", [])
         merged["peak_rss_bytes"] = max(merged["peak_rss_bytes"], run["peak_rss_bytes"])
     return merged
 
@@ -627,7 +639,8 @@ def main():
     attn_bench = ROOT / "build" / ATTN_BUILD_OF_ISA[args.isa] / "bench" / "attn_bench_checkpoint"
     if args.attn_bench is None and attn_bench.exists():
         args.attn_bench = (f"{attn_bench} {{model}} peer --threads {{threads}} --prefill {{prefill}} "
-                           "--decode {decode} --steps {steps} --reps {reps} --keep-rows {keep_rows} --weights {weights}")
+                           "--decode {decode} --steps {steps} --reps {reps} --keep-rows {keep_rows} --weights {weights} "
+                           "--read-bandwidth 1")
     if args.attn_logits is None and attn_bench.exists():
         args.attn_logits = f"{attn_bench} {{model}} logits {{tokens}} --weights {{weights}}"
     cache = args.cache.expanduser().resolve()

@@ -380,18 +380,27 @@ STEP_SYSTEMS = ("llama.cpp", "llama.cpp defaults")  # beside attn: the same weig
 def step_bandwidth_table(entries, memory):
     """Markdown lines: a whole decoding step's weights over its time (the bytes attn reports a step reads,
     "step_weights_bytes": every layer's matrices and the unembedding in the storage they are kept in), as
-    GB/s and a share of the read bandwidth (read_bandwidth) with as many threads; attn's rows and llama.cpp's,
-    which reads the same weights from its file in the same storage. Empty if no row has the bytes."""
+    GB/s and a share of the read bandwidth with as many threads; attn's rows and llama.cpp's, which reads
+    the same weights from its file in the same storage. The read bandwidth is the one attn's process timed
+    beside each repetition where it did (attn_bench_checkpoint --read-bandwidth 1: attn's share is the median
+    of each repetition's over its own; llama.cpp's is over the median of attn's, its rounds interleaved with
+    attn's), else the limits' (read_bandwidth), minutes away. Empty if no row has the bytes."""
     m = medians(memory) if memory else {}
-    read = {t: read_bandwidth(m, t) for t in (1, 2)}
+    limits = {t: read_bandwidth(m, t) for t in (1, 2)}
     contexts = sorted({n for e in entries for n in e.get("decode", [])})
     lines = []
     for entry in entries:
-        bytes_per_step = next((r.get("raw", {}).get("step_weights_bytes") for r in entry["rows"]
-                               if r["system"].startswith("attn") and r.get("raw", {}).get("step_weights_bytes")),
-                              None)
-        if not bytes_per_step:
+        attn_rows = [r for r in entry["rows"] if r["system"].startswith("attn") and r.get("raw", {}).get(
+            "step_weights_bytes")]
+        if not attn_rows:
             continue
+        bytes_per_step = attn_rows[0]["raw"]["step_weights_bytes"]
+        beside = {}  # (threads, context) -> attn's median read bandwidth timed beside its steps, bytes/s
+        for r in attn_rows:
+            for n in contexts:
+                gb = r["summary"].get(f"decode_{n}_read_gb_per_second")
+                if gb and (r["threads"], n) not in beside:
+                    beside[(r["threads"], n)] = gb * 1e9
         for row in entry["rows"]:
             system = row["system"]
             if not (system.startswith("attn") and "keeping" not in system) and system not in STEP_SYSTEMS:
@@ -403,13 +412,22 @@ def step_bandwidth_table(entries, memory):
                     cells.append("–")
                     continue
                 rate = bytes_per_step / (ms / 1e3)
-                cells.append(f"{ms:.2f} ms, {rate / 1e9:.1f} GB/s, {percent(rate, read.get(row['threads']))}")
+                own = row["summary"].get(f"decode_{n}_read_share")
+                if own is not None:
+                    share = f"{100 * own:.0f} % of {row['summary'][f'decode_{n}_read_gb_per_second']:.1f}"
+                elif (row["threads"], n) in beside:
+                    reference = beside[(row["threads"], n)]
+                    share = f"{percent(rate, reference)} of {reference / 1e9:.1f}"
+                else:
+                    share = f"{percent(rate, limits.get(row['threads']))} (limits)"
+                cells.append(f"{ms:.2f} ms, {rate / 1e9:.1f} GB/s, {share}")
             lines.append(f"| {model_label(entry)}, {bytes_per_step / 1e6:,.0f} MB | {row['threads']} | "
                          f"{system_label(system, entry)} | " + " | ".join(cells) + " |")
     if not lines:
         return []
     header = ["| weights a step reads | threads | system | "
-              + " | ".join(f"decode at {n}: ms/token, GB/s, share of read bandwidth" for n in contexts) + " |",
+              + " | ".join(f"decode at {n}: ms/token, GB/s, share of the read bandwidth (GB/s)" for n in contexts)
+              + " |",
               "|---|---:|---|" + "---:|" * len(contexts)]
     return header + sorted(lines, key=lambda line: line.split(" | ")[:3]) + [""]  # by model, then threads
 
@@ -537,9 +555,12 @@ def folder_readme(out, record):
         lines += peak_memory_lines(real)
         steps = step_bandwidth_table(real, memory)
         if steps:
-            lines += ["A whole decoding step against the read bandwidth (the limits above, as many threads): the "
-                      "bytes of weights a step reads over its time (medians; the cache's reads, 1–2 % of them at "
-                      "these contexts, not counted):", ""] + steps
+            lines += ["A whole decoding step against the read bandwidth: the bytes of weights a step reads over "
+                      "its time (medians; the cache's reads, 1–2 % of them at these contexts, not counted), as a "
+                      "share of the read bandwidth attn's process timed beside each of its repetitions, on as "
+                      "many threads (the best of the ways of reading above; attn's share: the median of each "
+                      "repetition's over its own, llama.cpp's: over the median of attn's); \"(limits)\": the "
+                      "limits above, for a run that did not time it beside its steps:", ""] + steps
         arithmetic = prefill_arithmetic_table(real, kernels)
         if arithmetic:
             lines += [PREFILL_ARITHMETIC_TEXT, ""] + arithmetic

@@ -2,6 +2,8 @@
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import bench_llamacpp as bl  # noqa: E402
 
@@ -22,6 +24,21 @@ def test_rounds_merge_every_repetition_and_keep_the_highest_peak():
     assert summary["prefill_128_tokens_per_second"] == 128 / 0.30  # the median of the three
     assert summary["decode_128_ms_per_token_best"] == 1e3 * 0.16 / 16
     assert bl.merge_raw([first]) == first
+
+
+def test_a_step_share_pairs_each_repetition_with_the_read_bandwidth_timed_beside_it():
+    first, second = run([0.30], [0.16, 0.20], 500 << 20), run([0.30], [0.32], 500 << 20)
+    first["step_weights_bytes"] = second["step_weights_bytes"] = 400e6
+    first["decode"][0]["read_bytes_per_second"] = [50e9, 40e9]
+    second["decode"][0]["read_bytes_per_second"] = [20e9]
+    merged = bl.merge_raw([first, second])
+    assert merged["decode"][0]["read_bytes_per_second"] == [50e9, 40e9, 20e9]
+    summary = bl.summarize(merged)
+    # 16 steps of 400 MB: 40 GB/s over 50 (0.8), 32 over 40 (0.8), 20 over 20 (1.0); median 0.8
+    assert summary["decode_128_read_share"] == pytest.approx(0.8)
+    assert summary["decode_128_read_gb_per_second"] == pytest.approx(40.0)
+    # without the reads (llama.cpp, or an older attn run): no share
+    assert "decode_128_read_share" not in bl.summarize(run([0.30], [0.16], 500 << 20))
 
 
 def test_each_weight_choice_names_its_row_and_flags_and_the_rounding_rows_get_bfloat16s_tolerance():

@@ -74,9 +74,11 @@ def test_a_whole_step_is_its_weights_bytes_over_its_time_against_the_same_thread
                      "memory/read_streams:4/threads:2": {"bytes_read": 25e9}})
     lines = bt.step_bandwidth_table([entry], memory)
     # 500 MB in 40 ms: 12.5 GB/s of 13; in 20 ms on 2 threads: 25 GB/s of 25; PyTorch's rows left out
-    assert "| GPT-2 small F32, 500 MB | 1 | attn, GPT-2 small F32 | 40.00 ms, 12.5 GB/s, 96 % |" in lines
-    assert "| GPT-2 small F32, 500 MB | 2 | attn, GPT-2 small F32 | 20.00 ms, 25.0 GB/s, 100 % |" in lines
-    assert "| GPT-2 small F32, 500 MB | 1 | llama.cpp defaults (float16 cache) | 50.00 ms, 10.0 GB/s, 77 % |" in lines
+    # (a run that did not time the bandwidth beside its steps: against the limits, and says so)
+    assert "| GPT-2 small F32, 500 MB | 1 | attn, GPT-2 small F32 | 40.00 ms, 12.5 GB/s, 96 % (limits) |" in lines
+    assert "| GPT-2 small F32, 500 MB | 2 | attn, GPT-2 small F32 | 20.00 ms, 25.0 GB/s, 100 % (limits) |" in lines
+    assert ("| GPT-2 small F32, 500 MB | 1 | llama.cpp defaults (float16 cache) | 50.00 ms, 10.0 GB/s, 77 % (limits) |"
+            in lines)
     assert not [line for line in lines if "PyTorch" in line]
     # rows in order of threads within the model
     threads = [line.split(" | ")[1] for line in lines[2:] if line]
@@ -85,6 +87,21 @@ def test_a_whole_step_is_its_weights_bytes_over_its_time_against_the_same_thread
     for row in entry["rows"]:
         row.pop("raw", None)
     assert bt.step_bandwidth_table([entry], memory) == []
+
+
+def test_a_step_timed_beside_its_read_bandwidth_is_a_share_of_that_not_of_the_limits():
+    entry = harness_entry("gpt2-small", "F32", {"attn": (700.0, 40.0), "llama.cpp": (300.0, 50.0)})
+    for row in entry["rows"]:
+        if row["system"] == "attn":
+            row["raw"] = {"step_weights_bytes": 500e6}
+            # attn_bench_checkpoint --read-bandwidth 1: each repetition's own share, and the median read
+            row["summary"].update({"decode_128_read_share": 0.93, "decode_128_read_gb_per_second": 14.0})
+    memory = gbench({"memory/read_streams:4/threads:1": {"bytes_read": 20e9},
+                     "memory/read_streams:4/threads:2": {"bytes_read": 40e9}})
+    lines = bt.step_bandwidth_table([entry], memory)
+    assert "| GPT-2 small F32, 500 MB | 1 | attn, GPT-2 small F32 | 40.00 ms, 12.5 GB/s, 93 % of 14.0 |" in lines
+    # llama.cpp: 500 MB in 50 ms is 10 GB/s, over attn's 14.0 timed beside it, not the limits' 20
+    assert "| GPT-2 small F32, 500 MB | 1 | llama.cpp (float32 cache) | 50.00 ms, 10.0 GB/s, 71 % of 14.0 |" in lines
 
 
 def test_prefill_flops_count_every_layers_products_causal_attention_and_the_last_logits():
