@@ -22,8 +22,10 @@ tools/common/run_folder.py and a folder of this run's own, so that no earlier re
              prefill of 128 and 512, decoding after 128 and 512; 1 and 2 threads; every system in turn,
              three times (--rounds: a slow minute of the VM falls on all alike); and a whole decoding
              step's weights (the bytes attn_bench_checkpoint reports a step reads) over its time, against
-             the limits' read bandwidth with as many threads, and every system's prefill as GFLOP/s
-             against the limits' FMA peak with as many threads (also for long). -> real_size*.{md,json}
+             the read bandwidth attn's process times beside each of its repetitions with as many threads
+             (attn_bench_checkpoint --read-bandwidth 1; the limits' for older runs), and every system's
+             prefill as GFLOP/s against the limits' FMA peak with as many threads (also for long).
+             -> real_size*.{md,json}
   long       the same harness at long prompts: SmolLM2-135M F32 and BF16 at 2,048 positions (and
              --long-8192: 8,192, decoding after 8,176 so that the steps end at its context), GPT-2 small
              F32 at its 1,024; attn on the float checkpoints with its attention on float and on bfloat16
