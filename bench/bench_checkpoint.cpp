@@ -21,7 +21,10 @@
 //                                           --read-bandwidth 1: after each timed decoding repetition, the
 //                                           machine's read bandwidth timed on as many threads (the best
 //                                           of bench/memory_benchmarks.hpp's ways of reading), each decode
-//                                           entry's "read_bytes_per_second", one per repetition
+//                                           entry's "read_bytes_per_second", one per repetition;
+//                                           each decode entry's "cache_numbers_per_step" and
+//                                           "cache_bytes_per_step": what a step reads of the cache
+//                                           (keys and values of every layer), besides the weights
 //   attn_bench_checkpoint DIR sight --threads T --positions 2048,8192 --reps R   (1, 2048, 3)
 //                                           what seeing inside costs at long prompts: {"sight": [{"positions",
 //                                           "plain", "statistics", "log_sum_exp"}], "peak_rss_bytes", "isa"},
@@ -102,6 +105,20 @@ std::size_t step_weight_bytes(const attn::Model<float>& loaded) {
     const attn::ModelSettings& s = loaded.settings();
     const double entries = double(s.vocabulary_size) * double(s.dimensions) + layer_matrix_entries(s);
     return std::size_t(entries) * (loaded.weight_storage() == attn::WeightStorage::stored_16_bit ? 2 : 4);
+}
+
+/// The numbers of keys and values a decoding step after `context` positions reads from the cache,
+/// averaged over `steps` steps: in every layer, each key and value head's row of every position
+/// it attends (the step's own included; the last `window` where the layer has a sliding window).
+double cache_numbers_per_step(const attn::Model<float>& loaded, long context, int steps) {
+    const attn::ModelSettings& s = loaded.settings();
+    double numbers = 0;
+    for (int step = 0; step < steps; ++step)
+        for (attn::Index l = 0; l < s.layers; ++l) {
+            const attn::Index window = s.layer(l).window, seen = context + step + 1;
+            numbers += double(window > 0 ? std::min(window, seen) : seen) * 2.0 * double(s.key_value_width());
+        }
+    return numbers / steps;
 }
 
 /// Peak resident memory of this process so far, from /proc/self/status (0 where it is missing).
@@ -335,8 +352,14 @@ int peer(int argc, char** argv) {
             if (r >= 0) seconds.push_back(took);
             if (r >= 0 && read_bandwidth == "1") read_rates.push_back(read_bandwidth_aside(threads));
         }
+        // what a step reads of the cache besides the weights: its numbers, and their bytes in attn's
+        // cache (float, or bfloat16 with LoadOptions::bfloat16_attention and bfloat16_activations)
+        const double cache_numbers = cache_numbers_per_step(model(), context, steps);
+        const double cache_bytes = cache_numbers * (model().bfloat16_attention() ? 2.0 : 4.0);
         decode_json += std::string(decode_json.empty() ? "" : ", ") + "{\"context\": " + std::to_string(context) +
                        ", \"steps\": " + std::to_string(steps) + ", \"seconds\": " + seconds_list(seconds) +
+                       ", \"cache_numbers_per_step\": " + std::to_string(cache_numbers) +
+                       ", \"cache_bytes_per_step\": " + std::to_string(cache_bytes) +
                        (read_rates.empty() ? "" : ", \"read_bytes_per_second\": " + seconds_list(read_rates)) + "}";
     }
     // "isa": the vector instructions this build's kernels use (Eigen's packets), for the table to say

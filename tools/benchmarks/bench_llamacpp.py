@@ -71,7 +71,8 @@ the checkpoint directory, or the .gguf file for a quantized dtype) {hf_dir} {ggu
 object like tools/benchmarks/peers/llama_peer.cpp's
 bench: {"prefill": [{"tokens": n, "seconds": [...]}], "decode": [{"context": n, "steps": s,
 "seconds": [...]}], "peak_rss_bytes": b} (and may add "isa", "step_weights_bytes" and, per decode
-entry, "read_bytes_per_second": the machine's read bandwidth timed beside each repetition, which the
+entry, "cache_numbers_per_step" and "cache_bytes_per_step", what a step reads of the cache, and
+"read_bytes_per_second": the machine's read bandwidth timed beside each repetition, which the
 default template asks for with --read-bandwidth 1). --attn-logits ({model} {hf_dir} {gguf} {tokens} {weights}) prints
 {"logits": [vocab floats of the last position]} and joins the agreement check. --attn-keep-rows auto
 runs keep_rows 1 only where the kept rows (layers × heads × n × n floats for the longest prefill) take
@@ -462,12 +463,14 @@ def summarize(raw):
         row[f"decode_{d['context']}_ms_per_token"] = 1e3 * statistics.median(d["seconds"]) / d["steps"]
         row[f"decode_{d['context']}_ms_per_token_best"] = 1e3 * min(d["seconds"]) / d["steps"]
         # attn_bench_checkpoint --read-bandwidth 1: the read bandwidth timed beside each repetition, and
-        # each repetition's weights per second over its own (the VM's bandwidth moves by a third in minutes)
+        # each repetition's bytes per second (the weights and the cache a step reads) over its own (the
+        # VM's bandwidth moves by a third in minutes)
         reads, weights = d.get("read_bytes_per_second"), raw.get("step_weights_bytes")
         if reads and len(reads) == len(d["seconds"]):
             row[f"decode_{d['context']}_read_gb_per_second"] = statistics.median(reads) / 1e9
             if weights:
-                shares = [weights * d["steps"] / seconds / read for seconds, read in zip(d["seconds"], reads)]
+                step_bytes = weights + d.get("cache_bytes_per_step", 0)
+                shares = [step_bytes * d["steps"] / seconds / read for seconds, read in zip(d["seconds"], reads)]
                 row[f"decode_{d['context']}_read_share"] = statistics.median(shares)
     return row
 

@@ -377,16 +377,25 @@ def prefill_arithmetic_table(entries, kernels):
 
 
 STEP_SYSTEMS = ("llama.cpp", "llama.cpp defaults")  # beside attn: the same weights in the same storage
+# Bytes of a cached key or value number: llama.cpp's float32 cache, and its defaults' float16 one
+PEER_CACHE_BYTES = {"llama.cpp": 4, "llama.cpp defaults": 2}
+
+
+def decode_entry(row, context):
+    """The row's raw decode entry at this context (attn_bench_checkpoint's JSON), or {}."""
+    return next((d for d in row.get("raw", {}).get("decode", []) if d.get("context") == context), {})
 
 
 def step_bandwidth_table(entries, memory):
-    """Markdown lines: a whole decoding step's weights over its time (the bytes attn reports a step reads,
-    "step_weights_bytes": every layer's matrices and the unembedding in the storage they are kept in), as
-    GB/s and a share of the read bandwidth with as many threads; attn's rows and llama.cpp's, which reads
-    the same weights from its file in the same storage. The read bandwidth is the one attn's process timed
-    beside each repetition where it did (attn_bench_checkpoint --read-bandwidth 1: attn's share is the median
-    of each repetition's over its own; llama.cpp's is over the median of attn's, its rounds interleaved with
-    attn's), else the limits' (read_bandwidth), minutes away. Empty if no row has the bytes."""
+    """Markdown lines: what a whole decoding step reads over its time, as GB/s and a share of the read
+    bandwidth with as many threads; attn's rows and llama.cpp's, which reads the same weights from its file in
+    the same storage. A step reads the weights attn reports ("step_weights_bytes": every layer's matrices and
+    the unembedding in the storage they are kept in) and the cache ("cache_bytes_per_step" in attn's storage;
+    llama.cpp's from "cache_numbers_per_step" and its cache's numbers: PEER_CACHE_BYTES); runs before the cache
+    was reported count the weights alone. The read bandwidth is the one attn's process timed beside each
+    repetition where it did (attn_bench_checkpoint --read-bandwidth 1: attn's share is the median of each
+    repetition's over its own; llama.cpp's is over the median of attn's, its rounds interleaved with attn's),
+    else the limits' (read_bandwidth), minutes away. Empty if no row has the bytes."""
     m = medians(memory) if memory else {}
     limits = {t: read_bandwidth(m, t) for t in (1, 2)}
     contexts = sorted({n for e in entries for n in e.get("decode", [])})
@@ -396,7 +405,7 @@ def step_bandwidth_table(entries, memory):
             "step_weights_bytes")]
         if not attn_rows:
             continue
-        bytes_per_step = attn_rows[0]["raw"]["step_weights_bytes"]
+        weights = attn_rows[0]["raw"]["step_weights_bytes"]
         beside = {}  # (threads, context) -> attn's median read bandwidth timed beside its steps, bytes/s
         for r in attn_rows:
             for n in contexts:
@@ -413,7 +422,11 @@ def step_bandwidth_table(entries, memory):
                 if ms is None:
                     cells.append("–")
                     continue
-                rate = bytes_per_step / (ms / 1e3)
+                if system in PEER_CACHE_BYTES:
+                    cache = decode_entry(attn_rows[0], n).get("cache_numbers_per_step", 0) * PEER_CACHE_BYTES[system]
+                else:
+                    cache = decode_entry(row, n).get("cache_bytes_per_step", 0)
+                rate = (weights + cache) / (ms / 1e3)
                 own = row["summary"].get(f"decode_{n}_read_share")
                 if own is not None:
                     share = f"{100 * own:.0f} % of {row['summary'][f'decode_{n}_read_gb_per_second']:.1f}"
@@ -423,7 +436,7 @@ def step_bandwidth_table(entries, memory):
                 else:
                     share = f"{percent(rate, limits.get(row['threads']))} (limits)"
                 cells.append(f"{ms:.2f} ms, {rate / 1e9:.1f} GB/s, {share}")
-            lines.append(f"| {model_label(entry)}, {bytes_per_step / 1e6:,.0f} MB | {row['threads']} | "
+            lines.append(f"| {model_label(entry)}, {weights / 1e6:,.0f} MB | {row['threads']} | "
                          f"{system_label(system, entry)} | " + " | ".join(cells) + " |")
     if not lines:
         return []
@@ -557,12 +570,13 @@ def folder_readme(out, record):
         lines += peak_memory_lines(real)
         steps = step_bandwidth_table(real, memory)
         if steps:
-            lines += ["A whole decoding step against the read bandwidth: the bytes of weights a step reads over "
-                      "its time (medians; the cache's reads, 1–2 % of them at these contexts, not counted), as a "
-                      "share of the read bandwidth attn's process timed beside each of its repetitions, on as "
-                      "many threads (the best of the ways of reading above; attn's share: the median of each "
-                      "repetition's over its own, llama.cpp's: over the median of attn's); \"(limits)\": the "
-                      "limits above, for a run that did not time it beside its steps:", ""] + steps
+            lines += ["A whole decoding step against the read bandwidth: the bytes a step reads, its weights and "
+                      "the keys and values it attends in the cache (each system's cache: attn's float or bfloat16, "
+                      "llama.cpp's float32, its defaults' float16), over its time (medians), as a share of the "
+                      "read bandwidth attn's process timed beside each of its repetitions, on as many threads "
+                      "(the best of the ways of reading above; attn's share: the median of each repetition's over "
+                      "its own, llama.cpp's: over the median of attn's); \"(limits)\": the limits above, for a "
+                      "run that did not time it beside its steps (and counted the weights alone):", ""] + steps
         arithmetic = prefill_arithmetic_table(real, kernels)
         if arithmetic:
             lines += [PREFILL_ARITHMETIC_TEXT, ""] + arithmetic

@@ -37,6 +37,9 @@ def test_a_step_share_pairs_each_repetition_with_the_read_bandwidth_timed_beside
     # 16 steps of 400 MB: 40 GB/s over 50 (0.8), 32 over 40 (0.8), 20 over 20 (1.0); median 0.8
     assert summary["decode_128_read_share"] == pytest.approx(0.8)
     assert summary["decode_128_read_gb_per_second"] == pytest.approx(40.0)
+    # the cache's bytes count too: 100 MB more a step is 1.25× the bytes
+    first["decode"][0]["cache_bytes_per_step"] = 100e6
+    assert bl.summarize(bl.merge_raw([first, second]))["decode_128_read_share"] == pytest.approx(1.0)
     # without the reads (llama.cpp, or an older attn run): no share
     assert "decode_128_read_share" not in bl.summarize(run([0.30], [0.16], 500 << 20))
 

@@ -104,6 +104,23 @@ def test_a_step_timed_beside_its_read_bandwidth_is_a_share_of_that_not_of_the_li
     assert "| GPT-2 small F32, 500 MB | 1 | llama.cpp (float32 cache) | 50.00 ms, 10.0 GB/s, 71 % of 14.0 |" in lines
 
 
+def test_a_step_reads_its_cache_too_in_each_systems_storage():
+    entry = harness_entry("gpt2-small", "F32", {"attn": (700.0, 40.0), "llama.cpp": (300.0, 50.0),
+                                                 "llama.cpp defaults": (300.0, 50.0)})
+    for row in entry["rows"]:
+        if row["system"] == "attn":
+            # 10 M numbers of keys and values a step at 128 cached, kept in float
+            row["raw"] = {"step_weights_bytes": 460e6,
+                          "decode": [{"context": 128, "cache_numbers_per_step": 10e6, "cache_bytes_per_step": 40e6}]}
+    lines = bt.step_bandwidth_table([entry], {})
+    # attn: 460 + 40 MB in 40 ms; llama.cpp's float32 cache the same 500 MB in 50 ms; its defaults' float16
+    # cache 460 + 20 MB
+    assert "| GPT-2 small F32, 460 MB | 1 | attn, GPT-2 small F32 | 40.00 ms, 12.5 GB/s, ? (limits) |" in lines
+    assert "| GPT-2 small F32, 460 MB | 1 | llama.cpp (float32 cache) | 50.00 ms, 10.0 GB/s, ? (limits) |" in lines
+    assert ("| GPT-2 small F32, 460 MB | 1 | llama.cpp defaults (float16 cache) | 50.00 ms, 9.6 GB/s, ? (limits) |"
+            in lines)
+
+
 def test_prefill_flops_count_every_layers_products_causal_attention_and_the_last_logits():
     # GPT-2 small: 7,077,888 weights a layer; 12 heads of 64; 768 × 50257 logits
     n = 128
