@@ -353,9 +353,10 @@ int peer(int argc, char** argv) {
             if (r >= 0 && read_bandwidth == "1") read_rates.push_back(read_bandwidth_aside(threads));
         }
         // what a step reads of the cache besides the weights: its numbers, and their bytes in attn's
-        // cache (float, or bfloat16 with LoadOptions::bfloat16_attention and bfloat16_activations)
+        // cache, whose storage is the decoder's float (KeyValueCache::bytes) with bfloat16 attention too:
+        // that rounds the numbers the cache keeps, not their storage
         const double cache_numbers = cache_numbers_per_step(model(), context, steps);
-        const double cache_bytes = cache_numbers * (model().bfloat16_attention() ? 2.0 : 4.0);
+        const double cache_bytes = cache_numbers * double(sizeof(float));
         decode_json += std::string(decode_json.empty() ? "" : ", ") + "{\"context\": " + std::to_string(context) +
                        ", \"steps\": " + std::to_string(steps) + ", \"seconds\": " + seconds_list(seconds) +
                        ", \"cache_numbers_per_step\": " + std::to_string(cache_numbers) +

@@ -390,7 +390,7 @@ def step_bandwidth_table(entries, memory):
     """Markdown lines: what a whole decoding step reads over its time, as GB/s and a share of the read
     bandwidth with as many threads; attn's rows and llama.cpp's, which reads the same weights from its file in
     the same storage. A step reads the weights attn reports ("step_weights_bytes": every layer's matrices and
-    the unembedding in the storage they are kept in) and the cache ("cache_bytes_per_step" in attn's storage;
+    the unembedding in the storage they are kept in) and the cache ("cache_bytes_per_step" in attn's float;
     llama.cpp's from "cache_numbers_per_step" and its cache's numbers: PEER_CACHE_BYTES); runs before the cache
     was reported count the weights alone. The read bandwidth is the one attn's process timed beside each
     repetition where it did (attn_bench_checkpoint --read-bandwidth 1: attn's share is the median of each
@@ -571,8 +571,8 @@ def folder_readme(out, record):
         steps = step_bandwidth_table(real, memory)
         if steps:
             lines += ["A whole decoding step against the read bandwidth: the bytes a step reads, its weights and "
-                      "the keys and values it attends in the cache (each system's cache: attn's float or bfloat16, "
-                      "llama.cpp's float32, its defaults' float16), over its time (medians), as a share of the "
+                      "the keys and values it attends in the cache (each system's cache: attn's float, which bfloat16 "
+                      "attention rounds but does not narrow, llama.cpp's float32, its defaults' float16), over its time (medians), as a share of the "
                       "read bandwidth attn's process timed beside each of its repetitions, on as many threads "
                       "(the best of the ways of reading above; attn's share: the median of each repetition's over "
                       "its own, llama.cpp's: over the median of attn's); \"(limits)\": the limits above, for a "
