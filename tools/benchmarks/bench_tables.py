@@ -571,8 +571,9 @@ def folder_readme(out, record):
         steps = step_bandwidth_table(real, memory)
         if steps:
             lines += ["A whole decoding step against the read bandwidth: the bytes a step reads, its weights and "
-                      "the keys and values it attends in the cache (each system's cache: attn's float, which bfloat16 "
-                      "attention rounds but does not narrow, llama.cpp's float32, its defaults' float16), over its time (medians), as a share of the "
+                      "the keys and values it attends in the cache (each system's cache: attn's float, which "
+                      "bfloat16 attention rounds but does not narrow, llama.cpp's float32, its defaults' float16), "
+                      "over its time (medians), as a share of the "
                       "read bandwidth attn's process timed beside each of its repetitions, on as many threads "
                       "(the best of the ways of reading above; attn's share: the median of each repetition's over "
                       "its own, llama.cpp's: over the median of attn's); \"(limits)\": the limits above, for a "
